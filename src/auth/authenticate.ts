@@ -1,0 +1,48 @@
+/** Turns the token a request presents into the caller's TokenEntry, or null when it is not valid. */
+import type { Db } from "../db/client";
+import { ROOT_NAMESPACE } from "../sys/mount-store";
+import { sha256Hex, timingSafeEqual } from "../util/encoding";
+import { getTokenByHash, type TokenEntry } from "./token-store";
+
+/** The token of a request: `X-Service-Token`, else `Authorization: Bearer` (CONTRACT.md). */
+export function presentedToken(headers: Headers): string | null {
+  const direct = headers.get("x-service-token");
+  if (direct) return direct.trim();
+  const auth = headers.get("authorization");
+  const m = auth ? /^Bearer\s+(.+)$/i.exec(auth) : null;
+  return m?.[1]?.trim() ?? null;
+}
+
+/** The configured root token as a caller: root policy, root namespace, never expires. */
+export function rootEntry(presented: string): TokenEntry {
+  return {
+    hash: "",
+    accessor: "root",
+    namespaceId: ROOT_NAMESPACE.id,
+    parentAccessor: null,
+    policies: ["root"],
+    displayName: "root",
+    meta: null,
+    numUses: 0,
+    usesLeft: 0,
+    ttl: 0,
+    explicitMaxTtl: 0,
+    renewable: false,
+    creationTime: 0,
+    expireTime: null,
+    maxExpireTime: null,
+    configuredRoot: true,
+    presented,
+  };
+}
+
+export async function authenticate(db: Db, rootToken: string, presented: string, now: number): Promise<TokenEntry | null> {
+  if (presented === "") return null;
+  if (rootToken !== "" && timingSafeEqual(presented, rootToken)) return rootEntry(presented);
+  // The lookup is by SHA-256 of the token, so timing reveals nothing about stored tokens.
+  const row = await getTokenByHash(db, await sha256Hex(presented));
+  if (!row) return null;
+  if (row.expireTime !== null && row.expireTime <= now) return null;
+  if (row.numUses > 0 && row.usesLeft <= 0) return null;
+  return { ...row, configuredRoot: false, presented };
+}

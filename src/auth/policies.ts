@@ -1,0 +1,52 @@
+/**
+ * Built-in policies and the ACL of a token. `root` is not a text policy: it grants everything and
+ * cannot be changed or deleted. `default` has a built-in text (the engine's default policy,
+ * trimmed to the paths Lanyard has) that may be overwritten per namespace but not deleted.
+ */
+import type { Db } from "../db/client";
+import { buildAcl, type Acl } from "./acl";
+import { parsePolicy, type ParsedPolicy } from "./policy-parser";
+import { getPolicies } from "./policy-store";
+
+export const DEFAULT_POLICY_TEXT = `# Allow tokens to look up their own properties
+path "auth/token/lookup-self" {
+    capabilities = ["read"]
+}
+
+# Allow tokens to renew themselves
+path "auth/token/renew-self" {
+    capabilities = ["update"]
+}
+
+# Allow tokens to revoke themselves
+path "auth/token/revoke-self" {
+    capabilities = ["update"]
+}
+
+# Allow a token to look up its own capabilities on a path
+path "sys/capabilities-self" {
+    capabilities = ["update"]
+}
+`;
+
+// Parsed policies keyed by their text: immutable, so sharing them across requests is safe.
+const parsedCache = new Map<string, ParsedPolicy>();
+
+export function parseCached(text: string): ParsedPolicy {
+  let p = parsedCache.get(text);
+  if (!p) {
+    p = parsePolicy(text);
+    if (parsedCache.size > 500) parsedCache.clear();
+    parsedCache.set(text, p);
+  }
+  return p;
+}
+
+/** The ACL of a set of policy names in a namespace. Unknown names contribute nothing. */
+export async function aclFor(db: Db, nsId: string, names: string[]): Promise<Acl> {
+  if (names.includes("root")) return buildAcl([], true);
+  const rows = await getPolicies(db, nsId, names);
+  const texts = rows.map((r) => r.text);
+  if (names.includes("default") && !rows.some((r) => r.name === "default")) texts.push(DEFAULT_POLICY_TEXT);
+  return buildAcl(texts.map((t) => parseCached(t).rules));
+}

@@ -1,0 +1,37 @@
+/** Storage of ACL policies: the only module that touches the `policies` table. */
+import { and, eq, inArray } from "drizzle-orm";
+import type { Db } from "../db/client";
+import { policies } from "../db/schema";
+
+export type PolicyRow = typeof policies.$inferSelect;
+
+export async function getPolicy(db: Db, nsId: string, name: string): Promise<PolicyRow | null> {
+  const rows = await db.select().from(policies).where(and(eq(policies.namespaceId, nsId), eq(policies.name, name)));
+  return rows[0] ?? null;
+}
+
+export async function getPolicies(db: Db, nsId: string, names: string[]): Promise<PolicyRow[]> {
+  if (names.length === 0) return [];
+  return db.select().from(policies).where(and(eq(policies.namespaceId, nsId), inArray(policies.name, names)));
+}
+
+export async function listPolicyNames(db: Db, nsId: string): Promise<string[]> {
+  const rows = await db.select({ name: policies.name }).from(policies).where(eq(policies.namespaceId, nsId));
+  return rows.map((r) => r.name);
+}
+
+export async function putPolicy(db: Db, row: PolicyRow): Promise<void> {
+  await db
+    .insert(policies)
+    .values(row)
+    .onConflictDoUpdate({ target: [policies.namespaceId, policies.name], set: { text: row.text, updatedAt: row.updatedAt } });
+}
+
+export async function deletePolicy(db: Db, nsId: string, name: string): Promise<void> {
+  await db.delete(policies).where(and(eq(policies.namespaceId, nsId), eq(policies.name, name)));
+}
+
+export async function deleteNamespacePolicies(db: Db, nsIds: string[]): Promise<void> {
+  if (nsIds.length === 0) return;
+  await db.delete(policies).where(inArray(policies.namespaceId, nsIds));
+}

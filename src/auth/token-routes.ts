@@ -1,0 +1,222 @@
+/** auth/token/*: create, look up, renew and revoke tokens (the engine's token store API). */
+import { badRequest, permissionDenied } from "../http/errors";
+import { defineFields } from "../http/fields";
+import { route, type Req } from "../http/route";
+import { sha256Hex } from "../util/encoding";
+import { capabilitiesFor } from "./acl";
+import { authenticate } from "./authenticate";
+import { getNamespaceById } from "./namespace-store";
+import {
+  getTokenByAccessor,
+  insertToken,
+  listAccessors,
+  revokeTree,
+  setExpiry,
+  type TokenEntry,
+  type TokenRow,
+} from "./token-store";
+import { authBlock, childPolicies, lookupView, newAccessor, newTokenText, tokenLifetime } from "./tokens";
+
+const createFields = defineFields({
+  policies: { type: "comma-string-slice", description: "Policies of the new token (default: the parent's)." },
+  ttl: { type: "duration", description: "Time to live (default 768h; none for root tokens)." },
+  explicit_max_ttl: { type: "duration", description: "Hard limit the token can never be renewed past.", default: 0 },
+  display_name: { type: "string", description: "Name shown in lookups (prefixed with \"token-\").", default: "" },
+  num_uses: { type: "int", description: "Uses before the token is revoked (0 = unlimited).", default: 0 },
+  meta: { type: "string-map", description: "Metadata echoed in lookups." },
+  no_parent: { type: "bool", description: "Create an orphan (needs root or sudo).", default: false },
+  no_default_policy: { type: "bool", description: "Do not attach the default policy.", default: false },
+  renewable: { type: "bool", description: "Whether renew-self may extend it.", default: true },
+  type: { type: "string", description: "Token type; only \"service\".", default: "service", allowed: ["service", "default"] },
+});
+
+async function createToken(req: Req<typeof createFields>, orphan: boolean) {
+  const parent = req.token;
+  if (!parent) throw permissionDenied();
+  const f = req.fields;
+  if (f.num_uses < 0) throw badRequest("num_uses: must be zero or positive");
+  if (f.no_parent && !parent.policies.includes("root") && !req.acl?.root) {
+    if (!req.acl || !capabilitiesFor(req.acl, req.path).has("sudo")) throw badRequest("no_parent: root or sudo privileges are required to create an orphan token");
+  }
+  const isOrphan = orphan || f.no_parent || parent.configuredRoot;
+  const policies = childPolicies(parent, f.policies, f.no_default_policy);
+  const now = Date.now();
+  const life = tokenLifetime(now, policies, f.ttl, f.explicit_max_ttl, isOrphan ? null : parent.expireTime);
+  const text = newTokenText();
+  const name = f.display_name.trim().replace(/[^\w.-]+/g, "-");
+  const row: TokenRow = {
+    hash: await sha256Hex(text),
+    accessor: newAccessor(),
+    namespaceId: req.ns.id,
+    parentAccessor: isOrphan ? null : parent.accessor,
+    policies,
+    displayName: name ? `token-${name}` : "token",
+    meta: f.meta ?? null,
+    numUses: f.num_uses,
+    usesLeft: f.num_uses,
+    ttl: life.ttl,
+    explicitMaxTtl: f.explicit_max_ttl,
+    renewable: f.renewable && life.expireTime !== null,
+    creationTime: now,
+    expireTime: life.expireTime,
+    maxExpireTime: life.maxExpireTime,
+  };
+  await insertToken(req.db, row);
+  return { data: null, auth: authBlock(row, text, now), warnings: life.warnings };
+}
+
+/** A token another request names, if it is valid and lives at or below the request's namespace. */
+async function targetByText(req: Req, text: string): Promise<TokenEntry | null> {
+  const t = await authenticate(req.db, req.env.ROOT_TOKEN ?? "", text, Date.now());
+  if (!t || t.configuredRoot) return t;
+  const ns = await getNamespaceById(req.db, t.namespaceId);
+  return ns && ns.path.startsWith(req.ns.path) ? t : null;
+}
+
+async function targetByAccessor(req: Req, accessor: string): Promise<TokenRow | null> {
+  const t = await getTokenByAccessor(req.db, accessor);
+  if (!t) return null;
+  const ns = await getNamespaceById(req.db, t.namespaceId);
+  return ns && ns.path.startsWith(req.ns.path) ? t : null;
+}
+
+async function nsPath(req: Req, t: TokenRow): Promise<string> {
+  return (await getNamespaceById(req.db, t.namespaceId))?.path ?? "";
+}
+
+async function renew(req: Req, t: TokenEntry, increment: number | undefined) {
+  if (t.configuredRoot || t.expireTime === null) {
+    return { data: null, auth: authBlock(t, t.presented, Date.now()), warnings: ["token has no expiry; nothing to renew"] };
+  }
+  if (!t.renewable) throw badRequest("token is not renewable");
+  const now = Date.now();
+  const want = increment && increment > 0 ? increment : t.ttl;
+  let expire = now + want * 1000;
+  const warnings: string[] = [];
+  if (t.maxExpireTime !== null && expire > t.maxExpireTime) {
+    expire = t.maxExpireTime;
+    warnings.push("TTL of the renewal was capped by the token's maximum TTL");
+  }
+  await setExpiry(req.db, t.hash, t.ttl, expire);
+  const updated = { ...t, expireTime: expire };
+  return { data: null, auth: authBlock(updated, t.presented, now), warnings };
+}
+
+const tokenField = defineFields({ token: { type: "string", description: "The token.", required: true } });
+const accessorField = defineFields({ accessor: { type: "string", description: "The token's accessor.", required: true } });
+const renewFields = defineFields({
+  increment: { type: "duration", description: "Requested new TTL from now (default: the token's TTL)." },
+});
+
+export const tokenRoutes = [
+  route({
+    pattern: "create",
+    fields: createFields,
+    handlers: { update: (req) => createToken(req, false) },
+  }),
+  route({
+    pattern: "create-orphan",
+    fields: createFields,
+    handlers: { update: (req) => createToken(req, true) },
+  }),
+  route({
+    pattern: "lookup-self",
+    handlers: {
+      async read(req) {
+        const t = req.token as TokenEntry;
+        if (t.configuredRoot) return { data: { ...lookupView(t, t.presented, Date.now(), ""), orphan: true, path: "" } };
+        return { data: lookupView(t, t.presented, Date.now(), await nsPath(req, t)) };
+      },
+    },
+  }),
+  route({
+    pattern: "lookup",
+    fields: tokenField,
+    handlers: {
+      async read(req) {
+        return tokenLookup(req);
+      },
+      async update(req) {
+        return tokenLookup(req);
+      },
+    },
+  }),
+  route({
+    pattern: "lookup-accessor",
+    fields: accessorField,
+    handlers: {
+      async update(req) {
+        const t = await targetByAccessor(req, req.fields.accessor);
+        if (!t) throw badRequest("accessor: invalid accessor");
+        return { data: lookupView(t, "", Date.now(), await nsPath(req, t)) };
+      },
+    },
+  }),
+  route({
+    pattern: "renew-self",
+    fields: renewFields,
+    handlers: { update: (req) => renew(req, req.token as TokenEntry, req.fields.increment) },
+  }),
+  route({
+    pattern: "renew",
+    fields: defineFields({ ...tokenField, ...renewFields }),
+    handlers: {
+      async update(req) {
+        const t = await targetByText(req, req.fields.token);
+        if (!t) throw badRequest("token: invalid token");
+        return renew(req, t, req.fields.increment);
+      },
+    },
+  }),
+  route({
+    pattern: "revoke-self",
+    handlers: {
+      async update(req) {
+        const t = req.token as TokenEntry;
+        if (t.configuredRoot) throw badRequest("the configured root token cannot be revoked; change ROOT_TOKEN instead");
+        await revokeTree(req.db, t.accessor);
+        return null;
+      },
+    },
+  }),
+  route({
+    pattern: "revoke",
+    fields: tokenField,
+    handlers: {
+      async update(req) {
+        const t = await targetByText(req, req.fields.token);
+        if (t?.configuredRoot) throw badRequest("the configured root token cannot be revoked; change ROOT_TOKEN instead");
+        if (t) await revokeTree(req.db, t.accessor);
+        return null;
+      },
+    },
+  }),
+  route({
+    pattern: "revoke-accessor",
+    fields: accessorField,
+    handlers: {
+      async update(req) {
+        const t = await targetByAccessor(req, req.fields.accessor);
+        if (t) await revokeTree(req.db, t.accessor);
+        return null;
+      },
+    },
+  }),
+  route({
+    pattern: "accessors",
+    sudo: ["list"],
+    handlers: {
+      async list(req) {
+        const keys = await listAccessors(req.db, req.ns.id);
+        return { data: { keys } };
+      },
+    },
+  }),
+];
+
+async function tokenLookup(req: Req<typeof tokenField>) {
+  const t = await targetByText(req, req.fields.token);
+  if (!t) throw badRequest("token: invalid token");
+  if (t.configuredRoot) return { data: { ...lookupView(t, t.presented, Date.now(), ""), orphan: true, path: "" } };
+  return { data: lookupView(t, t.presented, Date.now(), await nsPath(req, t)) };
+}

@@ -1,0 +1,21 @@
+/**
+ * Secrets engines by mount type. Adding an engine means one entry here: its routes and how to
+ * remove its data when its mount is disabled.
+ */
+import type { Db } from "../db/client";
+import { compileRoute, type CompiledRoute, type RouteDef } from "../http/route";
+import { kvRoutes } from "../kv/routes";
+import { purgeKvMount } from "../kv/store";
+import type { MountRow } from "../sys/mount-store";
+
+export interface EngineDef {
+  routes: CompiledRoute[];
+  /** Removes every row the engine keeps for a mount (called when the mount is disabled). */
+  purge(db: Db, mount: MountRow): Promise<void>;
+}
+
+export const compileRoutes = (defs: RouteDef[]): CompiledRoute[] => defs.map(compileRoute);
+
+export const ENGINES: Record<string, EngineDef> = {
+  kv: { routes: compileRoutes(kvRoutes), purge: (db, m) => purgeKvMount(db, m.id) },
+};

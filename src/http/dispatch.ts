@@ -1,0 +1,204 @@
+/**
+ * The request pipeline for everything under /v1/, in the order CONTRACT.md settles:
+ *   path checks → namespace → backend and route → authentication → ACL (one place) →
+ *   404 / 405 → body and field coercion → handler → envelope.
+ * A request without a valid token gets 403 even on a path that does not exist; with a valid
+ * token an unknown path is 404.
+ */
+import { isAllowed, type Acl, type Operation } from "../auth/acl";
+import { authenticate, presentedToken } from "../auth/authenticate";
+import { findNamespaces, getNamespaceById } from "../auth/namespace-store";
+import { aclFor } from "../auth/policies";
+import { revokeTree, spendUse, type TokenEntry } from "../auth/token-store";
+import { ENGINES } from "../engines/registry";
+import { BACKEND_ROUTES } from "./backends";
+import type { Db } from "../db/client";
+import { findMountForPath, type MountRow, type NamespaceRef } from "../sys/mount-store";
+import { ApiError, badRequest, notFound, permissionDenied } from "./errors";
+import { envelope, jsonResponse } from "./envelope";
+import { parseFields, unknownFieldsWarning } from "./fields";
+import { decodeJsonObject, operationOf, queryData, readBody } from "./request";
+import { matchRoute, type CompiledRoute, type Req } from "./route";
+
+export interface DispatchConfig {
+  db: Db;
+  env: Env;
+  rootToken: string;
+  maxBodyBytes: number;
+  requestId: string;
+  waitUntil(p: Promise<unknown>): void;
+}
+
+interface Backend {
+  mountType: string;
+  routes: CompiledRoute[];
+  mount: MountRow | null;
+  /** Path relative to the backend (what its route patterns match). */
+  relPath: string;
+}
+
+/** Splits and checks a request path: no `.`/`..` segments, no empty segments but a trailing one. */
+export function splitPath(raw: string): string[] {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(raw);
+  } catch {
+    throw badRequest("invalid path: bad percent-encoding");
+  }
+  const segs = decoded.split("/");
+  if (segs.length > 1 && segs[segs.length - 1] === "") segs.pop();
+  for (const s of segs) {
+    if (s === "." || s === "..") throw badRequest(`invalid path "${decoded}": '.' and '..' segments are not allowed`);
+  }
+  if (segs.some((s, i) => s === "" && !(i === 0 && segs.length === 1))) {
+    throw badRequest(`invalid path "${decoded}": empty path segments are not allowed`);
+  }
+  return segs;
+}
+
+/** Resolves the namespace from the header and the longest matching path prefix. */
+async function resolveNamespace(
+  db: Db,
+  header: string | null,
+  segs: string[],
+): Promise<{ ns: NamespaceRef | null; rest: string[] }> {
+  const base = (header ?? "")
+    .split("/")
+    .filter((s) => s !== "")
+    .map((s) => `${s}/`)
+    .join("");
+  const candidates = [base];
+  for (let i = 1; i < segs.length; i++) candidates.push(base + segs.slice(0, i).map((s) => `${s}/`).join(""));
+  // sys/ and auth/ can never be namespace names, so skip the lookup on the common path.
+  const first = segs[0];
+  const found = first === "sys" || first === "auth" ? await findNamespaces(db, [base]) : await findNamespaces(db, candidates);
+  let best: NamespaceRef | null = null;
+  for (const ns of found) if (!best || ns.path.length > best.path.length) best = ns;
+  if (!best) return { ns: null, rest: segs };
+  const used = best.path.slice(base.length).split("/").filter((s) => s !== "").length;
+  return { ns: best, rest: segs.slice(used) };
+}
+
+async function resolveBackend(db: Db, ns: NamespaceRef, path: string): Promise<Backend | null> {
+  if (path === "sys" || path.startsWith("sys/")) {
+    return { mountType: "system", routes: BACKEND_ROUTES.sys, mount: null, relPath: path.slice(4) };
+  }
+  if (path === "auth/token" || path.startsWith("auth/token/")) {
+    return { mountType: "token", routes: BACKEND_ROUTES.token, mount: null, relPath: path.slice(11) };
+  }
+  const mount = await findMountForPath(db, ns.id, path);
+  if (!mount) return null;
+  const engine = ENGINES[mount.type];
+  if (!engine) return null;
+  return { mountType: mount.type, routes: engine.routes, mount, relPath: path.slice(mount.path.length) };
+}
+
+/** ACL path of a request: relative to the token's namespace, with a trailing "/" for lists. */
+function aclPath(tokenNsPath: string, ns: NamespaceRef, path: string, op: Operation): string {
+  const rel = ns.path.slice(tokenNsPath.length) + path;
+  return op === "list" && !rel.endsWith("/") ? `${rel}/` : rel;
+}
+
+export async function dispatch(request: Request, cfg: DispatchConfig): Promise<Response> {
+  const url = new URL(request.url);
+  const { db, requestId } = cfg;
+  const segs = splitPath(url.pathname.replace(/^\/v1\/?/, ""));
+  const method = request.method.toUpperCase();
+  let op = operationOf(method, url.searchParams);
+
+  const { ns, rest } = await resolveNamespace(db, request.headers.get("x-service-namespace"), segs);
+  const path = rest.join("/");
+  const backend = ns ? await resolveBackend(db, ns, path) : null;
+  const matched = backend ? matchRoute(backend.routes, backend.relPath) : null;
+  const def = matched?.route.def;
+
+  // Public operations skip authentication (pki-engine.md §1.5); everything else needs a token.
+  const isPublic = op !== null && def?.public?.includes(op === "update" ? "update" : op) === true;
+  let token: TokenEntry | null = null;
+  let acl: Acl | null = null;
+  if (!isPublic) {
+    const presented = presentedToken(request.headers);
+    token = presented ? await authenticate(db, cfg.rootToken, presented, Date.now()) : null;
+    if (!token) throw permissionDenied();
+  }
+  if (!ns) throw notFound([`no namespace at this path`]);
+  if (op === null) throw new ApiError(405, "unsupported operation");
+
+  // Body first: existence checks and handlers both need the data.
+  const rawBody = await readBody(request, cfg.maxBodyBytes);
+  const contentType = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  if (op === "patch" && contentType !== "application/merge-patch+json") {
+    throw new ApiError(415, `PATCH requires Content-Type of application/merge-patch+json, provided ${contentType || "none"}`);
+  }
+  const isWrite = op === "update" || op === "patch";
+  const body = def?.rawBody && isWrite ? {} : isWrite ? decodeJsonObject(rawBody) : queryData(url.searchParams);
+
+  const warnings: string[] = [];
+  const req: Req = {
+    env: cfg.env,
+    db,
+    requestId,
+    ns,
+    mount: backend?.mount ?? null,
+    path,
+    params: matched?.params ?? {},
+    fields: {},
+    has: () => false,
+    body,
+    rawBody,
+    contentType,
+    query: url.searchParams,
+    headers: request.headers,
+    token,
+    acl,
+    op,
+    warnings,
+    waitUntil: cfg.waitUntil,
+  };
+
+  if (op === "update" && def?.exists && def.handlers.create) {
+    if (!(await def.exists(req))) op = "create";
+  } else if (op === "update" && def?.handlers.create && !def.handlers.update) {
+    op = "create";
+  }
+  req.op = op;
+
+  if (token) {
+    const tokenNs = token.configuredRoot || token.namespaceId === "root" ? "" : await nsPathOf(db, token.namespaceId);
+    // A token sees its own namespace and those below it, never a sibling's.
+    if (tokenNs === null || !ns.path.startsWith(tokenNs)) throw permissionDenied();
+    acl = await aclFor(db, token.namespaceId, token.policies);
+    const needsSudo = def?.sudo?.includes(op) === true;
+    const p = aclPath(tokenNs, ns, path, op);
+    const capOp: Operation = op === "create" && !def?.handlers.create ? "update" : op;
+    if (!isAllowed(acl, p, capOp, needsSudo)) throw permissionDenied();
+    req.acl = acl;
+    if (token.numUses > 0) {
+      const left = await spendUse(db, token.hash);
+      if (left === null) throw permissionDenied();
+      if (left === 0) {
+        const accessor = token.accessor;
+        cfg.waitUntil(revokeTree(db, accessor));
+      }
+    }
+  }
+
+  if (!backend || !matched || !def) throw notFound([`unsupported path: ${path}`]);
+  const handler = def.handlers[op] ?? (op === "create" ? def.handlers.update : undefined);
+  if (!handler) throw new ApiError(405, "unsupported operation");
+
+  const parsed = parseFields(def.fields ?? {}, body, matched.params);
+  req.fields = parsed.values;
+  req.has = parsed.has;
+  if (parsed.unknown.length > 0 && def.fields && isWrite) warnings.push(unknownFieldsWarning(parsed.unknown));
+
+  const reply = await handler.call(def.handlers, req);
+  if (reply instanceof Response) return reply;
+  if (reply === null || reply === undefined) return new Response(null, { status: 204, headers: { "x-request-id": requestId } });
+  const merged = { ...reply, warnings: [...warnings, ...(reply.warnings ?? [])] };
+  return jsonResponse(envelope(requestId, merged, backend.mountType), reply.status ?? 200, requestId);
+}
+
+async function nsPathOf(db: Db, nsId: string): Promise<string | null> {
+  return (await getNamespaceById(db, nsId))?.path ?? null;
+}

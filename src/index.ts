@@ -1,0 +1,7 @@
+// @peculiar/x509 needs the reflect polyfill before it is evaluated (workers-stack.md pitfall 3).
+import "reflect-metadata";
+import { app } from "./app";
+
+export default {
+  fetch: app.fetch,
+} satisfies ExportedHandler<Env>;

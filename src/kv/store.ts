@@ -1,0 +1,3 @@
+import type { Db } from "../db/client";
+
+export async function purgeKvMount(_db: Db, _mountId: string): Promise<void> {}

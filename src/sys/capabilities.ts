@@ -1,0 +1,57 @@
+/** sys/capabilities-self and sys/capabilities: what a token may do on given paths. */
+import { capabilitiesFor } from "../auth/acl";
+import { authenticate } from "../auth/authenticate";
+import { aclFor } from "../auth/policies";
+import { badRequest } from "../http/errors";
+import { defineFields } from "../http/fields";
+import { route, type Req } from "../http/route";
+import type { Acl } from "../auth/acl";
+
+function answer(acl: Acl, paths: string[]): Record<string, unknown> {
+  const data: Record<string, unknown> = {};
+  for (const p of paths) {
+    const caps = [...capabilitiesFor(acl, p.replace(/^\//, ""))].sort();
+    data[p] = caps.length ? caps : ["deny"];
+  }
+  if (paths.length === 1) data.capabilities = data[paths[0] as string];
+  return data;
+}
+
+function pathsOf(req: Req<typeof selfFields>): string[] {
+  const paths = [...(req.fields.paths ?? []), ...(req.fields.path ? [req.fields.path] : [])];
+  if (paths.length === 0) throw badRequest("paths: at least one path is required");
+  return paths;
+}
+
+const selfFields = defineFields({
+  paths: { type: "comma-string-slice", description: "Paths to check." },
+  path: { type: "string", description: "A single path to check (older form)." },
+});
+
+const otherFields = defineFields({
+  ...selfFields,
+  token: { type: "string", description: "The token to check.", required: true },
+});
+
+export const capabilityRoutes = [
+  route({
+    pattern: "capabilities-self",
+    fields: selfFields,
+    handlers: {
+      async update(req) {
+        return { data: answer(req.acl ?? (await aclFor(req.db, req.ns.id, [])), pathsOf(req)) };
+      },
+    },
+  }),
+  route({
+    pattern: "capabilities",
+    fields: otherFields,
+    handlers: {
+      async update(req) {
+        const target = await authenticate(req.db, req.env.ROOT_TOKEN ?? "", req.fields.token, Date.now());
+        if (!target) throw badRequest("token: invalid token");
+        return { data: answer(await aclFor(req.db, target.namespaceId, target.policies), pathsOf(req)) };
+      },
+    },
+  }),
+];

@@ -1,0 +1,190 @@
+/**
+ * sys/mounts: enable, read, tune and disable secrets engines (CONTRACT.md "System paths").
+ * Enable, tune and disable answer 204. Disabling removes the engine's data for that mount.
+ */
+import { ENGINES } from "../engines/registry";
+import { formatGoDuration, parseDurationSeconds as parseTtl } from "../http/duration";
+import { badRequest, notFound } from "../http/errors";
+import { defineFields } from "../http/fields";
+import { route, type Req } from "../http/route";
+import { randomHex } from "../util/encoding";
+import { deleteMountRow, findMountForPath, getMount, insertMount, listMounts, updateMount, type MountRow } from "./mount-store";
+
+import { SYSTEM_MAX_TTL } from "./limits";
+
+export { SYSTEM_MAX_TTL };
+
+const RESERVED_MOUNT_ROOTS = new Set(["sys", "auth", "identity", "cubbyhole"]);
+
+/** Normalizes a mount path to "a/b/" and checks its segments. */
+export function normalizeMountPath(raw: string): string {
+  const segs = raw.split("/").filter((s) => s !== "");
+  if (segs.length === 0) throw badRequest("path: a mount path is required");
+  for (const s of segs) {
+    if (!/^[\w.-]+$/.test(s) || s === "." || s === "..") {
+      throw badRequest(`path: invalid mount path segment "${s}" (letters, digits, '_', '-', '.')`);
+    }
+  }
+  if (RESERVED_MOUNT_ROOTS.has(segs[0] as string)) throw badRequest(`path: "${segs[0]}/" is reserved`);
+  return `${segs.join("/")}/`;
+}
+
+export function effectiveTtls(m: MountRow): { defaultTtl: number; maxTtl: number } {
+  const maxTtl = m.maxLeaseTtl || SYSTEM_MAX_TTL;
+  return { defaultTtl: Math.min(m.defaultLeaseTtl || SYSTEM_MAX_TTL, maxTtl), maxTtl };
+}
+
+function mountView(m: MountRow): Record<string, unknown> {
+  const { defaultTtl, maxTtl } = effectiveTtls(m);
+  return {
+    type: m.type,
+    description: m.description,
+    accessor: m.accessor,
+    uuid: m.id,
+    config: { default_lease_ttl: defaultTtl, max_lease_ttl: maxTtl, force_no_cache: false },
+    options: m.type === "kv" ? { version: "2", ...m.options } : m.options,
+    local: false,
+    seal_wrap: false,
+    external_entropy_access: false,
+    plugin_version: "",
+  };
+}
+
+/** Resolves `type` and `options` to a supported engine: pki, or kv version 2 (also "kv-v2"). */
+function engineType(type: string, options: Record<string, unknown>): { type: string; options: Record<string, string> } {
+  if (type === "pki") return { type: "pki", options: {} };
+  if (type === "kv-v2") return { type: "kv", options: { version: "2" } };
+  if (type === "kv") {
+    const v = options.version === undefined ? "2" : String(options.version);
+    if (v !== "2") throw badRequest(`options.version: only version "2" of the kv engine is supported, got "${v}"`);
+    return { type: "kv", options: { version: "2" } };
+  }
+  throw badRequest(`type: unknown secrets engine type "${type}" (supported: kv, kv-v2, pki)`);
+}
+
+function ttlFrom(config: Record<string, unknown>, key: string): number {
+  const v = config[key];
+  if (v === undefined || v === null || v === "" || v === "system") return 0;
+  try {
+    return parseTtl(v);
+  } catch (e) {
+    throw badRequest(`config.${key}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+function checkTtls(defaultTtl: number, maxTtl: number): void {
+  const max = maxTtl || SYSTEM_MAX_TTL;
+  if (maxTtl > SYSTEM_MAX_TTL) throw badRequest(`max_lease_ttl: cannot exceed the system maximum of ${formatGoDuration(SYSTEM_MAX_TTL)}`);
+  if ((defaultTtl || SYSTEM_MAX_TTL) > max) throw badRequest("default_lease_ttl: cannot be greater than max_lease_ttl");
+}
+
+const enableFields = defineFields({
+  path: { type: "string", description: "Where to mount the engine.", required: true },
+  type: { type: "string", description: "Engine type: pki, kv (options.version \"2\") or kv-v2.", required: true },
+  description: { type: "string", description: "Human-friendly description.", default: "" },
+  config: { type: "map", description: "default_lease_ttl, max_lease_ttl.", default: {} },
+  options: { type: "map", description: "Engine options; kv takes version \"2\".", default: {} },
+});
+
+async function requireMount(req: Req, raw: string): Promise<MountRow> {
+  const mount = await getMount(req.db, req.ns.id, normalizeMountPath(raw));
+  if (!mount) throw badRequest(`no mount at path "${raw}"`);
+  return mount;
+}
+
+const tuneFields = defineFields({
+  path: { type: "string", description: "The mount.", required: true },
+  default_lease_ttl: { type: "string", description: "Default lease TTL (seconds, duration or \"system\")." },
+  max_lease_ttl: { type: "string", description: "Maximum lease TTL (seconds, duration or \"system\")." },
+  description: { type: "string", description: "Human-friendly description." },
+});
+
+export const mountRoutes = [
+  route({
+    pattern: "mounts",
+    handlers: {
+      async read(req) {
+        const out: Record<string, unknown> = {};
+        for (const m of await listMounts(req.db, req.ns.id)) out[m.path] = mountView(m);
+        return { data: out, topLevel: out };
+      },
+    },
+  }),
+  route({
+    pattern: "mounts/*path/tune",
+    fields: tuneFields,
+    handlers: {
+      async read(req) {
+        const m = await requireMount(req, req.fields.path);
+        const { defaultTtl, maxTtl } = effectiveTtls(m);
+        return {
+          data: {
+            default_lease_ttl: defaultTtl,
+            max_lease_ttl: maxTtl,
+            force_no_cache: false,
+            description: m.description,
+            options: mountView(m).options,
+          },
+        };
+      },
+      async update(req) {
+        const m = await requireMount(req, req.fields.path);
+        const f = req.fields;
+        const raw = { default_lease_ttl: f.default_lease_ttl, max_lease_ttl: f.max_lease_ttl };
+        const defaultTtl = req.has("default_lease_ttl") ? ttlFrom(raw, "default_lease_ttl") : m.defaultLeaseTtl;
+        const maxTtl = req.has("max_lease_ttl") ? ttlFrom(raw, "max_lease_ttl") : m.maxLeaseTtl;
+        checkTtls(defaultTtl, maxTtl);
+        await updateMount(req.db, m.id, {
+          defaultLeaseTtl: defaultTtl,
+          maxLeaseTtl: maxTtl,
+          description: f.description ?? m.description,
+        });
+        return null;
+      },
+    },
+  }),
+  route({
+    pattern: "mounts/*path",
+    fields: enableFields,
+    handlers: {
+      async read(req) {
+        const mount = await getMount(req.db, req.ns.id, normalizeMountPath(req.params.path ?? ""));
+        if (!mount) throw notFound();
+        return { data: mountView(mount) };
+      },
+      async update(req) {
+        const f = req.fields;
+        const path = normalizeMountPath(f.path);
+        const { type, options } = engineType(f.type, f.options);
+        const defaultTtl = ttlFrom(f.config, "default_lease_ttl");
+        const maxTtl = ttlFrom(f.config, "max_lease_ttl");
+        checkTtls(defaultTtl, maxTtl);
+        const existing = await findMountForPath(req.db, req.ns.id, path.slice(0, -1));
+        if (existing) throw badRequest(`path is already in use at ${existing.path}`);
+        const below = (await listMounts(req.db, req.ns.id)).find((m) => m.path.startsWith(path));
+        if (below) throw badRequest(`path is already in use at ${below.path}`);
+        await insertMount(req.db, {
+          id: crypto.randomUUID(),
+          namespaceId: req.ns.id,
+          path,
+          type,
+          accessor: `${type}_${randomHex(4)}`,
+          description: f.description,
+          options,
+          defaultLeaseTtl: defaultTtl,
+          maxLeaseTtl: maxTtl,
+          createdAt: Date.now(),
+        });
+        return null;
+      },
+      async delete(req) {
+        const mount = await getMount(req.db, req.ns.id, normalizeMountPath(req.params.path ?? ""));
+        if (!mount) return null;
+        const engine = ENGINES[mount.type];
+        if (engine) await engine.purge(req.db, mount);
+        await deleteMountRow(req.db, mount.id);
+        return null;
+      },
+    },
+  }),
+];

@@ -1,0 +1,110 @@
+/**
+ * sys/namespaces: child namespaces of the request's namespace. A namespace is deleted only when it
+ * has no child namespaces and no mounts (CONTRACT.md); its policies and tokens go with it.
+ */
+import { deleteNamespaceRow, getNamespaceByPath, insertNamespace, listChildNamespaces, updateNamespaceMetadata, type NamespaceRow } from "../auth/namespace-store";
+import { deleteNamespacePolicies } from "../auth/policy-store";
+import { revokeNamespaceTokens } from "../auth/token-store";
+import { badRequest, notFound } from "../http/errors";
+import { defineFields } from "../http/fields";
+import { route, type Req } from "../http/route";
+import { countMountsInNamespace } from "./mount-store";
+
+const RESERVED = new Set(["root", "sys", "auth", "identity", "cubbyhole"]);
+const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+function newNamespaceId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(8));
+  return [...bytes].map((b) => ID_ALPHABET[b % ID_ALPHABET.length]).join("");
+}
+
+function childPath(req: Req, raw: string): string {
+  const name = raw.replace(/\/+$/, "");
+  if (name.includes("/")) {
+    throw badRequest(`path: "${raw}" has more than one segment; create nested namespaces from their parent namespace`);
+  }
+  if (!/^\w(?:[\w-]*\w)?$/.test(name)) throw badRequest(`path: invalid namespace name "${raw}"`);
+  if (RESERVED.has(name)) throw badRequest(`path: "${name}" is a reserved name`);
+  return `${req.ns.path}${name}/`;
+}
+
+function view(row: NamespaceRow): Record<string, unknown> {
+  return { id: row.id, path: row.path, custom_metadata: row.customMetadata };
+}
+
+const fields = defineFields({
+  path: { type: "string", description: "Name of the child namespace.", required: true },
+  custom_metadata: { type: "string-map", description: "Arbitrary string metadata." },
+});
+
+export const namespaceRoutes = [
+  route({
+    pattern: "namespaces",
+    handlers: {
+      async list(req) {
+        const rows = await listChildNamespaces(req.db, req.ns.id);
+        if (rows.length === 0) throw notFound();
+        const keys = rows.map((r) => r.path.slice(req.ns.path.length));
+        const keyInfo = Object.fromEntries(rows.map((r, i) => [keys[i], view(r)]));
+        return { data: { keys, key_info: keyInfo } };
+      },
+    },
+  }),
+  route({
+    pattern: "namespaces/*path",
+    fields,
+    handlers: {
+      async read(req) {
+        const row = await getNamespaceByPath(req.db, childPath(req, req.fields.path));
+        if (!row) throw notFound();
+        return { data: view(row) };
+      },
+      async update(req) {
+        const path = childPath(req, req.fields.path);
+        const existing = await getNamespaceByPath(req.db, path);
+        if (existing) {
+          if (req.has("custom_metadata")) throw badRequest(`namespace "${path}" already exists; use PATCH to change its metadata`);
+          return { data: view(existing) };
+        }
+        const row: NamespaceRow = {
+          id: newNamespaceId(),
+          path,
+          parentId: req.ns.id,
+          customMetadata: req.fields.custom_metadata ?? {},
+          createdAt: Date.now(),
+        };
+        await insertNamespace(req.db, row);
+        return { data: view(row) };
+      },
+      async patch(req) {
+        const path = childPath(req, req.fields.path);
+        const row = await getNamespaceByPath(req.db, path);
+        if (!row) throw notFound();
+        const merged: Record<string, string> = { ...row.customMetadata };
+        const raw = req.body.custom_metadata;
+        if (raw && typeof raw === "object" && !Array.isArray(raw)) {
+          for (const [k, v] of Object.entries(raw)) {
+            if (v === null) delete merged[k];
+            else merged[k] = String(v);
+          }
+        }
+        await updateNamespaceMetadata(req.db, row.id, merged);
+        return { data: view({ ...row, customMetadata: merged }) };
+      },
+      async delete(req) {
+        const row = await getNamespaceByPath(req.db, childPath(req, req.fields.path));
+        if (!row) return null;
+        if ((await listChildNamespaces(req.db, row.id)).length > 0) {
+          throw badRequest(`namespace "${row.path}" has child namespaces; delete them first`);
+        }
+        if ((await countMountsInNamespace(req.db, row.id)) > 0) {
+          throw badRequest(`namespace "${row.path}" has mounts; disable them first`);
+        }
+        await deleteNamespacePolicies(req.db, [row.id]);
+        await revokeNamespaceTokens(req.db, [row.id]);
+        await deleteNamespaceRow(req.db, row.id);
+        return null;
+      },
+    },
+  }),
+];

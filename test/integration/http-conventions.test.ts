@@ -1,0 +1,103 @@
+import { SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { api, list, mount, read, write } from "../helpers/api";
+
+describe("HTTP conventions", () => {
+  it("sys/health answers 200 without a token", async () => {
+    const r = await api("GET", "sys/health", { token: null });
+    expect(r.status).toBe(200);
+    expect(r.body.initialized).toBe(true);
+  });
+
+  it("answers 403 without a token, even on a path that does not exist", async () => {
+    const r = await api("GET", "nowhere/at/all", { token: null });
+    expect(r.status).toBe(403);
+    expect(r.body).toEqual({ errors: ["permission denied"] });
+    expect((await api("GET", "sys/mounts", { token: "bogus" })).status).toBe(403);
+  });
+
+  it("answers 404 for an unknown path with a valid token", async () => {
+    const r = await api("GET", "nowhere/at/all");
+    expect(r.status).toBe(404);
+    expect(Array.isArray(r.body.errors)).toBe(true);
+  });
+
+  it("wraps successful answers in the envelope with a request id", async () => {
+    const r = await read("sys/mounts");
+    expect(r.body).toMatchObject({ lease_id: "", renewable: false, lease_duration: 0, wrap_info: null, auth: null });
+    expect(r.body.request_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(r.headers.get("x-request-id")).toBe(r.body.request_id);
+    expect(r.body.warnings).toBeNull();
+  });
+
+  it("accepts Authorization: Bearer", async () => {
+    const res = await SELF.fetch("http://x/v1/sys/mounts", { headers: { authorization: "Bearer test-root-token-0123456789" } });
+    expect(res.status).toBe(200);
+  });
+
+  // The LIST verb itself cannot be sent through fetch (workerd refuses it, as the Workers front end
+  // does); operationOf maps it and is unit-tested in test/unit/request.test.ts.
+  it("lists with GET ?list=true and refuses a non-boolean list value", async () => {
+    await write("sys/policies/acl/listme", { policy: 'path "a" { capabilities = ["read"] }' }, {}, 204);
+    const viaQuery = await list("sys/policies/acl");
+    expect(viaQuery.body.data.keys).toContain("listme");
+    expect((await api("GET", "sys/policies/acl?list=maybe")).status).toBe(400);
+  });
+
+  it("treats POST and PUT as the same write", async () => {
+    const r = await api("PUT", "sys/policies/acl/viaput", { body: { policy: 'path "b" { capabilities = ["read"] }' } });
+    expect(r.status).toBe(204);
+    expect((await read("sys/policies/acl/viaput")).body.data.name).toBe("viaput");
+  });
+
+  it("refuses PATCH without the merge-patch content type (415)", async () => {
+    const r = await api("PATCH", "sys/namespaces/x", { body: {}, contentType: "application/json" });
+    expect(r.status).toBe(415);
+    expect(r.body.errors[0]).toContain("merge-patch+json");
+  });
+
+  it("answers 400 for malformed JSON and for a non-object body", async () => {
+    const bad = await api("POST", "sys/policies/acl/x", { body: "{not json" });
+    expect(bad.status).toBe(400);
+    expect(bad.body.errors[0]).toContain("JSON");
+    expect((await api("POST", "sys/policies/acl/x", { body: "[1,2]" })).status).toBe(400);
+  });
+
+  it("answers 413 for a body over the limit, before parsing", async () => {
+    const big = JSON.stringify({ policy: "x".repeat(1024 * 1024 + 10) });
+    const r = await api("POST", "sys/policies/acl/big", { body: big });
+    expect(r.status).toBe(413);
+  });
+
+  it("answers 405 for a verb the path does not support", async () => {
+    expect((await api("DELETE", "sys/mounts")).status).toBe(405);
+    expect((await api("HEAD", "sys/mounts")).status).toBe(405);
+  });
+
+  it("warns about unrecognized fields and still does the write", async () => {
+    const path = await mount("kv");
+    const r = await write(`sys/mounts/${path}-2`, { type: "kv", bogus: 1, alsobad: true }, {}, 204);
+    expect(r.status).toBe(204);
+    const tok = await write("auth/token/create", { policies: ["default"], colour: "blue", zeta: 1 });
+    expect(tok.body.warnings).toContain("Endpoint ignored these unrecognized parameters: [colour zeta]");
+  });
+
+  it("names the field when a value cannot be coerced", async () => {
+    const r = await write("auth/token/create", { ttl: "soon" }, {}, 400);
+    expect(r.body.errors[0]).toContain('field "ttl"');
+    const r2 = await write("auth/token/create", { num_uses: "many" }, {}, 400);
+    expect(r2.body.errors[0]).toContain('field "num_uses"');
+  });
+
+  it("refuses paths with '..' or empty segments", async () => {
+    const r = await SELF.fetch("http://x/v1/sys//mounts", { headers: { "x-service-token": "test-root-token-0123456789" } });
+    expect(r.status).toBe(400);
+    expect((await write("sys/mounts/bad!name", { type: "kv" }, {}, 400)).body.errors[0]).toContain("path");
+  });
+
+  it("answers unknown top-level paths with 404 JSON", async () => {
+    const res = await SELF.fetch("http://x/elsewhere");
+    expect(res.status).toBe(404);
+    expect(await res.json()).toHaveProperty("errors");
+  });
+});
