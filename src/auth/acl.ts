@@ -100,7 +100,9 @@ function higher(a: CompiledRule, b: CompiledRule): boolean {
 /** The capabilities the ACL grants on a path (an empty set when nothing matches or deny wins). */
 export function capabilitiesFor(acl: Acl, path: string): Set<Capability> {
   if (acl.root) return new Set<Capability>(["create", "read", "update", "patch", "delete", "list", "sudo"]);
-  let best = acl.exact.get(path);
+  // A list request's path ends in "/"; an exact rule written without the slash matches it too,
+  // as upstream does (`path "auth/token/accessors" { capabilities = ["list", "sudo"] }`).
+  let best = acl.exact.get(path) ?? (path.endsWith("/") ? acl.exact.get(path.slice(0, -1)) : undefined);
   if (!best) {
     for (const rule of acl.patterns) {
       if (matches(rule, path) && (!best || higher(rule, best))) best = rule;

@@ -158,7 +158,7 @@ class Parser {
       } else if (this.#punct("{")) {
         entries.push({ key: t.text, labels, value: this.body(true), line });
       } else {
-        this.#fail(`expected '=' or '{' after "${t.text}"`);
+        throw new PolicyParseError(`line ${line}: expected '=' or '{' after "${t.text}"`);
       }
       this.#punct(",");
     }

@@ -176,6 +176,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
     if (token.numUses > 0) {
       const left = await spendUse(db, token.hash);
       if (left === null) throw permissionDenied();
+      token.usesLeft = left;
       if (left === 0) {
         const accessor = token.accessor;
         cfg.waitUntil(revokeTree(db, accessor));
@@ -187,7 +188,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   const handler = def.handlers[op] ?? (op === "create" ? def.handlers.update : undefined);
   if (!handler) throw new ApiError(405, "unsupported operation");
 
-  const parsed = parseFields(def.fields ?? {}, body, matched.params);
+  const parsed = parseFields(def.fields ?? {}, body, matched.params, op === "update" || op === "create");
   req.fields = parsed.values;
   req.has = parsed.has;
   if (parsed.unknown.length > 0 && def.fields && isWrite) warnings.push(unknownFieldsWarning(parsed.unknown));

@@ -152,6 +152,8 @@ export function parseFields<F extends FieldSchema>(
   schema: F,
   raw: Record<string, unknown>,
   captures: Record<string, string> = {},
+  /** Required fields are enforced on writes only; reads and deletes take what the query gives. */
+  enforceRequired = true,
 ): ParsedFields<F> {
   const values: Record<string, unknown> = {};
   const present = new Set<string>();
@@ -159,7 +161,7 @@ export function parseFields<F extends FieldSchema>(
     const fromPath = captures[name];
     const v = fromPath !== undefined ? fromPath : raw[name];
     if (v === undefined || v === null) {
-      if (def.required) throw fieldError(name, "missing required field");
+      if (def.required && enforceRequired) throw fieldError(name, "missing required field");
       values[name] = def.default;
       continue;
     }

@@ -28,13 +28,23 @@ function childPath(req: Req, raw: string): string {
   return `${req.ns.path}${name}/`;
 }
 
+function stringMap(raw: Record<string, unknown>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(raw)) {
+    if (typeof v !== "string") throw badRequest(`custom_metadata: the value of "${k}" must be a string`);
+    out[k] = v;
+  }
+  return out;
+}
+
 function view(row: NamespaceRow): Record<string, unknown> {
   return { id: row.id, path: row.path, custom_metadata: row.customMetadata };
 }
 
 const fields = defineFields({
   path: { type: "string", description: "Name of the child namespace.", required: true },
-  custom_metadata: { type: "string-map", description: "Arbitrary string metadata." },
+  // A map, not a string map: PATCH sends null to remove a key (RFC 7386).
+  custom_metadata: { type: "map", description: "Arbitrary string metadata." },
 });
 
 export const namespaceRoutes = [
@@ -70,7 +80,7 @@ export const namespaceRoutes = [
           id: newNamespaceId(),
           path,
           parentId: req.ns.id,
-          customMetadata: req.fields.custom_metadata ?? {},
+          customMetadata: stringMap(req.fields.custom_metadata ?? {}),
           createdAt: Date.now(),
         };
         await insertNamespace(req.db, row);
@@ -81,12 +91,9 @@ export const namespaceRoutes = [
         const row = await getNamespaceByPath(req.db, path);
         if (!row) throw notFound();
         const merged: Record<string, string> = { ...row.customMetadata };
-        const raw = req.body.custom_metadata;
-        if (raw && typeof raw === "object" && !Array.isArray(raw)) {
-          for (const [k, v] of Object.entries(raw)) {
-            if (v === null) delete merged[k];
-            else merged[k] = String(v);
-          }
+        for (const [k, v] of Object.entries(req.fields.custom_metadata ?? {})) {
+          if (v === null) delete merged[k];
+          else merged[k] = stringMap({ [k]: v })[k] as string;
         }
         await updateNamespaceMetadata(req.db, row.id, merged);
         return { data: view({ ...row, customMetadata: merged }) };
