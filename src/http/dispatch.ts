@@ -113,7 +113,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   const def = matched?.route.def;
 
   // Public operations skip authentication (pki-engine.md §1.5); everything else needs a token.
-  const isPublic = op !== null && def?.public?.includes(op === "update" ? "update" : op) === true;
+  const isPublic = op !== null && def?.public?.includes(op) === true;
   let token: TokenEntry | null = null;
   let acl: Acl | null = null;
   if (!isPublic) {
