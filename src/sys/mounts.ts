@@ -2,6 +2,7 @@
  * sys/mounts: enable, read, tune and disable secrets engines (CONTRACT.md "System paths").
  * Enable, tune and disable answer 204. Disabling removes the engine's data for that mount.
  */
+import { getNamespaceByPath } from "../auth/namespace-store";
 import { ENGINES } from "../engines/registry";
 import { formatGoDuration, parseDurationSeconds as parseTtl } from "../http/duration";
 import { badRequest, notFound } from "../http/errors";
@@ -163,6 +164,11 @@ export const mountRoutes = [
         if (existing) throw badRequest(`path is already in use at ${existing.path}`);
         const below = (await listMounts(req.db, req.ns.id)).find((m) => m.path.startsWith(path));
         if (below) throw badRequest(`path is already in use at ${below.path}`);
+        // A child namespace of the same name would shadow the mount (path prefixes select namespaces).
+        const firstSegment = path.split("/")[0] as string;
+        if (await getNamespaceByPath(req.db, `${req.ns.path}${firstSegment}/`)) {
+          throw badRequest(`path: "${firstSegment}" is the name of a child namespace`);
+        }
         await insertMount(req.db, {
           id: crypto.randomUUID(),
           namespaceId: req.ns.id,

@@ -8,7 +8,7 @@ import { revokeNamespaceTokens } from "../auth/token-store";
 import { badRequest, notFound } from "../http/errors";
 import { defineFields } from "../http/fields";
 import { route, type Req } from "../http/route";
-import { countMountsInNamespace } from "./mount-store";
+import { countMountsInNamespace, findMountForPath } from "./mount-store";
 
 const RESERVED = new Set(["root", "sys", "auth", "identity", "cubbyhole"]);
 const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -76,6 +76,9 @@ export const namespaceRoutes = [
           if (req.has("custom_metadata")) throw badRequest(`namespace "${path}" already exists; use PATCH to change its metadata`);
           return { data: view(existing) };
         }
+        // A path prefix selects a namespace, so a mount of the same first segment would be shadowed.
+        const clash = await findMountForPath(req.db, req.ns.id, path.slice(req.ns.path.length, -1));
+        if (clash) throw badRequest(`path: a mount already uses "${clash.path}" in this namespace`);
         const row: NamespaceRow = {
           id: newNamespaceId(),
           path,

@@ -81,6 +81,15 @@ describe("namespaces", () => {
     expect((await api("GET", "sys/mounts", { namespace: "does-not-exist", token: null })).status).toBe(403);
   });
 
+  it("refuses a namespace and a mount of the same name side by side", async () => {
+    const name = `ns${uid()}`;
+    await write(`sys/mounts/${name}`, { type: "kv" }, {}, 204);
+    expect((await write(`sys/namespaces/${name}`, {}, {}, 400)).body.errors[0]).toContain("mount");
+    const other = `ns${uid()}`;
+    await write(`sys/namespaces/${other}`);
+    expect((await write(`sys/mounts/${other}/kv`, { type: "kv" }, {}, 400)).body.errors[0]).toContain("namespace");
+  });
+
   it("deleting a namespace revokes its tokens", async () => {
     const name = `ns${uid()}`;
     await write(`sys/namespaces/${name}`);
