@@ -194,6 +194,8 @@ export interface MetadataInput {
   deleteVersionAfter?: number;
   /** For a write the new map; for a patch null values remove keys. */
   customMetadata?: Record<string, string | null>;
+  /** A patch that set custom_metadata to null: remove every key. */
+  clearCustomMetadata?: boolean;
 }
 
 /** POST metadata/<path> (creates it when missing) and PATCH (404 when missing). */
@@ -202,7 +204,9 @@ export async function writeMetadata(ctx: KvCtx, path: string, input: MetadataInp
   if (!meta && mode === "patch") throw notFound();
   const base = meta ?? { maxVersions: 0, casRequired: false, deleteVersionAfter: 0, customMetadata: {} };
   let custom = base.customMetadata;
-  if (input.customMetadata !== undefined) {
+  if (input.clearCustomMetadata) {
+    custom = {};
+  } else if (input.customMetadata !== undefined) {
     custom = mode === "patch" ? patchCustomMetadata(base.customMetadata, input.customMetadata) : patchCustomMetadata({}, input.customMetadata);
   }
   await store.upsertMetadataSettings(

@@ -80,10 +80,14 @@ function metadataInput(req: Req<typeof metadataFields>, mode: "write" | "patch")
   if (f.max_versions !== undefined) input.maxVersions = requireNonNegative("max_versions", f.max_versions);
   if (f.cas_required !== undefined) input.casRequired = f.cas_required;
   if (f.delete_version_after !== undefined) input.deleteVersionAfter = f.delete_version_after;
-  // A merge patch may send null to remove a key, which the generic field coercion treats as "absent".
+  // Read raw: the generic coercion treats null as "absent", but in a merge patch null values
+  // remove keys (and a null custom_metadata removes them all). On a write null stays "absent".
   const rawCustom = req.body.custom_metadata;
-  if (rawCustom !== undefined && !(rawCustom === null && mode === "patch")) {
-    input.customMetadata = validateCustomMetadata(rawCustom ?? {}, mode === "patch");
+  if (rawCustom === null && mode === "patch") {
+    input.customMetadata = {};
+    input.clearCustomMetadata = true;
+  } else if (rawCustom !== undefined && rawCustom !== null) {
+    input.customMetadata = validateCustomMetadata(rawCustom, mode === "patch");
   }
   return input;
 }

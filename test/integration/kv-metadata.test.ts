@@ -59,6 +59,11 @@ describe("kv metadata", () => {
     await patch(`${m}/metadata/pm`, { cas_required: true, custom_metadata: { b: null, c: "3" } }, {}, 204);
     const r = (await read(`${m}/metadata/pm`)).body.data;
     expect(r).toMatchObject({ max_versions: 4, cas_required: true, custom_metadata: { a: "1", c: "3" } });
+    // null for the whole map removes every key on a patch; on a write null means "not sent".
+    await write(`${m}/metadata/pm`, { custom_metadata: null, max_versions: 6 }, {}, 204);
+    expect((await read(`${m}/metadata/pm`)).body.data).toMatchObject({ max_versions: 6, custom_metadata: { a: "1", c: "3" } });
+    await patch(`${m}/metadata/pm`, { custom_metadata: null }, {}, 204);
+    expect((await read(`${m}/metadata/pm`)).body.data.custom_metadata).toBeNull();
     const bad = await api("PATCH", `${m}/metadata/pm`, { body: { max_versions: 1 }, contentType: "application/json" });
     expect(bad.status).toBe(415);
   });

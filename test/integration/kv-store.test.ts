@@ -1,0 +1,52 @@
+/**
+ * The CAS invariant of src/kv/store.ts, exercised on the store directly: a writer that read a
+ * stale current version changes nothing at all, whatever happened in between.
+ */
+import { env } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { openDb } from "../../src/db/client";
+import { deleteKey, getMetadata, listVersions, writeVersion, type WriteVersionInput } from "../../src/kv/store";
+
+const keys = { current: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=" };
+
+function input(mountId: string, expectedCurrent: number, oldestVersion = 0): WriteVersionInput {
+  return { mountId, path: "k", expectedCurrent, data: { n: String(expectedCurrent + 1) }, createdTime: Date.now(), deletionTime: null, oldestVersion };
+}
+
+describe("kv store: versioned writes", () => {
+  it("writes version N+1 only when the current version is still N", async () => {
+    const db = openDb(env.DB);
+    const mountId = crypto.randomUUID();
+    expect(await writeVersion(db, keys, input(mountId, 0))).toEqual({ ok: true, version: 1 });
+    // A second writer that also read "no key" loses and leaves no trace.
+    expect(await writeVersion(db, keys, input(mountId, 0))).toEqual({ ok: false, conflict: true });
+    expect(await writeVersion(db, keys, input(mountId, 1))).toEqual({ ok: true, version: 2 });
+    expect(await writeVersion(db, keys, input(mountId, 1))).toEqual({ ok: false, conflict: true });
+    expect((await getMetadata(db, mountId, "k"))?.currentVersion).toBe(2);
+    expect((await listVersions(db, mountId, "k")).map((v) => v.version)).toEqual([1, 2]);
+  });
+
+  it("does not resurrect a key deleted after the writer read it", async () => {
+    const db = openDb(env.DB);
+    const mountId = crypto.randomUUID();
+    await writeVersion(db, keys, input(mountId, 0));
+    await writeVersion(db, keys, input(mountId, 1));
+    await deleteKey(db, mountId, "k");
+    // This writer read current_version 2 before the delete.
+    expect(await writeVersion(db, keys, input(mountId, 2, 2))).toEqual({ ok: false, conflict: true });
+    expect(await getMetadata(db, mountId, "k")).toBeNull();
+    expect(await listVersions(db, mountId, "k")).toEqual([]);
+  });
+
+  it("prunes in the same batch, and a losing writer prunes nothing", async () => {
+    const db = openDb(env.DB);
+    const mountId = crypto.randomUUID();
+    for (let n = 0; n < 3; n++) await writeVersion(db, keys, input(mountId, n));
+    // A stale writer asking to prune everything below 3 loses: versions 1-3 stay.
+    expect(await writeVersion(db, keys, input(mountId, 1, 3))).toEqual({ ok: false, conflict: true });
+    expect((await listVersions(db, mountId, "k")).map((v) => v.version)).toEqual([1, 2, 3]);
+    expect(await writeVersion(db, keys, input(mountId, 3, 3))).toEqual({ ok: true, version: 4 });
+    expect((await listVersions(db, mountId, "k")).map((v) => v.version)).toEqual([3, 4]);
+    expect((await getMetadata(db, mountId, "k"))?.oldestVersion).toBe(3);
+  });
+});
