@@ -195,7 +195,11 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
 
   const reply = await handler.call(def.handlers, req);
   if (reply instanceof Response) return reply;
-  if (reply === null || reply === undefined) return new Response(null, { status: 204, headers: { "x-request-id": requestId } });
+  if (reply === null || reply === undefined) {
+    // Nothing to return is 204, unless there are warnings to deliver (upstream answers 200 then).
+    if (warnings.length === 0) return new Response(null, { status: 204, headers: { "x-request-id": requestId } });
+    return jsonResponse(envelope(requestId, { warnings }, backend.mountType), 200, requestId);
+  }
   const merged = { ...reply, warnings: [...warnings, ...(reply.warnings ?? [])] };
   return jsonResponse(envelope(requestId, merged, backend.mountType), reply.status ?? 200, requestId);
 }
