@@ -99,3 +99,21 @@ describe("namespaces", () => {
     expect((await api("GET", "auth/token/lookup-self", { token: t })).status).toBe(403);
   });
 });
+
+describe("engines inside namespaces", () => {
+  it("serves KV-v2 in a namespace, by header and by path prefix, invisible elsewhere", async () => {
+    const ns = `kvns${uid()}`;
+    await write(`sys/namespaces/${ns}`);
+    await write("sys/mounts/secret", { type: "kv" }, { namespace: ns }, 204);
+    await write("secret/data/app", { data: { k: "v" } }, { namespace: ns });
+    expect((await read(`${ns}/secret/data/app`)).body.data.data).toEqual({ k: "v" });
+    expect((await api("GET", "secret/data/app")).status).toBe(404); // no such mount in root
+    const policy = 'path "secret/data/*" { capabilities = ["read"] }';
+    await write("sys/policies/acl/reader", { policy }, { namespace: ns }, 204);
+    const t = (await write("auth/token/create", { policies: ["reader"] }, { namespace: ns })).body.auth.client_token;
+    expect((await api("GET", "secret/data/app", { namespace: ns, token: t })).status).toBe(200);
+    expect((await api("POST", "secret/data/app", { namespace: ns, token: t, body: { data: { k: "x" } } })).status).toBe(403);
+    // The same policy name in the root namespace grants nothing to this token there.
+    expect((await api("GET", "secret/data/app", { token: t })).status).toBe(403);
+  });
+});
