@@ -59,7 +59,8 @@ export const appRoutes = [
   route({
     pattern: "sync/repohost-apps/:name",
     fields,
-    exists: (req) => appExists(req.db, req.ns.id, req.fields.name),
+    // Runs before field coercion (src/http/dispatch.ts), so it reads the path parameter.
+    exists: (req) => appExists(req.db, req.ns.id, req.params.name ?? ""),
     handlers: {
       async read(req) {
         const app = await getApp(req.db, loadConfig(req.env).seal, req.ns.id, req.fields.name);
