@@ -5,5 +5,11 @@ declare namespace Cloudflare {
     SEAL_KEY?: string;
     /** Comma-separated former SEAL_KEY values, still used to open rows sealed before a rotation. */
     SEAL_KEYS_PREVIOUS?: string;
+    /** Optional base URLs replacing the sync providers' public endpoints (CONTRACT.md). */
+    CLOUDONE_ENDPOINT?: string;
+    CLOUDTWO_ENDPOINT?: string;
+    CLOUDTHREE_ENDPOINT?: string;
+    REPOHOST_ENDPOINT?: string;
+    WEBHOST_ENDPOINT?: string;
   }
 }

@@ -87,11 +87,11 @@ export function list(conn: Connection, name: string): string[] {
   return Array.isArray(v) ? v : [];
 }
 
-/** Reads an operator variable that may not be declared in the generated Env type. */
-export function envVar(env: Env, name: string): string | undefined {
-  // Endpoint variables are optional Worker vars (CONTRACT.md "Configuration"); the generated Env
-  // type only lists the ones present in wrangler.toml, so look them up by name.
-  const v = (env as unknown as Record<string, unknown>)[name];
+export type EndpointVar = "CLOUDONE_ENDPOINT" | "CLOUDTWO_ENDPOINT" | "CLOUDTHREE_ENDPOINT" | "REPOHOST_ENDPOINT" | "WEBHOST_ENDPOINT";
+
+/** An operator endpoint variable (CONTRACT.md "Configuration"); blank counts as unset. */
+export function envVar(env: Env, name: EndpointVar): string | undefined {
+  const v = env[name];
   return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
 }
 
