@@ -4,8 +4,10 @@
 declare namespace Cloudflare {
 	interface GlobalProps {
 		mainModule: typeof import("./src/index");
+		durableNamespaces: "Authority";
 	}
 	interface Env {
+		AUTHORITY: DurableObjectNamespace<import("./src/index").Authority>;
 		DB: D1Database;
 		ENVIRONMENT: string;
 		ADMIN_NAMESPACE: string;

@@ -2,6 +2,8 @@
 import "reflect-metadata";
 import { app } from "./app";
 
+export { Authority } from "./authority/authority";
+
 export default {
   fetch: app.fetch,
 } satisfies ExportedHandler<Env>;

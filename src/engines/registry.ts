@@ -6,16 +6,19 @@ import type { Db } from "../db/client";
 import { compileRoute, type CompiledRoute, type RouteDef } from "../http/route";
 import { kvRoutes } from "../kv/routes";
 import { purgeKvMount } from "../kv/store";
+import { purgePkiMount } from "../pki/purge";
+import { pkiRoutes } from "../pki/routes";
 import type { MountRow } from "../sys/mount-store";
 
 export interface EngineDef {
   routes: CompiledRoute[];
   /** Removes every row the engine keeps for a mount (called when the mount is disabled). */
-  purge(db: Db, mount: MountRow): Promise<void>;
+  purge(db: Db, mount: MountRow, env: Env): Promise<void>;
 }
 
 export const compileRoutes = (defs: RouteDef[]): CompiledRoute[] => defs.map(compileRoute);
 
 export const ENGINES: Record<string, EngineDef> = {
   kv: { routes: compileRoutes(kvRoutes), purge: (db, m) => purgeKvMount(db, m.id) },
+  pki: { routes: compileRoutes(pkiRoutes), purge: (db, m, env) => purgePkiMount(db, env, m) },
 };

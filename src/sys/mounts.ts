@@ -187,7 +187,7 @@ export const mountRoutes = [
         const mount = await getMount(req.db, req.ns.id, normalizeMountPath(req.params.path ?? ""));
         if (!mount) return null;
         const engine = ENGINES[mount.type];
-        if (engine) await engine.purge(req.db, mount);
+        if (engine) await engine.purge(req.db, mount, req.env);
         await deleteMountRow(req.db, mount.id);
         return null;
       },

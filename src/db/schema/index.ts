@@ -1,3 +1,4 @@
 export * from "./core";
 export * from "./kv";
+export * from "./pki";
 export * from "./sync";

@@ -1,0 +1,72 @@
+/**
+ * The Authority Durable Object: one instance per PKI mount, named by the mount accessor
+ * (DESIGN.md "Durable Object Authority"). It is the single writer for what must be serialized
+ * across every isolate serving the mount.
+ *
+ * Invariants:
+ * - A serial returned by `reserveSerials` has never been returned before for this mount, and
+ *   never will be again: it is inserted in the DO's own SQLite table (primary key) before it is
+ *   handed out, in the same synchronous block that checks for it, so concurrent callers cannot
+ *   interleave (a DO runs one synchronous block at a time).
+ * - Serials are random positive integers below 2^159 (pki-engine.md §1.7; RFC 5280 §4.1.2.2
+ *   limits serials to 20 octets and requires them to be positive), encoded as their minimal
+ *   big-endian bytes in lowercase hex; the caller renders them colon-separated.
+ * - A reserved serial that the caller never uses is simply a gap; nothing ever reuses it.
+ * - The D1 unique index on (mount, serial) in pki_certs stays as a second guard.
+ *
+ * Part 2 of the engine adds CRL numbering and rebuild coordination here.
+ */
+import { DurableObject } from "cloudflare:workers";
+
+/** The most serials one call may reserve; callers batch below it. */
+export const MAX_SERIALS_PER_CALL = 1000;
+
+/** A random positive integer below 2^159 as minimal big-endian hex (no leading zero byte). */
+export function randomSerialHex(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(20));
+  // Clearing the top bit keeps the value below 2^159, so the DER INTEGER is positive in 20 octets.
+  bytes[0] = (bytes[0] ?? 0) & 0x7f;
+  let start = 0;
+  while (start < bytes.length - 1 && bytes[start] === 0) start++;
+  let hex = "";
+  for (let i = start; i < bytes.length; i++) hex += (bytes[i] ?? 0).toString(16).padStart(2, "0");
+  return hex;
+}
+
+export class Authority extends DurableObject<Env> {
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    ctx.storage.sql.exec(
+      "CREATE TABLE IF NOT EXISTS serials (serial TEXT PRIMARY KEY, reserved_at INTEGER NOT NULL)",
+    );
+  }
+
+  /** Reserves `count` fresh serials (hex, minimal encoding) for this mount. */
+  reserveSerials(count = 1): string[] {
+    const n = Math.max(1, Math.min(MAX_SERIALS_PER_CALL, Math.trunc(count)));
+    const out: string[] = [];
+    const now = Date.now();
+    // A collision is astronomically unlikely at 159 bits; the attempt cap only guards against a
+    // broken random source turning this into an endless loop.
+    for (let attempts = 0; out.length < n; attempts++) {
+      if (attempts > n * 4 + 16) throw new Error("serial reservation failed: too many collisions");
+      const serial = randomSerialHex();
+      // ON CONFLICT DO NOTHING returns no row for a serial that was already reserved.
+      const rows = this.ctx.storage.sql
+        .exec<{ serial: string }>("INSERT INTO serials (serial, reserved_at) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING serial", serial, now)
+        .toArray();
+      if (rows.length === 1) out.push(serial);
+    }
+    return out;
+  }
+
+  /** How many serials this mount has reserved (tests and diagnostics). */
+  reservedCount(): number {
+    return this.ctx.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM serials").one().n;
+  }
+
+  /** Forgets everything: the mount is being disabled. */
+  async purge(): Promise<void> {
+    await this.ctx.storage.deleteAll();
+  }
+}

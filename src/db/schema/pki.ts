@@ -1,0 +1,108 @@
+/**
+ * Tables of the PKI engine. Every row belongs to one mount (`mount_id`); disabling the mount
+ * removes them (src/pki/store.ts purgePkiMount). Private keys are sealed (src/db/seal.ts) with
+ * the key id as context, so a sealed key copied to another row does not open there.
+ * Times are Unix milliseconds unless a column says otherwise.
+ */
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+export const pkiKeys = sqliteTable(
+  "pki_keys",
+  {
+    id: text("id").primaryKey(),
+    mountId: text("mount_id").notNull(),
+    /** "" when unnamed; unique per mount otherwise (checked by the engine). */
+    name: text("name").notNull(),
+    keyType: text("key_type").notNull(),
+    keyBits: integer("key_bits").notNull(),
+    /** base64 DER SubjectPublicKeyInfo: how issuers are linked to keys (pki-engine.md §4.1). */
+    publicKey: text("public_key").notNull(),
+    /** Sealed base64 PKCS#8. */
+    sealedPrivateKey: text("sealed_private_key").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("pki_keys_mount").on(t.mountId)],
+);
+
+export const pkiIssuers = sqliteTable(
+  "pki_issuers",
+  {
+    id: text("id").primaryKey(),
+    mountId: text("mount_id").notNull(),
+    name: text("name").notNull(),
+    /** "" when no key of the mount matches the certificate's public key. */
+    keyId: text("key_id").notNull(),
+    /** Normalised PEM: trimmed plus exactly one trailing newline (pki-engine.md §4.1). */
+    certificate: text("certificate").notNull(),
+    /** Colon hex serial of the issuer certificate. */
+    serial: text("serial").notNull(),
+    /** base64 DER of the subject and issuer names, for chain building. */
+    subjectDer: text("subject_der").notNull(),
+    issuerDer: text("issuer_der").notNull(),
+    publicKey: text("public_key").notNull(),
+    notAfter: integer("not_after").notNull(),
+    /** Computed chain: issuer ids, self first. */
+    caChain: text("ca_chain", { mode: "json" }).$type<string[]>().notNull(),
+    manualChain: text("manual_chain", { mode: "json" }).$type<string[] | null>(),
+    leafNotAfterBehavior: text("leaf_not_after_behavior").notNull(),
+    usage: text("usage", { mode: "json" }).$type<string[]>().notNull(),
+    revocationSignatureAlgorithm: text("revocation_signature_algorithm").notNull(),
+    aia: text("aia", { mode: "json" }).$type<IssuerAia | null>(),
+    revoked: integer("revoked", { mode: "boolean" }).notNull(),
+    revocationTime: integer("revocation_time"),
+    lastModified: integer("last_modified").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("pki_issuers_mount").on(t.mountId)],
+);
+
+export interface IssuerAia {
+  issuing_certificates: string[];
+  crl_distribution_points: string[];
+  delta_crl_distribution_points: string[];
+  ocsp_servers: string[];
+  enable_aia_url_templating: boolean;
+}
+
+/** Mount-level settings by name: "issuers", "keys", "urls", "cluster" (JSON values). */
+export const pkiConfig = sqliteTable(
+  "pki_config",
+  {
+    mountId: text("mount_id").notNull(),
+    name: text("name").notNull(),
+    value: text("value", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.mountId, t.name] })],
+);
+
+export const pkiRoles = sqliteTable(
+  "pki_roles",
+  {
+    mountId: text("mount_id").notNull(),
+    name: text("name").notNull(),
+    /** The role object exactly as a read returns it (pki-engine.md §2.3). */
+    data: text("data", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.mountId, t.name] })],
+);
+
+/**
+ * Certificates issued by (or generated in) the mount. The unique index on (mount, serial) is
+ * the last line of defence behind the Authority Durable Object's serial reservation.
+ */
+export const pkiCerts = sqliteTable(
+  "pki_certs",
+  {
+    mountId: text("mount_id").notNull(),
+    /** Colon-separated lowercase hex (pki-engine.md §1.7). */
+    serial: text("serial").notNull(),
+    /** base64 DER. */
+    der: text("der").notNull(),
+    issuerId: text("issuer_id").notNull(),
+    /** Unix seconds. */
+    notAfter: integer("not_after").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("pki_certs_mount_serial").on(t.mountId, t.serial)],
+);

@@ -1,0 +1,166 @@
+/**
+ * A minimal DER (X.690) reader and writer: enough for names, extensions and key containers.
+ * Hand-encoding these small structures keeps the hot issuance path off the generic ASN.1
+ * schema machinery, and keeps the structures visible next to the RFC sections that define them.
+ */
+
+export const TAG = {
+  BOOLEAN: 0x01,
+  INTEGER: 0x02,
+  BIT_STRING: 0x03,
+  OCTET_STRING: 0x04,
+  NULL: 0x05,
+  OID: 0x06,
+  UTF8_STRING: 0x0c,
+  PRINTABLE_STRING: 0x13,
+  IA5_STRING: 0x16,
+  UTC_TIME: 0x17,
+  GENERALIZED_TIME: 0x18,
+  SEQUENCE: 0x30,
+  SET: 0x31,
+} as const;
+
+export class DerError extends Error {}
+
+function lengthBytes(len: number): number[] {
+  if (len < 0x80) return [len];
+  const out: number[] = [];
+  let n = len;
+  while (n > 0) {
+    out.unshift(n & 0xff);
+    n = Math.floor(n / 256);
+  }
+  return [0x80 | out.length, ...out];
+}
+
+export function concat(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
+  let size = 0;
+  for (const p of parts) size += p.length;
+  const out = new Uint8Array(size);
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}
+
+/** One TLV with the given tag byte and content. */
+export function tlv(tag: number, content: Uint8Array): Uint8Array<ArrayBuffer> {
+  const head = Uint8Array.from([tag, ...lengthBytes(content.length)]);
+  return concat([head, content]);
+}
+
+export const seq = (...items: Uint8Array[]): Uint8Array<ArrayBuffer> => tlv(TAG.SEQUENCE, concat(items));
+export const set = (...items: Uint8Array[]): Uint8Array<ArrayBuffer> => tlv(TAG.SET, concat(items));
+export const octets = (b: Uint8Array): Uint8Array<ArrayBuffer> => tlv(TAG.OCTET_STRING, b);
+export const nullValue = (): Uint8Array<ArrayBuffer> => Uint8Array.from([TAG.NULL, 0]);
+export const bool = (v: boolean): Uint8Array<ArrayBuffer> => Uint8Array.from([TAG.BOOLEAN, 1, v ? 0xff : 0]);
+export const utf8 = (s: string): Uint8Array<ArrayBuffer> => tlv(TAG.UTF8_STRING, new TextEncoder().encode(s));
+export const ia5 = (s: string): Uint8Array<ArrayBuffer> => tlv(TAG.IA5_STRING, new TextEncoder().encode(s));
+/** [n] IMPLICIT primitive. */
+export const ctxPrim = (n: number, content: Uint8Array): Uint8Array<ArrayBuffer> => tlv(0x80 | n, content);
+/** [n] constructed (EXPLICIT, or IMPLICIT over a constructed type). */
+export const ctxCons = (n: number, content: Uint8Array): Uint8Array<ArrayBuffer> => tlv(0xa0 | n, content);
+
+/** Non-negative INTEGER from a small number. */
+export function int(n: number): Uint8Array<ArrayBuffer> {
+  const bytes: number[] = [];
+  let v = n;
+  do {
+    bytes.unshift(v & 0xff);
+    v = Math.floor(v / 256);
+  } while (v > 0);
+  if ((bytes[0] ?? 0) & 0x80) bytes.unshift(0);
+  return tlv(TAG.INTEGER, Uint8Array.from(bytes));
+}
+
+/** BIT STRING with no unused bits. */
+export const bitString = (b: Uint8Array): Uint8Array<ArrayBuffer> => tlv(TAG.BIT_STRING, concat([Uint8Array.of(0), b]));
+
+export function oid(dotted: string): Uint8Array<ArrayBuffer> {
+  const parts = dotted.split(".").map((p) => Number(p));
+  if (parts.length < 2 || parts.some((p) => !Number.isInteger(p) || p < 0)) throw new DerError(`invalid OID ${dotted}`);
+  const out: number[] = [(parts[0] ?? 0) * 40 + (parts[1] ?? 0)];
+  for (const p of parts.slice(2)) {
+    const chunk: number[] = [p & 0x7f];
+    let v = Math.floor(p / 128);
+    while (v > 0) {
+      chunk.unshift((v & 0x7f) | 0x80);
+      v = Math.floor(v / 128);
+    }
+    out.push(...chunk);
+  }
+  return tlv(TAG.OID, Uint8Array.from(out));
+}
+
+export function isValidOid(dotted: string): boolean {
+  return /^[0-2](\.(0|[1-9]\d*))+$/.test(dotted) && dotted.split(".").length >= 2;
+}
+
+export function decodeOid(content: Uint8Array): string {
+  if (content.length === 0) throw new DerError("empty OID");
+  const first = content[0] ?? 0;
+  const parts = [Math.min(2, Math.floor(first / 40)), first - Math.min(2, Math.floor(first / 40)) * 40];
+  let v = 0;
+  for (let i = 1; i < content.length; i++) {
+    const b = content[i] ?? 0;
+    v = v * 128 + (b & 0x7f);
+    if (!(b & 0x80)) {
+      parts.push(v);
+      v = 0;
+    }
+  }
+  return parts.join(".");
+}
+
+/** A parsed TLV: tag byte, content, and the whole encoding. */
+export interface Node {
+  tag: number;
+  content: Uint8Array<ArrayBuffer>;
+  raw: Uint8Array<ArrayBuffer>;
+}
+
+/** Reads one TLV at `offset`; returns it and the offset after it. */
+export function readNode(buf: Uint8Array<ArrayBuffer>, offset = 0): { node: Node; next: number } {
+  if (offset + 2 > buf.length) throw new DerError("truncated DER");
+  const tag = buf[offset] ?? 0;
+  if ((tag & 0x1f) === 0x1f) throw new DerError("multi-byte tags are not supported");
+  let len = buf[offset + 1] ?? 0;
+  let pos = offset + 2;
+  if (len & 0x80) {
+    const n = len & 0x7f;
+    if (n === 0 || n > 4) throw new DerError("unsupported DER length");
+    len = 0;
+    for (let i = 0; i < n; i++) len = len * 256 + (buf[pos + i] ?? 0);
+    pos += n;
+  }
+  if (pos + len > buf.length) throw new DerError("truncated DER");
+  return {
+    node: { tag, content: buf.subarray(pos, pos + len), raw: buf.subarray(offset, pos + len) },
+    next: pos + len,
+  };
+}
+
+export function parse(buf: Uint8Array<ArrayBuffer>): Node {
+  const { node, next } = readNode(buf);
+  if (next !== buf.length) throw new DerError("trailing data after DER value");
+  return node;
+}
+
+/** Children of a constructed node. */
+export function children(node: Node): Node[] {
+  const out: Node[] = [];
+  let off = 0;
+  while (off < node.content.length) {
+    const { node: child, next } = readNode(node.content, off);
+    out.push(child);
+    off = next;
+  }
+  return out;
+}
+
+export function expectTag(node: Node | undefined, tag: number, what: string): Node {
+  if (!node || node.tag !== tag) throw new DerError(`malformed ${what}`);
+  return node;
+}

@@ -1,0 +1,413 @@
+/**
+ * CA certificates: root generation (pki-engine.md §4.2), intermediate CSR generation (§4.3) and
+ * signing an intermediate (spec "Sign intermediate"). Keys are generated in WebCrypto and only
+ * written together with the issuer that uses them (one D1 batch).
+ */
+import { badRequest } from "../http/errors";
+import { defineFields, type FieldValues } from "../http/fields";
+import { effectiveTtls } from "../sys/mounts";
+import { base64ToBytes, bytesToBase64 } from "../util/encoding";
+import { OID, encodeName, publicKeyFacts, sanExtension, sanIsEmpty, basicConstraintsExtension, type ExtensionDer } from "./asn1";
+import { checkFormat, checkPrivateKeyFormat, encodeCert, formatPrivateKey, responseChain, certOutput } from "./format";
+import { certDerFromPem, checkObjectName, importIssuersAndKeys, resolveKeyIn } from "./issuers";
+import { unsealPrivateKey, sealPrivateKey } from "./keystore";
+import { validateKeySpec } from "./keytypes";
+import { colonHex, toPem } from "./pem";
+import { applyRole, permissiveRole } from "./policy";
+import { NO_AIA, caExtensions, resolveAia, type AiaUrls } from "./profile";
+import { defaultRole } from "./roles";
+import { reserveSerial } from "./serials";
+import { getAllConfig, insertCertStmt, insertKeyStmt, listIssuers, listKeys, putConfigStmt, runBatch, type KeyRow, type Stmt } from "./store";
+import { computeValidity } from "./ttl";
+import { generateKeyPair, importSigner, parseCertificate, signCertificate, signCsr } from "./x509";
+import { loadCsr, signingIssuer, type IssueContext } from "./issue";
+
+const css = (description: string) => ({ type: "comma-string-slice" as const, description, default: [] as string[] });
+
+/** Subject and SAN fields shared by every CA path. */
+const subjectFields = {
+  common_name: { type: "string", description: "Subject CN.", default: "" },
+  alt_names: css("DNS / e-mail SANs."),
+  ip_sans: css("IP SANs."),
+  uri_sans: css("URI SANs."),
+  other_sans: css("Other SANs, <oid>;UTF8:<value>."),
+  exclude_cn_from_sans: { type: "bool", description: "Leave the CN out of the SANs.", default: false },
+  ou: css("Subject OU."),
+  organization: css("Subject O."),
+  country: css("Subject C."),
+  locality: css("Subject L."),
+  province: css("Subject ST."),
+  street_address: css("Subject street address."),
+  postal_code: css("Subject postal code."),
+  serial_number: { type: "string", description: "Subject serialNumber attribute.", default: "" },
+  format: { type: "string", description: "pem, der or pem_bundle.", default: "pem" },
+  signature_bits: { type: "int", description: "RSA hash size (0: automatic).", default: 0 },
+  use_pss: { type: "bool", description: "RSA-PSS signatures.", default: false },
+} as const;
+
+const keyFields = {
+  type: { type: "string", description: "internal, exported or existing.", required: true },
+  private_key_format: { type: "string", description: "der or pkcs8.", default: "der" },
+  key_type: { type: "string", description: "rsa, ec or ed25519.", default: "rsa" },
+  key_bits: { type: "int", description: "Key size (0: type default).", default: 0 },
+  key_name: { type: "string", description: "Name of the new key." },
+  key_ref: { type: "string", description: "Key to use with type existing.", default: "default" },
+} as const;
+
+const validityFields = {
+  ttl: { type: "duration", description: "Validity (default: mount default TTL).", default: 0 },
+  not_after: { type: "string", description: "Absolute notAfter, YYYY-MM-DDTHH:MM:SSZ.", default: "" },
+  not_before_duration: { type: "duration", description: "Backdating of notBefore.", default: 30 },
+  max_path_length: { type: "int", description: "Path length constraint (-1: none).", default: -1 },
+  permitted_dns_domains: css("Name constraints: permitted DNS domains."),
+  key_usage: css("Only DigitalSignature has an effect on CA certificates."),
+  ext_key_usage: css("Extended key usage names."),
+  ext_key_usage_oids: css("Extended key usage OIDs."),
+} as const;
+
+export const rootFields = defineFields({
+  ...subjectFields,
+  ...keyFields,
+  ...validityFields,
+  issuer_name: { type: "string", description: "Name of the new issuer." },
+});
+
+export const intermediateFields = defineFields({
+  ...subjectFields,
+  ...keyFields,
+  add_basic_constraints: { type: "bool", description: "Request CA:true in the CSR.", default: false },
+});
+
+export const signIntermediateFields = defineFields({
+  ...subjectFields,
+  ...validityFields,
+  issuer_ref: { type: "string", description: "Signing issuer.", default: "default" },
+  csr: { type: "string", description: "PEM certificate request.", default: "" },
+  use_csr_values: { type: "bool", description: "Keep the CSR's subject, SANs and extensions.", default: false },
+  skid: { type: "string", description: "Subject Key Identifier in hex (cross-signing only).", default: "" },
+  common_name: { type: "string", description: "Subject CN.", default: "" },
+});
+
+type SubjectValues = FieldValues<typeof rootFields>;
+
+const AIA_WARNING =
+  "This mount hasn't configured any authority information access (AIA) fields; this may make it harder for systems to find missing certificates in the chain or to validate revocation status of certificates. Consider updating /config/urls or the newly generated issuer with this information.";
+
+function namesFrom(f: Pick<SubjectValues, keyof typeof subjectFields>) {
+  const role = permissiveRole({
+    ...defaultRole(),
+    ou: f.ou,
+    organization: f.organization,
+    country: f.country,
+    locality: f.locality,
+    province: f.province,
+    street_address: f.street_address,
+    postal_code: f.postal_code,
+  });
+  return applyRole(
+    role,
+    {
+      common_name: f.common_name,
+      alt_names: f.alt_names,
+      ip_sans: f.ip_sans,
+      uri_sans: f.uri_sans,
+      other_sans: f.other_sans,
+      serial_number: f.serial_number,
+      user_ids: [],
+      exclude_cn_from_sans: f.exclude_cn_from_sans,
+    },
+    null,
+  );
+}
+
+interface KeyMaterial {
+  pkcs8: Uint8Array<ArrayBuffer>;
+  spki: Uint8Array<ArrayBuffer>;
+  keyType: string;
+  existing: KeyRow | null;
+}
+
+/** The key for a CA path: generated (internal/exported) or an existing key of the mount. */
+async function caKey(ctx: IssueContext, f: Pick<SubjectValues, keyof typeof keyFields | "signature_bits">, has: (n: string) => boolean): Promise<KeyMaterial> {
+  if (f.type === "kms") throw badRequest('type: "kms" keys are not supported by this service');
+  if (!["internal", "exported", "existing"].includes(f.type)) {
+    throw badRequest('the "exported" path parameter must be "internal", "existing", exported" or "kms"');
+  }
+  if (f.type === "existing") {
+    if (has("key_type") || has("key_bits")) {
+      throw badRequest("invalid parameter for the kms/existing path parameter, key_type nor key_bits arguments can be set in this mode");
+    }
+    const [keys, cfg] = await Promise.all([listKeys(ctx.db, ctx.mount.id), getAllConfig(ctx.db, ctx.mount.id)]);
+    const key = resolveKeyIn(keys, cfg.keys, f.key_ref);
+    return { pkcs8: await unsealPrivateKey(ctx.env, key), spki: base64ToBytes(key.publicKey), keyType: key.keyType, existing: key };
+  }
+  const spec = validateKeySpec(f.key_type, f.key_bits, f.signature_bits, true);
+  const pair = await generateKeyPair(spec.keyType as "rsa" | "ec" | "ed25519", spec.keyBits);
+  return { ...pair, keyType: spec.keyType, existing: null };
+}
+
+/** Global AIA for a new root: templated URLs cannot name an issuer that does not exist yet. */
+function rootAia(urls: Awaited<ReturnType<typeof getAllConfig>>["urls"], warnings: string[]): AiaUrls {
+  const any = urls.issuing_certificates.length + urls.crl_distribution_points.length + urls.ocsp_servers.length > 0;
+  if (!any) {
+    warnings.push(AIA_WARNING);
+    return NO_AIA;
+  }
+  if (urls.enable_templating) {
+    warnings.push("The mount's AIA URLs are templated; they were left out of the root certificate because it is self-signed.");
+    return NO_AIA;
+  }
+  return resolveAia("", null, urls, { path: "", aia_path: "" });
+}
+
+export interface RootOptions {
+  /** root/rotate: the issuer name defaults to "next" when free. */
+  rotate?: boolean;
+}
+
+export async function generateRoot(ctx: IssueContext, f: FieldValues<typeof rootFields>, has: (n: string) => boolean, opts: RootOptions = {}) {
+  const format = checkFormat(f.format);
+  const keyFormat = checkPrivateKeyFormat(f.private_key_format);
+  if (f.issuer_name !== undefined && has("issuer_name")) checkObjectName("issuer", f.issuer_name);
+  if (f.key_name !== undefined && has("key_name") && f.type !== "existing") checkObjectName("key", f.key_name);
+  const warnings: string[] = [];
+  const key = await caKey(ctx, f, has);
+  const names = namesFrom(f);
+  const cfg = await getAllConfig(ctx.db, ctx.mount.id);
+  const { defaultTtl, maxTtl } = effectiveTtls(ctx.mount);
+  const validity = computeValidity({
+    now: Date.now(),
+    requestTtl: f.ttl,
+    requestNotAfter: f.not_after,
+    roleTtl: 0,
+    roleMaxTtl: 0,
+    roleNotAfter: "",
+    notAfterBound: "permit",
+    mountDefaultTtl: defaultTtl,
+    mountMaxTtl: maxTtl,
+    notBeforeDuration: f.not_before_duration,
+    notBefore: "",
+    issuer: null,
+    refuseOverMax: false,
+  });
+  warnings.push(...validity.warnings);
+  const subject = encodeName(names.subject);
+  if (subject.length <= 2) {
+    warnings.push("This issuer certificate was generated without a Subject; this makes it likely that issuing leaf certs with this certificate will cause TLS validation libraries to reject this certificate.");
+  }
+  if (f.max_path_length === 0) {
+    warnings.push("Max path length of the generated certificate is zero. This certificate cannot be used to issue intermediate CA certificates.");
+  }
+  const facts = await publicKeyFacts(key.spki);
+  const [serialHex, signer] = await Promise.all([reserveSerial(ctx.env, ctx.mount), importSigner(key.pkcs8, key.spki, f.signature_bits, f.use_pss)]);
+  const der = await signCertificate({
+    serialHex,
+    subject,
+    issuer: subject,
+    notBefore: validity.notBefore,
+    notAfter: validity.notAfter,
+    spki: key.spki,
+    extensions: caExtensions({
+      sans: names.sans,
+      subjectEmpty: subject.length <= 2,
+      ski: facts.ski,
+      issuerSki: facts.ski,
+      maxPathLength: f.max_path_length,
+      keyUsage: f.key_usage,
+      extKeyUsage: f.ext_key_usage,
+      extKeyUsageOids: f.ext_key_usage_oids,
+      permittedDnsDomains: f.permitted_dns_domains,
+      aia: rootAia(cfg.urls, warnings),
+    }),
+    signer,
+  });
+  const serial = colonHex(serialHex);
+  let issuerName = f.issuer_name ?? "";
+  if (opts.rotate && !has("issuer_name")) {
+    const all = await listIssuers(ctx.db, ctx.mount.id);
+    issuerName = all.some((i) => i.name === "next") ? "" : "next";
+  }
+  const notAfterSec = Math.floor(validity.notAfter.getTime() / 1000);
+  const newIssuerId = crypto.randomUUID();
+  const result = await importIssuersAndKeys(ctx.db, ctx.env, ctx.mount.id, {
+    issuerId: newIssuerId,
+    certs: [der],
+    keys: key.existing ? [] : [key.pkcs8],
+    issuerName,
+    keyName: key.existing ? undefined : (f.key_name ?? ""),
+    extra: [insertCertStmt(ctx.db, { mountId: ctx.mount.id, serial, der: bytesToBase64(der), issuerId: newIssuerId, notAfter: notAfterSec, createdAt: Date.now() })],
+  });
+  warnings.push(...result.warnings);
+  const issuerId = result.importedIssuers[0] ?? result.existingIssuers[0] ?? "";
+  const issuer = result.issuers.find((i) => i.id === issuerId);
+  const keyRow = result.keys.find((k) => k.id === issuer?.keyId);
+  const exported = f.type === "exported";
+  const formattedKey = exported ? formatPrivateKey(key.pkcs8, key.keyType, format, keyFormat) : null;
+  const certText = encodeCert(der, format);
+  const data: Record<string, unknown> = {
+    certificate: format === "pem_bundle" && formattedKey ? `${formattedKey.bundlePem}\n${certText}` : certText,
+    issuing_ca: certText,
+    serial_number: serial,
+    expiration: notAfterSec,
+    issuer_id: issuerId,
+    issuer_name: issuer?.name ?? "",
+    key_id: keyRow?.id ?? "",
+    key_name: keyRow?.name ?? "",
+  };
+  if (formattedKey) {
+    data.private_key = formattedKey.private_key;
+    data.private_key_type = formattedKey.private_key_type;
+  }
+  return { data, warnings };
+}
+
+/** intermediate/generate/:type: a key and a CSR; the key is stored, no issuer is created. */
+export async function generateIntermediate(ctx: IssueContext, f: FieldValues<typeof intermediateFields>, has: (n: string) => boolean) {
+  const format = checkFormat(f.format);
+  const keyFormat = checkPrivateKeyFormat(f.private_key_format);
+  const warnings: string[] = [];
+  if (f.key_name !== undefined && has("key_name") && f.type !== "existing") checkObjectName("key", f.key_name);
+  const key = await caKey(ctx, f, has);
+  const names = namesFrom(f);
+  const subject = encodeName(names.subject);
+  const exts: ExtensionDer[] = [];
+  if (!sanIsEmpty(names.sans)) exts.push(sanExtension(names.sans, subject.length <= 2));
+  if (f.add_basic_constraints) exts.push(basicConstraintsExtension(true));
+  const csr = await signCsr(subject, exts, key.pkcs8, key.spki, f.signature_bits, f.use_pss);
+  let keyId = key.existing?.id ?? "";
+  let keyName = key.existing?.name ?? "";
+  if (!key.existing) {
+    const [keys, cfg] = await Promise.all([listKeys(ctx.db, ctx.mount.id), getAllConfig(ctx.db, ctx.mount.id)]);
+    keyName = f.key_name ?? "";
+    if (keyName !== "" && keys.some((k) => k.name === keyName)) throw badRequest("key name already in use");
+    keyId = crypto.randomUUID();
+    const facts = await publicKeyFacts(key.spki);
+    const row: KeyRow = {
+      id: keyId,
+      mountId: ctx.mount.id,
+      name: keyName,
+      keyType: facts.type,
+      keyBits: facts.bits,
+      publicKey: bytesToBase64(key.spki),
+      sealedPrivateKey: await sealPrivateKey(ctx.env, ctx.mount.id, keyId, key.pkcs8),
+      createdAt: Date.now(),
+    };
+    const stmts: Stmt[] = [insertKeyStmt(ctx.db, row)];
+    if (cfg.keys.default === "" || !keys.some((k) => k.id === cfg.keys.default)) stmts.push(putConfigStmt(ctx.db, ctx.mount.id, "keys", { default: keyId }));
+    await runBatch(ctx.db, stmts);
+  }
+  const cfg = await getAllConfig(ctx.db, ctx.mount.id);
+  if (cfg.urls.issuing_certificates.length + cfg.urls.crl_distribution_points.length + cfg.urls.ocsp_servers.length === 0) warnings.push(AIA_WARNING);
+  const exported = f.type === "exported";
+  const formattedKey = exported ? formatPrivateKey(key.pkcs8, key.keyType, format, keyFormat) : null;
+  const csrText = format === "der" ? bytesToBase64(csr) : toPem("CERTIFICATE REQUEST", csr);
+  const data: Record<string, unknown> = {
+    csr: format === "pem_bundle" && formattedKey ? `${formattedKey.bundlePem}\n${csrText}` : csrText,
+    key_id: keyId,
+    key_name: keyName,
+  };
+  if (formattedKey) {
+    data.private_key = formattedKey.private_key;
+    data.private_key_type = formattedKey.private_key_type;
+  }
+  return { data, warnings };
+}
+
+/**
+ * root/sign-intermediate and issuer/:ref/sign-intermediate (part 1: the common parameters).
+ * Validity may exceed the signer's (OpenBao forces `permit`, pki-engine.md §9.1).
+ */
+export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof signIntermediateFields>, issuerRef: string) {
+  const format = checkFormat(f.format);
+  const csr = await loadCsr(f.csr);
+  const { issuer, key, all } = await signingIssuer(ctx, issuerRef);
+  const warnings: string[] = [];
+  let names;
+  if (f.use_csr_values) {
+    const role = { ...permissiveRole(defaultRole()), use_csr_common_name: true, use_csr_sans: true };
+    names = applyRole(role, { common_name: "", alt_names: [], ip_sans: [], uri_sans: [], other_sans: [], serial_number: "", user_ids: [], exclude_cn_from_sans: f.exclude_cn_from_sans }, csr);
+  } else {
+    if (f.common_name === "") throw badRequest("common_name: a common name is required to sign an intermediate");
+    names = namesFrom(f);
+  }
+  const { defaultTtl, maxTtl } = effectiveTtls(ctx.mount);
+  const validity = computeValidity({
+    now: Date.now(),
+    requestTtl: f.ttl,
+    requestNotAfter: f.not_after,
+    roleTtl: 0,
+    roleMaxTtl: 0,
+    roleNotAfter: "",
+    notAfterBound: "permit",
+    mountDefaultTtl: defaultTtl,
+    mountMaxTtl: maxTtl,
+    notBeforeDuration: f.not_before_duration,
+    notBefore: "",
+    issuer: { notAfter: issuer.notAfter, behavior: "permit" },
+    refuseOverMax: true,
+  });
+  warnings.push(...validity.warnings);
+  // RFC 5280 §4.2.1.9: a child CA's path length must be below its signer's.
+  const issuerInfo = parseCertificate(certDerFromPem(issuer.certificate));
+  let pathLen = f.max_path_length;
+  if (pathLen < 0 && issuerInfo.pathLen !== undefined) pathLen = Math.max(0, issuerInfo.pathLen - 1);
+  if (issuerInfo.pathLen !== undefined && issuerInfo.pathLen === 0) {
+    throw badRequest("the signing issuer has a path length of zero and cannot sign intermediate CAs");
+  }
+  const cfg = await getAllConfig(ctx.db, ctx.mount.id);
+  const aia = resolveAia(issuer.id, issuer.aia, cfg.urls, cfg.cluster);
+  const issuerSpki = base64ToBytes(issuer.publicKey);
+  const [serialHex, pkcs8, facts, issuerFacts] = await Promise.all([
+    reserveSerial(ctx.env, ctx.mount),
+    unsealPrivateKey(ctx.env, key),
+    publicKeyFacts(csr.spki),
+    publicKeyFacts(issuerSpki),
+  ]);
+  let ski: Uint8Array = facts.ski;
+  if (f.skid !== "") {
+    const hex = f.skid.replace(/[:\s-]/g, "");
+    if (!/^([0-9a-fA-F]{2})+$/.test(hex)) throw badRequest("skid: must be hex-encoded bytes");
+    ski = Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16));
+  }
+  const signer = await importSigner(pkcs8, issuerSpki, f.signature_bits, f.use_pss);
+  const subject = encodeName(names.subject);
+  const keyUsage = [...f.key_usage];
+  let extraExts: ExtensionDer[] = [];
+  if (f.use_csr_values) {
+    const handled = new Set<string>([OID.subjectAltName, OID.basicConstraints, OID.keyUsage, "2.5.29.14", "2.5.29.35"]);
+    extraExts = csr.extensions.filter((e) => !handled.has(e.oid));
+  }
+  const der = await signCertificate({
+    serialHex,
+    subject,
+    issuer: base64ToBytes(issuer.subjectDer),
+    notBefore: validity.notBefore,
+    notAfter: validity.notAfter,
+    spki: csr.spki,
+    extensions: [
+      ...caExtensions({
+        sans: names.sans,
+        subjectEmpty: subject.length <= 2,
+        ski,
+        issuerSki: issuerFacts.ski,
+        maxPathLength: pathLen,
+        keyUsage,
+        extKeyUsage: f.ext_key_usage,
+        extKeyUsageOids: f.ext_key_usage_oids,
+        permittedDnsDomains: f.permitted_dns_domains,
+        aia,
+      }),
+      ...extraExts,
+    ],
+    signer,
+  });
+  const serial = colonHex(serialHex);
+  const notAfterSec = Math.floor(validity.notAfter.getTime() / 1000);
+  await runBatch(ctx.db, [insertCertStmt(ctx.db, { mountId: ctx.mount.id, serial, der: bytesToBase64(der), issuerId: issuer.id, notAfter: notAfterSec, createdAt: Date.now() })]);
+  const chain = responseChain(issuer, all, false);
+  const out = certOutput(der, issuer, chain, format, null);
+  return {
+    data: { ...out, serial_number: serial, expiration: String(notAfterSec) },
+    warnings,
+  };
+}

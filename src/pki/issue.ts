@@ -1,0 +1,199 @@
+/**
+ * Issue and sign (spec "Issue", "Sign"; pki-engine.md §1.8–1.11, §3): resolve the issuer,
+ * apply the role, compute validity, build the leaf, reserve its serial from the Authority,
+ * sign, store (unless no_store) and format the response.
+ */
+import type { Db } from "../db/client";
+import { badRequest } from "../http/errors";
+import type { MountRow } from "../sys/mount-store";
+import { effectiveTtls } from "../sys/mounts";
+import { base64ToBytes, bytesToBase64 } from "../util/encoding";
+import { encodeName, publicKeyFacts } from "./asn1";
+import { certOutput, formatPrivateKey, responseChain, type CertFormat } from "./format";
+import { resolveIssuerIn } from "./issuers";
+import { unsealPrivateKey } from "./keystore";
+import { validateKeySpec } from "./keytypes";
+import { decodePemBlocks } from "./pem";
+import { applyRole, type NameRequest } from "./policy";
+import { leafExtensions, resolveAia } from "./profile";
+import type { Role } from "./roles";
+import { reserveSerial } from "./serials";
+import { getAllConfig, getKey, insertCertStmt, listIssuers, runBatch, type ConfigShapes, type IssuerRow, type KeyRow } from "./store";
+import { computeValidity, type LeafNotAfterBehavior } from "./ttl";
+import { X509Error, generateKeyPair, importSigner, parseCsr, signCertificate, type CsrInfo } from "./x509";
+import { colonHex } from "./pem";
+
+export interface IssueContext {
+  db: Db;
+  env: Env;
+  mount: MountRow;
+}
+
+export interface LeafRequest {
+  role: Role;
+  /** The issuer: from the path, else the role's issuer_ref. */
+  issuerRef: string;
+  names: NameRequest;
+  ttl: number;
+  notAfter: string;
+  format: CertFormat;
+  privateKeyFormat: "der" | "pkcs8";
+  removeRootsFromChain: boolean;
+  /** PEM CSR for sign; absent for issue (a key is generated). */
+  csr?: string;
+}
+
+/** Decodes a PEM (or base64 DER) CSR field into DER, with a 400 naming the field. */
+export function csrDer(text: string): Uint8Array<ArrayBuffer> {
+  let blocks;
+  try {
+    blocks = decodePemBlocks(text);
+  } catch {
+    throw badRequest("csr: the certificate request is not valid PEM");
+  }
+  const block = blocks.find((b) => b.label === "CERTIFICATE REQUEST" || b.label === "NEW CERTIFICATE REQUEST");
+  if (!block) throw badRequest("csr: no CERTIFICATE REQUEST PEM block found");
+  return block.der;
+}
+
+export async function loadCsr(text: string): Promise<CsrInfo> {
+  if (text.trim() === "") throw badRequest("csr: a certificate request is required");
+  try {
+    return await parseCsr(csrDer(text));
+  } catch (e) {
+    if (e instanceof X509Error) throw badRequest(`csr: ${e.message}`);
+    throw e;
+  }
+}
+
+/** The signing issuer and its key, checked usable for issuance (upstream 500s; we 400). */
+export async function signingIssuer(
+  ctx: IssueContext,
+  ref: string,
+): Promise<{ issuer: IssuerRow; key: KeyRow; all: IssuerRow[]; cfg: ConfigShapes }> {
+  const [all, cfg] = await Promise.all([listIssuers(ctx.db, ctx.mount.id), getAllConfig(ctx.db, ctx.mount.id)]);
+  let issuer: IssuerRow;
+  try {
+    issuer = resolveIssuerIn(all, cfg.issuers, ref);
+  } catch (e) {
+    throw badRequest(`could not fetch the CA certificate (was one set?): ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (!issuer.usage.includes("issuing-certificates")) {
+    throw badRequest(`could not fetch the CA certificate (was one set?): issuer ${issuer.id} lacks the issuing-certificates usage`);
+  }
+  const key = issuer.keyId ? await getKey(ctx.db, ctx.mount.id, issuer.keyId) : null;
+  if (!key) throw badRequest(`could not fetch the CA certificate (was one set?): issuer ${issuer.id} has no private key in this mount`);
+  return { issuer, key, all, cfg };
+}
+
+/** The CSR's key must suit the role (key_type, and at least key_bits). */
+function checkCsrKey(role: Role, csr: CsrInfo): void {
+  const { type, bits } = csr.facts;
+  if (role.key_type !== "any" && role.key_type !== type) {
+    throw badRequest(`key_type: role requires keys of type ${role.key_type}, but the CSR has a ${type} key`);
+  }
+  if (role.key_type !== "any" && role.key_bits > 0 && bits < role.key_bits) {
+    throw badRequest(`key_bits: role requires a minimum of ${role.key_bits} bits, but the CSR's ${type} key has ${bits}`);
+  }
+  if (type === "rsa" && bits < 2048) throw badRequest(`key_bits: RSA keys < 2048 bits are unsafe and not supported: got ${bits}`);
+}
+
+export async function issueLeaf(ctx: IssueContext, r: LeafRequest): Promise<{ data: Record<string, unknown>; warnings: string[] }> {
+  const { role } = r;
+  const csr = r.csr !== undefined ? await loadCsr(r.csr) : null;
+  if (!csr && role.key_type === "any") throw badRequest("key_type: role key type \"any\" not allowed for issuing certificates, only signing");
+  const { issuer, key, all, cfg } = await signingIssuer(ctx, r.issuerRef);
+  const names = applyRole(role, r.names, csr);
+  if (csr) checkCsrKey(role, csr);
+
+  const { defaultTtl, maxTtl } = effectiveTtls(ctx.mount);
+  const now = Date.now();
+  const validity = computeValidity({
+    now,
+    requestTtl: r.ttl,
+    requestNotAfter: r.notAfter,
+    roleTtl: role.ttl,
+    roleMaxTtl: role.max_ttl,
+    roleNotAfter: role.not_after,
+    notAfterBound: role.not_after_bound,
+    mountDefaultTtl: defaultTtl,
+    mountMaxTtl: maxTtl,
+    notBeforeDuration: role.not_before_duration,
+    notBefore: role.not_before_bound === "forbid" ? "" : role.not_before,
+    issuer: { notAfter: issuer.notAfter, behavior: issuer.leafNotAfterBehavior as LeafNotAfterBehavior },
+    refuseOverMax: true,
+  });
+
+  const aia = resolveAia(issuer.id, issuer.aia, cfg.urls, cfg.cluster);
+
+  let spki: Uint8Array<ArrayBuffer>;
+  let pkcs8: Uint8Array<ArrayBuffer> | null = null;
+  let keyType = "";
+  if (csr) {
+    spki = csr.spki;
+  } else {
+    const spec = validateKeySpec(role.key_type, role.key_bits, role.signature_bits, true);
+    const pair = await generateKeyPair(spec.keyType as "rsa" | "ec" | "ed25519", spec.keyBits);
+    spki = pair.spki;
+    pkcs8 = pair.pkcs8;
+    keyType = spec.keyType;
+  }
+
+  const issuerSpki = base64ToBytes(issuer.publicKey);
+  const [serialHex, issuerPkcs8, leafFacts, issuerFacts] = await Promise.all([
+    reserveSerial(ctx.env, ctx.mount),
+    unsealPrivateKey(ctx.env, key),
+    publicKeyFacts(spki),
+    publicKeyFacts(issuerSpki),
+  ]);
+  const signer = await importSigner(issuerPkcs8, issuerSpki, role.signature_bits, role.use_pss);
+  const subject = encodeName(names.subject);
+  const der = await signCertificate({
+    serialHex,
+    subject,
+    issuer: base64ToBytes(issuer.subjectDer),
+    notBefore: validity.notBefore,
+    notAfter: validity.notAfter,
+    spki,
+    extensions: leafExtensions({
+      role,
+      sans: names.sans,
+      subjectEmpty: subject.length <= 2,
+      ski: leafFacts.ski,
+      issuerSki: issuerFacts.ski,
+      aia,
+    }),
+    signer,
+  });
+
+  const serial = colonHex(serialHex);
+  if (!role.no_store) {
+    await runBatch(ctx.db, [
+      insertCertStmt(ctx.db, {
+        mountId: ctx.mount.id,
+        serial,
+        der: bytesToBase64(der),
+        issuerId: issuer.id,
+        notAfter: Math.floor(validity.notAfter.getTime() / 1000),
+        createdAt: now,
+      }),
+    ]);
+  }
+
+  const chain = responseChain(issuer, all, r.removeRootsFromChain);
+  const formattedKey = pkcs8 ? formatPrivateKey(pkcs8, keyType, r.format, r.privateKeyFormat) : null;
+  const out = certOutput(der, issuer, chain, r.format, formattedKey);
+  const data: Record<string, unknown> = {
+    certificate: out.certificate,
+    issuing_ca: out.issuing_ca,
+    ca_chain: out.ca_chain,
+    serial_number: serial,
+    // The spec shows expiration as a decimal string (spec "Certificate response").
+    expiration: String(Math.floor(validity.notAfter.getTime() / 1000)),
+  };
+  if (formattedKey) {
+    data.private_key = formattedKey.private_key;
+    data.private_key_type = formattedKey.private_key_type;
+  }
+  return { data, warnings: validity.warnings };
+}

@@ -1,0 +1,50 @@
+/** Key types, sizes and signature sizes (pki-engine.md §1.9). Pure functions. */
+import { badRequest } from "../http/errors";
+
+export type RoleKeyType = "rsa" | "ec" | "ed25519" | "any";
+
+export interface KeySpec {
+  keyType: RoleKeyType;
+  keyBits: number;
+  signatureBits: number;
+}
+
+/**
+ * Validates and normalises key_type / key_bits / signature_bits: `0` bits means the type's
+ * default; upstream's error messages are kept. `forGeneration` adds the runtime's own limit:
+ * WebCrypto has no P-224 curve, so generating such a key is refused (a CSR with a P-224 key
+ * is refused at parse time as well).
+ */
+export function validateKeySpec(keyType: string, keyBits: number, signatureBits: number, forGeneration = false): KeySpec {
+  let bits = keyBits;
+  let sigBits = signatureBits;
+  switch (keyType) {
+    case "rsa":
+      if (bits === 0) bits = 2048;
+      if (bits < 2048) throw badRequest(`key_bits: RSA keys < 2048 bits are unsafe and not supported: got ${bits}`);
+      if (![2048, 3072, 4096, 8192].includes(bits)) throw badRequest(`key_bits: unsupported bit length for RSA key: ${bits}`);
+      if (sigBits === 0) sigBits = 256;
+      if (![256, 384, 512].includes(sigBits)) throw badRequest(`signature_bits: unsupported hash signature algorithm: ${sigBits}`);
+      break;
+    case "ec":
+      if (bits === 0) bits = 256;
+      if (![224, 256, 384, 521].includes(bits)) throw badRequest(`key_bits: unsupported bit length for EC key: ${bits}`);
+      if (bits === 224 && forGeneration) {
+        throw badRequest("key_bits: EC P-224 keys cannot be generated here: the WebCrypto runtime supports only P-256, P-384 and P-521");
+      }
+      sigBits = 0;
+      break;
+    case "ed25519":
+      bits = 0;
+      sigBits = 0;
+      break;
+    case "any":
+      bits = 0;
+      sigBits = 0;
+      if (forGeneration) throw badRequest(`key_type: a key of type "any" cannot be generated; choose rsa, ec or ed25519`);
+      break;
+    default:
+      throw badRequest(`key_type: unknown key type ${keyType}`);
+  }
+  return { keyType: keyType as RoleKeyType, keyBits: bits, signatureBits: sigBits };
+}

@@ -1,0 +1,167 @@
+/**
+ * Certificate reads (pki-engine.md §5, §1.6): cert/:serial (+ /raw, /raw/pem), cert/ca,
+ * cert/ca_chain, ca, ca/pem, ca_chain, certs; and config/urls, config/cluster (§6.4, §6.6).
+ */
+import { badRequest, notFound } from "../../http/errors";
+import { defineFields } from "../../http/fields";
+import { route, type Req } from "../../http/route";
+import { base64ToBytes } from "../../util/encoding";
+import { certDerFromPem, chainPems } from "../issuers";
+import { normalizeSerial, toPem } from "../pem";
+import { getAllConfig, getCert, listCertSerials, listIssuers, putConfigStmt, runBatch, type IssuerRow, type UrlsConfig } from "../store";
+import { mountOf, paginate, raw } from "./common";
+import { checkAiaUrls } from "./issuers";
+
+async function defaultIssuer(req: Req): Promise<{ issuer: IssuerRow | null; all: IssuerRow[] }> {
+  const mount = mountOf(req);
+  const [all, cfg] = await Promise.all([listIssuers(req.db, mount.id), getAllConfig(req.db, mount.id)]);
+  return { issuer: all.find((i) => i.id === cfg.issuers.default) ?? null, all };
+}
+
+const emptyRevocation = { revocation_time: 0, revocation_time_rfc3339: "" };
+
+/** cert/<rest>: "ca", "ca_chain", or a serial, each optionally followed by /raw or /raw/pem. */
+async function readCert(req: Req) {
+  const rest = req.params.rest ?? "";
+  const m = /^([^/]+)(\/raw(\/pem)?)?$/.exec(rest);
+  if (!m) throw notFound([`unsupported path: cert/${rest}`]);
+  const [, what = "", rawPart, pemPart] = m;
+  if (what === "ca_chain") {
+    if (rawPart) throw notFound([`unsupported path: cert/${rest}`]);
+    const { issuer, all } = await defaultIssuer(req);
+    if (!issuer) throw badRequest("no default issuer currently configured");
+    const chain = chainPems(issuer, all).map((p) => p.trim()).join("\n");
+    return { data: { certificate: chain, ca_chain: chain, ...emptyRevocation } };
+  }
+  if (what === "ca") {
+    const { issuer } = await defaultIssuer(req);
+    if (rawPart) {
+      if (!issuer) return raw(null, "");
+      return pemPart ? raw(issuer.certificate.trim(), "application/pem-certificate-chain") : raw(certDerFromPem(issuer.certificate), "application/pkix-cert");
+    }
+    if (!issuer) throw badRequest("no default issuer currently configured");
+    return { data: { certificate: issuer.certificate.trim(), ...emptyRevocation } };
+  }
+  const serial = normalizeSerial(what);
+  if (!serial) throw notFound([`unsupported path: cert/${rest}`]);
+  const row = await getCert(req.db, mountOf(req).id, serial);
+  if (rawPart) {
+    if (!row) return raw(null, "");
+    const der = base64ToBytes(row.der);
+    return pemPart ? raw(toPem("CERTIFICATE", der), "application/pem-certificate-chain") : raw(der, "application/pkix-cert");
+  }
+  if (!row) throw notFound();
+  return { data: { certificate: toPem("CERTIFICATE", base64ToBytes(row.der)), ...emptyRevocation } };
+}
+
+const css = (description: string) => ({ type: "comma-string-slice" as const, description });
+
+const urlsFields = defineFields({
+  issuing_certificates: css("AIA caIssuers URLs."),
+  crl_distribution_points: css("CRL distribution point URLs."),
+  delta_crl_distribution_points: css("Delta CRL distribution point URLs."),
+  ocsp_servers: css("OCSP responder URLs."),
+  enable_templating: { type: "bool", description: "Expand {{issuer_id}}, {{cluster_path}}, {{cluster_aia_path}}." },
+});
+
+const urlKeys = ["issuing_certificates", "crl_distribution_points", "delta_crl_distribution_points", "ocsp_servers"] as const;
+
+export const certRoutes = [
+  route({ pattern: "cert/*rest", public: ["read"], handlers: { read: readCert } }),
+  route({
+    pattern: "ca",
+    public: ["read"],
+    handlers: {
+      async read(req) {
+        const { issuer } = await defaultIssuer(req);
+        return issuer ? raw(certDerFromPem(issuer.certificate), "application/pkix-cert") : raw(null, "");
+      },
+    },
+  }),
+  route({
+    pattern: "ca/pem",
+    public: ["read"],
+    handlers: {
+      async read(req) {
+        const { issuer } = await defaultIssuer(req);
+        return raw(issuer ? issuer.certificate.trim() : null, "application/pem-certificate-chain");
+      },
+    },
+  }),
+  route({
+    pattern: "ca_chain",
+    public: ["read"],
+    handlers: {
+      async read(req) {
+        const { issuer, all } = await defaultIssuer(req);
+        // Upstream labels this PEM chain application/pkix-cert (pki-engine.md §1.6).
+        return raw(issuer ? chainPems(issuer, all).map((p) => p.trim()).join("\n") : null, "application/pkix-cert");
+      },
+    },
+  }),
+  route({
+    pattern: "certs",
+    handlers: {
+      async list(req) {
+        const keys = paginate(await listCertSerials(req.db, mountOf(req).id), req);
+        if (keys.length === 0) throw notFound();
+        return { data: { keys } };
+      },
+    },
+  }),
+  route({
+    pattern: "config/urls",
+    fields: urlsFields,
+    handlers: {
+      async read(req) {
+        return { data: (await getAllConfig(req.db, mountOf(req).id)).urls };
+      },
+      async update(req) {
+        const mount = mountOf(req);
+        const cfg = await getAllConfig(req.db, mount.id);
+        const next: UrlsConfig = { ...cfg.urls };
+        if (req.has("enable_templating")) next.enable_templating = req.fields.enable_templating ?? false;
+        for (const k of urlKeys) {
+          if (req.has(k)) next[k] = req.fields[k] ?? [];
+          checkAiaUrls(k, next[k], next.enable_templating);
+        }
+        await runBatch(req.db, [putConfigStmt(req.db, mount.id, "urls", next)]);
+        return { data: next };
+      },
+    },
+  }),
+  route({
+    pattern: "config/cluster",
+    fields: defineFields({
+      path: { type: "string", description: "This mount's URL, e.g. https://pki.example.com/v1/pki." },
+      aia_path: { type: "string", description: "URL used for AIA templating." },
+    }),
+    handlers: {
+      async read(req) {
+        return { data: (await getAllConfig(req.db, mountOf(req).id)).cluster };
+      },
+      async update(req) {
+        const mount = mountOf(req);
+        const cfg = await getAllConfig(req.db, mount.id);
+        const next = { ...cfg.cluster };
+        for (const k of ["path", "aia_path"] as const) {
+          if (!req.has(k)) continue;
+          const v = req.fields[k] ?? "";
+          if (v !== "") {
+            let ok = false;
+            try {
+              const u = new URL(v);
+              ok = u.protocol !== "" && u.host !== "";
+            } catch {
+              ok = false;
+            }
+            if (!ok) throw badRequest(`${k}: "${v}" is not a URL with a scheme and a host`);
+          }
+          next[k] = v;
+        }
+        await runBatch(req.db, [putConfigStmt(req.db, mount.id, "cluster", next)]);
+        return { data: next };
+      },
+    },
+  }),
+];

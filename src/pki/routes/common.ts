@@ -1,0 +1,31 @@
+/** Helpers shared by the PKI route files. */
+import { ApiError } from "../../http/errors";
+import type { Req } from "../../http/route";
+import type { MountRow } from "../../sys/mount-store";
+import type { IssueContext } from "../issue";
+
+export function mountOf(req: Req): MountRow {
+  // The dispatcher only routes engine paths with their mount; a missing one is a wiring bug.
+  if (!req.mount) throw new ApiError(500, "internal error: PKI route without a mount");
+  return req.mount;
+}
+
+export function ctxOf(req: Req): IssueContext {
+  return { db: req.db, env: req.env, mount: mountOf(req) };
+}
+
+/** A raw (non-JSON) reply; an empty body is 204 (pki-engine.md §1.6). */
+export function raw(body: string | Uint8Array<ArrayBuffer> | null, contentType: string): Response {
+  if (body === null || body.length === 0) return new Response(null, { status: 204 });
+  return new Response(body, { status: 200, headers: { "content-type": contentType } });
+}
+
+/** Sorted keys with `after`/`limit` pagination (pki-engine.md §2.1); 404 when none. */
+export function paginate(keys: string[], req: Req): string[] {
+  const after = typeof req.body.after === "string" ? req.body.after : "";
+  const limit = Number(req.body.limit ?? 0);
+  let out = [...keys].sort();
+  if (after) out = out.filter((k) => k > after);
+  if (Number.isFinite(limit) && limit > 0) out = out.slice(0, limit);
+  return out;
+}

@@ -1,0 +1,10 @@
+/** The PKI engine's route table, in match order (specific paths before general ones). */
+import type { RouteDef } from "../../http/route";
+import { certRoutes } from "./certs";
+import { generateRoutes } from "./generate";
+import { issueRoutes } from "./issue";
+import { issuerRoutes } from "./issuers";
+import { keyRoutes } from "./keys";
+import { roleRoutes } from "./roles";
+
+export const pkiRoutes: RouteDef[] = [...issueRoutes, ...generateRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...certRoutes];

@@ -1,0 +1,72 @@
+/** issue/:role, sign/:role and their per-issuer forms (spec "Issue", "Sign"). */
+import { badRequest } from "../../http/errors";
+import { defineFields } from "../../http/fields";
+import { route, type Req } from "../../http/route";
+import { checkFormat, checkPrivateKeyFormat } from "../format";
+import { issueLeaf } from "../issue";
+import { ctxOf } from "./common";
+import { loadRole } from "./roles";
+
+const css = (description: string) => ({ type: "comma-string-slice" as const, description, default: [] as string[] });
+
+const issueFields = defineFields({
+  role: { type: "string", description: "Role name.", required: true },
+  issuer_ref: { type: "string", description: "Issuer (per-issuer paths)." },
+  common_name: { type: "string", description: "Subject CN.", default: "" },
+  alt_names: css("Comma-separated DNS names and e-mail addresses."),
+  ip_sans: css("IP SANs."),
+  uri_sans: css("URI SANs."),
+  other_sans: css("Other SANs, <oid>;UTF8:<value>."),
+  ttl: { type: "duration", description: "Requested TTL (at most the role's max_ttl).", default: 0 },
+  format: { type: "string", description: "pem, der or pem_bundle.", default: "pem" },
+  private_key_format: { type: "string", description: "der or pkcs8.", default: "der" },
+  exclude_cn_from_sans: { type: "bool", description: "Leave the CN out of the SANs.", default: false },
+  not_after: { type: "string", description: "Absolute notAfter, YYYY-MM-DDTHH:MM:SSZ.", default: "" },
+  remove_roots_from_chain: { type: "bool", description: "Drop self-signed CAs from ca_chain.", default: false },
+  user_ids: css("User ID subject attributes."),
+  serial_number: { type: "string", description: "Subject serialNumber attribute.", default: "" },
+  cert_metadata: { type: "string", description: "Certificate metadata (accepted, not stored).", default: "" },
+});
+
+const signFields = defineFields({
+  ...issueFields,
+  csr: { type: "string", description: "PEM certificate request.", default: "" },
+});
+
+function handler(kind: "issue" | "sign") {
+  return async (req: Req<typeof signFields>) => {
+    const f = req.fields;
+    const role = await loadRole(req as Req, f.role);
+    if (!role) throw badRequest(`unknown role: ${f.role}`);
+    if (f.cert_metadata !== "" && role.no_store_metadata) {
+      throw badRequest("cert_metadata: this role has no_store_metadata set, so certificate metadata cannot be stored");
+    }
+    return issueLeaf(ctxOf(req as Req), {
+      role,
+      issuerRef: f.issuer_ref ?? role.issuer_ref,
+      names: {
+        common_name: f.common_name,
+        alt_names: f.alt_names,
+        ip_sans: f.ip_sans,
+        uri_sans: f.uri_sans,
+        other_sans: f.other_sans,
+        serial_number: f.serial_number,
+        user_ids: f.user_ids,
+        exclude_cn_from_sans: f.exclude_cn_from_sans,
+      },
+      ttl: f.ttl,
+      notAfter: f.not_after,
+      format: checkFormat(f.format),
+      privateKeyFormat: checkPrivateKeyFormat(f.private_key_format),
+      removeRootsFromChain: f.remove_roots_from_chain,
+      csr: kind === "sign" ? (f.csr ?? "") : undefined,
+    });
+  };
+}
+
+export const issueRoutes = [
+  route({ pattern: "issue/:role", fields: issueFields, handlers: { update: handler("issue") } }),
+  route({ pattern: "issuer/:issuer_ref/issue/:role", fields: issueFields, handlers: { update: handler("issue") } }),
+  route({ pattern: "sign/:role", fields: signFields, handlers: { update: handler("sign") } }),
+  route({ pattern: "issuer/:issuer_ref/sign/:role", fields: signFields, handlers: { update: handler("sign") } }),
+];

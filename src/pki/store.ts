@@ -1,0 +1,180 @@
+/**
+ * Storage of the PKI engine: the only module that touches the pki_* tables. Writes that must
+ * land together are returned as statements for `db.batch` (D1 has no interactive transactions,
+ * workers-stack.md pitfall 8), so an issuer and its key are never half-written.
+ */
+import { and, asc, eq, inArray } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import type { Db } from "../db/client";
+import { pkiCerts, pkiConfig, pkiIssuers, pkiKeys, pkiRoles } from "../db/schema";
+
+export type KeyRow = typeof pkiKeys.$inferSelect;
+export type IssuerRow = typeof pkiIssuers.$inferSelect;
+export type CertRow = typeof pkiCerts.$inferSelect;
+export type Stmt = BatchItem<"sqlite">;
+
+export async function runBatch(db: Db, stmts: Stmt[]): Promise<void> {
+  if (stmts.length === 0) return;
+  const [first, ...rest] = stmts;
+  if (!first) return;
+  await db.batch([first, ...rest]);
+}
+
+// -- keys -------------------------------------------------------------------------------------
+
+export const listKeys = (db: Db, mountId: string): Promise<KeyRow[]> =>
+  db.select().from(pkiKeys).where(eq(pkiKeys.mountId, mountId)).orderBy(asc(pkiKeys.id));
+
+export async function getKey(db: Db, mountId: string, id: string): Promise<KeyRow | null> {
+  const rows = await db.select().from(pkiKeys).where(and(eq(pkiKeys.mountId, mountId), eq(pkiKeys.id, id)));
+  return rows[0] ?? null;
+}
+
+export const insertKeyStmt = (db: Db, row: KeyRow): Stmt => db.insert(pkiKeys).values(row);
+export const deleteKeyStmt = (db: Db, mountId: string, id: string): Stmt =>
+  db.delete(pkiKeys).where(and(eq(pkiKeys.mountId, mountId), eq(pkiKeys.id, id)));
+
+export async function renameKey(db: Db, mountId: string, id: string, name: string): Promise<void> {
+  await db.update(pkiKeys).set({ name }).where(and(eq(pkiKeys.mountId, mountId), eq(pkiKeys.id, id)));
+}
+
+// -- issuers ----------------------------------------------------------------------------------
+
+export const listIssuers = (db: Db, mountId: string): Promise<IssuerRow[]> =>
+  db.select().from(pkiIssuers).where(eq(pkiIssuers.mountId, mountId)).orderBy(asc(pkiIssuers.id));
+
+export async function getIssuer(db: Db, mountId: string, id: string): Promise<IssuerRow | null> {
+  const rows = await db.select().from(pkiIssuers).where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
+  return rows[0] ?? null;
+}
+
+/** An issuer together with its key in one query (the issuance hot path). */
+export async function getIssuerWithKey(db: Db, mountId: string, id: string): Promise<{ issuer: IssuerRow; key: KeyRow | null } | null> {
+  const rows = await db
+    .select({ issuer: pkiIssuers, key: pkiKeys })
+    .from(pkiIssuers)
+    .leftJoin(pkiKeys, eq(pkiKeys.id, pkiIssuers.keyId))
+    .where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
+  const r = rows[0];
+  return r ? { issuer: r.issuer, key: r.key } : null;
+}
+
+export async function getIssuersByIds(db: Db, mountId: string, ids: string[]): Promise<IssuerRow[]> {
+  if (ids.length === 0) return [];
+  return db.select().from(pkiIssuers).where(and(eq(pkiIssuers.mountId, mountId), inArray(pkiIssuers.id, ids)));
+}
+
+export const insertIssuerStmt = (db: Db, row: IssuerRow): Stmt => db.insert(pkiIssuers).values(row);
+export const updateIssuerStmt = (db: Db, mountId: string, id: string, patch: Partial<IssuerRow>): Stmt =>
+  db.update(pkiIssuers).set(patch).where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
+export const deleteIssuerStmt = (db: Db, mountId: string, id: string): Stmt =>
+  db.delete(pkiIssuers).where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
+
+// -- mount configuration ----------------------------------------------------------------------
+
+export interface IssuersConfig {
+  default: string;
+  default_follows_latest_issuer: boolean;
+}
+
+export interface KeysConfig {
+  default: string;
+}
+
+export interface UrlsConfig {
+  issuing_certificates: string[];
+  crl_distribution_points: string[];
+  delta_crl_distribution_points: string[];
+  ocsp_servers: string[];
+  enable_templating: boolean;
+}
+
+export interface ClusterConfig {
+  path: string;
+  aia_path: string;
+}
+
+export interface ConfigShapes {
+  issuers: IssuersConfig;
+  keys: KeysConfig;
+  urls: UrlsConfig;
+  cluster: ClusterConfig;
+}
+
+export const CONFIG_DEFAULTS: ConfigShapes = {
+  issuers: { default: "", default_follows_latest_issuer: false },
+  keys: { default: "" },
+  urls: { issuing_certificates: [], crl_distribution_points: [], delta_crl_distribution_points: [], ocsp_servers: [], enable_templating: false },
+  cluster: { path: "", aia_path: "" },
+};
+
+export async function getConfig<K extends keyof ConfigShapes>(db: Db, mountId: string, name: K): Promise<ConfigShapes[K]> {
+  const rows = await db.select().from(pkiConfig).where(and(eq(pkiConfig.mountId, mountId), eq(pkiConfig.name, name)));
+  const stored = rows[0]?.value as Partial<ConfigShapes[K]> | undefined;
+  return { ...CONFIG_DEFAULTS[name], ...stored };
+}
+
+/** All configuration rows of a mount in one query. */
+export async function getAllConfig(db: Db, mountId: string): Promise<ConfigShapes> {
+  const rows = await db.select().from(pkiConfig).where(eq(pkiConfig.mountId, mountId));
+  const out: ConfigShapes = structuredClone(CONFIG_DEFAULTS);
+  for (const r of rows) {
+    if (r.name in out) Object.assign(out[r.name as keyof ConfigShapes], r.value);
+  }
+  return out;
+}
+
+export function putConfigStmt<K extends keyof ConfigShapes>(db: Db, mountId: string, name: K, value: ConfigShapes[K]): Stmt {
+  const v = value as unknown as Record<string, unknown>;
+  return db.insert(pkiConfig).values({ mountId, name, value: v }).onConflictDoUpdate({ target: [pkiConfig.mountId, pkiConfig.name], set: { value: v } });
+}
+
+// -- roles ------------------------------------------------------------------------------------
+
+export async function getRoleData(db: Db, mountId: string, name: string): Promise<Record<string, unknown> | null> {
+  const rows = await db.select().from(pkiRoles).where(and(eq(pkiRoles.mountId, mountId), eq(pkiRoles.name, name)));
+  return rows[0]?.data ?? null;
+}
+
+export async function putRoleData(db: Db, mountId: string, name: string, data: Record<string, unknown>): Promise<void> {
+  const now = Date.now();
+  await db
+    .insert(pkiRoles)
+    .values({ mountId, name, data, updatedAt: now })
+    .onConflictDoUpdate({ target: [pkiRoles.mountId, pkiRoles.name], set: { data, updatedAt: now } });
+}
+
+export async function deleteRole(db: Db, mountId: string, name: string): Promise<void> {
+  await db.delete(pkiRoles).where(and(eq(pkiRoles.mountId, mountId), eq(pkiRoles.name, name)));
+}
+
+export async function listRoles(db: Db, mountId: string): Promise<{ name: string; data: Record<string, unknown> }[]> {
+  return db.select({ name: pkiRoles.name, data: pkiRoles.data }).from(pkiRoles).where(eq(pkiRoles.mountId, mountId)).orderBy(asc(pkiRoles.name));
+}
+
+// -- certificates -----------------------------------------------------------------------------
+
+export const insertCertStmt = (db: Db, row: CertRow): Stmt => db.insert(pkiCerts).values(row);
+
+export async function getCert(db: Db, mountId: string, serial: string): Promise<CertRow | null> {
+  const rows = await db.select().from(pkiCerts).where(and(eq(pkiCerts.mountId, mountId), eq(pkiCerts.serial, serial)));
+  return rows[0] ?? null;
+}
+
+export async function listCertSerials(db: Db, mountId: string): Promise<string[]> {
+  const rows = await db.select({ serial: pkiCerts.serial }).from(pkiCerts).where(eq(pkiCerts.mountId, mountId)).orderBy(asc(pkiCerts.serial));
+  return rows.map((r) => r.serial);
+}
+
+// -- mount removal ----------------------------------------------------------------------------
+
+/** Removes every row of a mount (the mount is being disabled). */
+export async function purgePkiRows(db: Db, mountId: string): Promise<void> {
+  await db.batch([
+    db.delete(pkiCerts).where(eq(pkiCerts.mountId, mountId)),
+    db.delete(pkiRoles).where(eq(pkiRoles.mountId, mountId)),
+    db.delete(pkiIssuers).where(eq(pkiIssuers.mountId, mountId)),
+    db.delete(pkiKeys).where(eq(pkiKeys.mountId, mountId)),
+    db.delete(pkiConfig).where(eq(pkiConfig.mountId, mountId)),
+  ]);
+}

@@ -1,0 +1,317 @@
+/**
+ * The one module that imports @peculiar/x509 (DESIGN.md): key generation and import through
+ * WebCrypto, certificate and CSR signing, and parsing of certificates and CSRs. Everything it
+ * returns is plain data (DER bytes, strings, numbers), so the engine never sees library types
+ * and the hot path can be tuned or swapped here alone.
+ */
+import * as x509 from "@peculiar/x509";
+import {
+  CURVE_OID,
+  OID,
+  parseGeneralNames,
+  pkcs8Algorithm,
+  publicKeyFacts,
+  type ExtensionDer,
+  type KeyType,
+  type PublicKeyFacts,
+  type SanSpec,
+} from "./asn1";
+import { DerError, TAG, children, expectTag, parse } from "./der";
+
+// Use the runtime's WebCrypto (workers-stack.md pitfall 7).
+x509.cryptoProvider.set(crypto);
+
+export class X509Error extends Error {}
+
+const CURVE_NAME: Record<number, string> = { 256: "P-256", 384: "P-384", 521: "P-521" };
+
+export interface KeyPairDer {
+  pkcs8: Uint8Array<ArrayBuffer>;
+  spki: Uint8Array<ArrayBuffer>;
+}
+
+/**
+ * Generates a key pair. WebCrypto (and so workerd) has no P-224: the caller refuses it before
+ * this point with a clear message.
+ */
+export async function generateKeyPair(type: KeyType, bits: number): Promise<KeyPairDer> {
+  let alg: SubtleCryptoGenerateKeyAlgorithm;
+  if (type === "rsa") {
+    alg = { name: "RSASSA-PKCS1-v1_5", modulusLength: bits, publicExponent: new Uint8Array([1, 0, 1]), hash: "SHA-256" };
+  } else if (type === "ec") {
+    const namedCurve = CURVE_NAME[bits];
+    if (!namedCurve) throw new X509Error(`unsupported bit length for EC key: ${bits}`);
+    alg = { name: "ECDSA", namedCurve };
+  } else {
+    alg = { name: "Ed25519" };
+  }
+  const pair = (await crypto.subtle.generateKey(alg, true, ["sign", "verify"])) as CryptoKeyPair;
+  const pkcs8 = new Uint8Array((await crypto.subtle.exportKey("pkcs8", pair.privateKey)) as ArrayBuffer);
+  const spki = new Uint8Array((await crypto.subtle.exportKey("spki", pair.publicKey)) as ArrayBuffer);
+  return { pkcs8, spki };
+}
+
+/** How a CA key signs: the WebCrypto key plus the parameters the generator needs. */
+export interface Signer {
+  key: CryptoKey;
+  algorithm: SubtleCryptoSignAlgorithm & { hash?: string; saltLength?: number };
+  facts: PublicKeyFacts;
+}
+
+/** The hash upstream pairs with each key (pki-engine.md §1.9). */
+export function signatureHash(facts: PublicKeyFacts, signatureBits: number): string {
+  if (facts.type === "rsa") return `SHA-${signatureBits || 256}`;
+  if (facts.type === "ec") return facts.bits >= 521 ? "SHA-512" : facts.bits >= 384 ? "SHA-384" : "SHA-256";
+  return "";
+}
+
+/** Upstream's name for a signature algorithm (issuer revocation_signature_algorithm). */
+export function signatureAlgorithmName(facts: PublicKeyFacts, signatureBits: number, usePss: boolean): string {
+  const bits = signatureHash(facts, signatureBits).replace("SHA-", "");
+  if (facts.type === "rsa") return usePss ? `SHA${bits}WithRSAPSS` : `SHA${bits}WithRSA`;
+  if (facts.type === "ec") return `ECDSAWithSHA${bits}`;
+  return "Ed25519";
+}
+
+/**
+ * Imports a stored PKCS#8 key for signing. WebCrypto binds the hash (and PKCS#1 v1.5 vs PSS) to
+ * an RSA key, so the key is imported per signature choice.
+ */
+export async function importSigner(pkcs8: Uint8Array<ArrayBuffer>, spki: Uint8Array<ArrayBuffer>, signatureBits = 0, usePss = false): Promise<Signer> {
+  const facts = await publicKeyFacts(spki);
+  const { curveBits } = pkcs8Algorithm(pkcs8);
+  if (facts.type === "rsa") {
+    const hash = signatureHash(facts, signatureBits);
+    const name = usePss ? "RSA-PSS" : "RSASSA-PKCS1-v1_5";
+    const key = await crypto.subtle.importKey("pkcs8", pkcs8, { name, hash }, false, ["sign"]);
+    // RFC 4055 §3.1: the salt is as long as the hash output.
+    const algorithm = usePss ? { name, hash, saltLength: Number(hash.slice(4)) / 8 } : { name, hash };
+    return { key, algorithm, facts };
+  }
+  if (facts.type === "ec") {
+    const namedCurve = CURVE_NAME[curveBits];
+    if (!namedCurve) throw new X509Error(`unsupported elliptic curve P-${curveBits}`);
+    const key = await crypto.subtle.importKey("pkcs8", pkcs8, { name: "ECDSA", namedCurve }, false, ["sign"]);
+    return { key, algorithm: { name: "ECDSA", hash: signatureHash(facts, 0) }, facts };
+  }
+  const key = await crypto.subtle.importKey("pkcs8", pkcs8, { name: "Ed25519" }, false, ["sign"]);
+  return { key, algorithm: { name: "Ed25519" }, facts };
+}
+
+/** Checks that a PKCS#8 private key and an SPKI public key are one pair, by a test signature. */
+export async function keyMatchesPublicKey(pkcs8: Uint8Array<ArrayBuffer>, spki: Uint8Array<ArrayBuffer>): Promise<boolean> {
+  const signer = await importSigner(pkcs8, spki);
+  const data = new TextEncoder().encode("lanyard key check");
+  const sig = await crypto.subtle.sign(signer.algorithm, signer.key, data);
+  const verifyAlg = signer.facts.type === "rsa" ? { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } : signer.facts.type === "ec" ? { name: "ECDSA", namedCurve: CURVE_NAME[signer.facts.bits] ?? "" } : { name: "Ed25519" };
+  const pub = await crypto.subtle.importKey("spki", spki, verifyAlg, false, ["verify"]);
+  return crypto.subtle.verify(signer.algorithm, pub, sig, data);
+}
+
+/** Derives the SPKI of a PKCS#8 key (WebCrypto exports the public half through JWK). */
+export async function publicKeyOf(pkcs8: Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> {
+  const { type, curveBits } = pkcs8Algorithm(pkcs8);
+  const alg =
+    type === "rsa"
+      ? { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }
+      : type === "ec"
+        ? { name: "ECDSA", namedCurve: CURVE_NAME[curveBits] ?? "" }
+        : { name: "Ed25519" };
+  if (type === "ec" && !CURVE_NAME[curveBits]) throw new X509Error(`unsupported elliptic curve P-${curveBits}`);
+  const priv = await crypto.subtle.importKey("pkcs8", pkcs8, alg, true, ["sign"]);
+  const jwk = (await crypto.subtle.exportKey("jwk", priv)) as JsonWebKey;
+  delete jwk.d;
+  delete jwk.p;
+  delete jwk.q;
+  delete jwk.dp;
+  delete jwk.dq;
+  delete jwk.qi;
+  jwk.key_ops = ["verify"];
+  const pub = await crypto.subtle.importKey("jwk", jwk, alg, true, ["verify"]);
+  return new Uint8Array((await crypto.subtle.exportKey("spki", pub)) as ArrayBuffer);
+}
+
+export interface CertificateParams {
+  serialHex: string;
+  subject: Uint8Array<ArrayBuffer>;
+  issuer: Uint8Array<ArrayBuffer>;
+  notBefore: Date;
+  notAfter: Date;
+  spki: Uint8Array<ArrayBuffer>;
+  extensions: ExtensionDer[];
+  signer: Signer;
+}
+
+const toExtension = (e: ExtensionDer) => new x509.Extension(e.oid, e.critical, e.value);
+
+/** Builds and signs a certificate; returns its DER. */
+export async function signCertificate(p: CertificateParams): Promise<Uint8Array<ArrayBuffer>> {
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: p.serialHex,
+    subject: new x509.Name(p.subject),
+    issuer: new x509.Name(p.issuer),
+    notBefore: p.notBefore,
+    notAfter: p.notAfter,
+    publicKey: p.spki,
+    signingKey: p.signer.key,
+    signingAlgorithm: p.signer.algorithm,
+    extensions: p.extensions.map(toExtension),
+  });
+  return new Uint8Array(cert.rawData);
+}
+
+/** Builds and signs a PKCS#10 request for an intermediate CA key. */
+export async function signCsr(
+  subject: Uint8Array<ArrayBuffer>,
+  extensions: ExtensionDer[],
+  pkcs8: Uint8Array<ArrayBuffer>,
+  spki: Uint8Array<ArrayBuffer>,
+  signatureBits = 0,
+  usePss = false,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const signer = await importSigner(pkcs8, spki, signatureBits, usePss);
+  const publicKey = await crypto.subtle.importKey(
+    "spki",
+    spki,
+    signer.facts.type === "ec" ? { name: "ECDSA", namedCurve: CURVE_NAME[signer.facts.bits] ?? "" } : signer.algorithm,
+    true,
+    ["verify"],
+  );
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+    name: new x509.Name(subject),
+    extensions: extensions.map(toExtension),
+    signingAlgorithm: signer.algorithm,
+    keys: { privateKey: signer.key, publicKey },
+  });
+  return new Uint8Array(csr.rawData);
+}
+
+export interface CertInfo {
+  der: Uint8Array<ArrayBuffer>;
+  serialHex: string;
+  subject: Uint8Array<ArrayBuffer>;
+  issuer: Uint8Array<ArrayBuffer>;
+  spki: Uint8Array<ArrayBuffer>;
+  notBefore: Date;
+  notAfter: Date;
+  isCa: boolean;
+  pathLen: number | undefined;
+  /** Key usage bit positions (RFC 5280 §4.2.1.3), or null without the extension. */
+  keyUsage: number[] | null;
+  signatureAlgorithm: string;
+}
+
+function bitsOf(bitStringContent: Uint8Array): number[] {
+  const out: number[] = [];
+  for (let i = 1; i < bitStringContent.length; i++) {
+    for (let b = 0; b < 8; b++) if ((bitStringContent[i] ?? 0) & (0x80 >> b)) out.push((i - 1) * 8 + b);
+  }
+  return out;
+}
+
+function algorithmName(alg: { name: string; hash?: { name: string } }, pss: boolean): string {
+  const hash = alg.hash?.name.replace("SHA-", "") ?? "";
+  if (alg.name === "ECDSA") return `ECDSAWithSHA${hash}`;
+  if (alg.name === "RSASSA-PKCS1-v1_5") return `SHA${hash}WithRSA`;
+  if (alg.name === "RSA-PSS" || pss) return `SHA${hash}WithRSAPSS`;
+  if (alg.name === "Ed25519" || alg.name === "EdDSA") return "Ed25519";
+  return "";
+}
+
+/** Parses a DER certificate. Throws X509Error when it is not one. */
+export function parseCertificate(der: Uint8Array<ArrayBuffer>): CertInfo {
+  let cert: x509.X509Certificate;
+  try {
+    cert = new x509.X509Certificate(der);
+  } catch (e) {
+    throw new X509Error(`unable to parse certificate: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  let isCa = false;
+  let pathLen: number | undefined;
+  let keyUsage: number[] | null = null;
+  for (const ext of cert.extensions) {
+    if (ext.type === OID.basicConstraints) {
+      const bc = new x509.BasicConstraintsExtension(ext.rawData);
+      isCa = bc.ca;
+      pathLen = bc.pathLength;
+    } else if (ext.type === OID.keyUsage) {
+      keyUsage = bitsOf(expectTag(parse(new Uint8Array(ext.value)), TAG.BIT_STRING, "key usage").content);
+    }
+  }
+  const alg = cert.signatureAlgorithm as { name: string; hash?: { name: string } };
+  return {
+    der: new Uint8Array(cert.rawData),
+    serialHex: cert.serialNumber.toLowerCase(),
+    subject: new Uint8Array(cert.subjectName.toArrayBuffer()),
+    issuer: new Uint8Array(cert.issuerName.toArrayBuffer()),
+    spki: new Uint8Array(cert.publicKey.rawData),
+    notBefore: cert.notBefore,
+    notAfter: cert.notAfter,
+    isCa,
+    pathLen,
+    keyUsage,
+    signatureAlgorithm: algorithmName(alg, false),
+  };
+}
+
+/** Whether `childDer` carries a valid signature by the key in `parentSpki`. */
+export async function isSignedBy(childDer: Uint8Array<ArrayBuffer>, parentSpki: Uint8Array<ArrayBuffer>): Promise<boolean> {
+  try {
+    const child = new x509.X509Certificate(childDer);
+    return await child.verify({ publicKey: new x509.PublicKey(parentSpki), signatureOnly: true });
+  } catch {
+    return false;
+  }
+}
+
+export interface CsrInfo {
+  subject: Uint8Array<ArrayBuffer>;
+  spki: Uint8Array<ArrayBuffer>;
+  facts: PublicKeyFacts;
+  sans: SanSpec | null;
+  /** Extensions requested in the CSR, as DER (copied by sign-intermediate with use_csr_values). */
+  extensions: ExtensionDer[];
+  isCa: boolean;
+}
+
+/** Parses and verifies a PEM or DER PKCS#10 request; the message says what is wrong. */
+export async function parseCsr(der: Uint8Array<ArrayBuffer>): Promise<CsrInfo> {
+  let csr: x509.Pkcs10CertificateRequest;
+  try {
+    csr = new x509.Pkcs10CertificateRequest(der);
+  } catch (e) {
+    throw new X509Error(`certificate request could not be parsed: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  const spki = new Uint8Array(csr.publicKey.rawData);
+  let facts: PublicKeyFacts;
+  try {
+    facts = await publicKeyFacts(spki);
+  } catch (e) {
+    throw new X509Error(`certificate request: ${e instanceof DerError ? e.message : "unsupported public key"}`);
+  }
+  if (facts.type === "ec" && !CURVE_NAME[facts.bits]) {
+    throw new X509Error(`certificate request: EC P-${facts.bits} keys are not supported (the WebCrypto runtime supports P-256, P-384 and P-521)`);
+  }
+  let valid = false;
+  try {
+    valid = await csr.verify();
+  } catch {
+    valid = false;
+  }
+  if (!valid) throw new X509Error("certificate request signature is invalid");
+  let sans: SanSpec | null = null;
+  let isCa = false;
+  const extensions: ExtensionDer[] = [];
+  for (const ext of csr.extensions) {
+    const value = new Uint8Array(ext.value);
+    extensions.push({ oid: ext.type, critical: ext.critical, value });
+    if (ext.type === OID.subjectAltName) sans = parseGeneralNames(value);
+    if (ext.type === OID.basicConstraints) {
+      const first = children(parse(value))[0];
+      isCa = first !== undefined && first.tag === TAG.BOOLEAN && (first.content[0] ?? 0) !== 0;
+    }
+  }
+  return { subject: new Uint8Array(csr.subjectName.toArrayBuffer()), spki, facts, sans, extensions, isCa };
+}
+
+export { CURVE_OID };
