@@ -5,7 +5,7 @@
  * A request without a valid token gets 403 even on a path that does not exist; with a valid
  * token an unknown path is 404.
  */
-import { isAllowed, type Acl, type Operation } from "../auth/acl";
+import { isAllowed, type Operation } from "../auth/acl";
 import { authenticate, presentedToken } from "../auth/authenticate";
 import { findNamespaces, getNamespaceById } from "../auth/namespace-store";
 import { aclFor } from "../auth/policies";
@@ -13,7 +13,7 @@ import { revokeTree, spendUse, type TokenEntry } from "../auth/token-store";
 import { ENGINES } from "../engines/registry";
 import { BACKEND_ROUTES } from "./backends";
 import type { Db } from "../db/client";
-import { findMountForPath, type MountRow, type NamespaceRef } from "../sys/mount-store";
+import { findMountForPath, ROOT_NAMESPACE, type MountRow, type NamespaceRef } from "../sys/mount-store";
 import { ApiError, badRequest, notFound, permissionDenied } from "./errors";
 import { envelope, jsonResponse } from "./envelope";
 import { parseFields, unknownFieldsWarning } from "./fields";
@@ -106,21 +106,27 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   const method = request.method.toUpperCase();
   let op = operationOf(method, url.searchParams);
 
-  const { ns, rest } = await resolveNamespace(db, request.headers.get("x-service-namespace"), segs);
+  // Two rounds of independent D1 reads, each run concurrently: (namespace, token), then
+  // (mount, the token's namespace, the token's policies). The token is looked up even where the
+  // operation turns out to be public; that costs one read and keeps the rounds at two.
+  const presented = presentedToken(request.headers);
+  const [{ ns, rest }, found] = await Promise.all([
+    resolveNamespace(db, request.headers.get("x-service-namespace"), segs),
+    presented ? authenticate(db, cfg.rootToken, presented, Date.now()) : Promise.resolve(null),
+  ]);
   const path = rest.join("/");
-  const backend = ns ? await resolveBackend(db, ns, path) : null;
+  const [backend, tokenNs, acl] = await Promise.all([
+    ns ? resolveBackend(db, ns, path) : Promise.resolve(null),
+    found ? tokenNamespacePath(db, found) : Promise.resolve(null),
+    found ? aclFor(db, found.namespaceId, found.policies) : Promise.resolve(null),
+  ]);
   const matched = backend ? matchRoute(backend.routes, backend.relPath) : null;
   const def = matched?.route.def;
 
   // Public operations skip authentication (pki-engine.md §1.5); everything else needs a token.
   const isPublic = op !== null && def?.public?.includes(op) === true;
-  let token: TokenEntry | null = null;
-  let acl: Acl | null = null;
-  if (!isPublic) {
-    const presented = presentedToken(request.headers);
-    token = presented ? await authenticate(db, cfg.rootToken, presented, Date.now()) : null;
-    if (!token) throw permissionDenied();
-  }
+  const token: TokenEntry | null = isPublic ? null : found;
+  if (!isPublic && !token) throw permissionDenied();
   if (!ns) throw notFound([`no namespace at this path`]);
   if (op === null) throw new ApiError(405, "unsupported operation");
 
@@ -150,7 +156,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
     query: url.searchParams,
     headers: request.headers,
     token,
-    acl,
+    acl: token ? acl : null,
     op,
     warnings,
     waitUntil: cfg.waitUntil,
@@ -164,15 +170,12 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   req.op = op;
 
   if (token) {
-    const tokenNs = token.configuredRoot || token.namespaceId === "root" ? "" : await nsPathOf(db, token.namespaceId);
     // A token sees its own namespace and those below it, never a sibling's.
-    if (tokenNs === null || !ns.path.startsWith(tokenNs)) throw permissionDenied();
-    acl = await aclFor(db, token.namespaceId, token.policies);
+    if (tokenNs === null || acl === null || !ns.path.startsWith(tokenNs)) throw permissionDenied();
     const needsSudo = def?.sudo?.includes(op) === true;
     const p = aclPath(tokenNs, ns, path, op);
     const capOp: Operation = op === "create" && !def?.handlers.create ? "update" : op;
     if (!isAllowed(acl, p, capOp, needsSudo)) throw permissionDenied();
-    req.acl = acl;
     if (token.numUses > 0) {
       const left = await spendUse(db, token.hash);
       if (left === null) throw permissionDenied();
@@ -204,6 +207,8 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   return jsonResponse(envelope(requestId, merged, backend.mountType), reply.status ?? 200, requestId);
 }
 
-async function nsPathOf(db: Db, nsId: string): Promise<string | null> {
-  return (await getNamespaceById(db, nsId))?.path ?? null;
+/** Path of the namespace a token belongs to; null when that namespace is gone. */
+async function tokenNamespacePath(db: Db, token: TokenEntry): Promise<string | null> {
+  if (token.configuredRoot || token.namespaceId === ROOT_NAMESPACE.id) return "";
+  return (await getNamespaceById(db, token.namespaceId))?.path ?? null;
 }
