@@ -9,6 +9,7 @@ declare namespace Cloudflare {
 	interface Env {
 		AUTHORITY: DurableObjectNamespace<import("./src/index").Authority>;
 		DB: D1Database;
+		SYNC_QUEUE: Queue;
 		ENVIRONMENT: string;
 		ADMIN_NAMESPACE: string;
 		MAX_REQUEST_BYTES: string;

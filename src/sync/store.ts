@@ -5,7 +5,7 @@
  * D1 has no interactive transactions (workers-stack.md §6.8): every write that must not race is
  * one conditional statement whose changed-row count is checked.
  */
-import { and, asc, count, eq, isNotNull, isNull } from "drizzle-orm";
+import { and, asc, count, eq, isNotNull, isNull, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { syncAssociations, syncConfig, syncDestinations, syncRepohostApps } from "../db/schema";
 import { seal, unseal, type SealKeys } from "../db/seal";
@@ -195,13 +195,16 @@ export async function countAssociations(db: Db, k: DestinationKey): Promise<numb
         eq(syncAssociations.namespaceId, k.namespaceId),
         eq(syncAssociations.destinationType, k.type),
         eq(syncAssociations.destinationName, k.name),
+        sql`NOT (${syncAssociations.desired} = 'unsynced' AND ${syncAssociations.syncStatus} = 'UNSYNCED')`,
       ),
     );
   return rows[0]?.n ?? 0;
 }
 
+// A removed association whose unsync finished (a tombstone, see association-store.ts) no longer counts.
 const NO_ASSOCIATIONS = `NOT EXISTS (SELECT 1 FROM sync_associations a
-  WHERE a.namespace_id = ? AND a.destination_type = ? AND a.destination_name = ?)`;
+  WHERE a.namespace_id = ? AND a.destination_type = ? AND a.destination_name = ?
+  AND NOT (a.desired = 'unsynced' AND a.sync_status = 'UNSYNCED'))`;
 
 /**
  * Deletes a destination in one statement that also checks it has no associations, so an
@@ -228,6 +231,19 @@ export async function markPurge(db: Db, k: DestinationKey, at: number): Promise<
     )
     .bind(at, at, k.namespaceId, k.type, k.name)
     .run();
+}
+
+/** Records why a purge could not finish yet (shown as purge_error on read). */
+export async function setPurgeError(db: Db, k: DestinationKey, error: string | null): Promise<void> {
+  await db.$client
+    .prepare("UPDATE sync_destinations SET purge_error = ? WHERE namespace_id = ? AND type = ? AND name = ?")
+    .bind(error, k.namespaceId, k.type, k.name)
+    .run();
+}
+
+/** Deletes a destination row unconditionally (the end of a purge). */
+export async function deleteDestinationRow(db: Db, k: DestinationKey): Promise<void> {
+  await db.delete(syncDestinations).where(whereKey(k));
 }
 
 /** Destinations whose purge was requested (for part 2's engine). */

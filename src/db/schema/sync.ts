@@ -6,7 +6,7 @@
  * the row, so a sealed value copied to another row does not open there.
  * Times are Unix milliseconds. All access goes through src/sync/store.ts.
  */
-import { index, integer, primaryKey, sqliteTable, text } from "drizzle-orm/sqlite-core";
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /** The global sync switch (one row, id "global"; absent means the defaults). */
 export const syncConfig = sqliteTable("sync_config", {
@@ -40,8 +40,14 @@ export const syncDestinations = sqliteTable(
 );
 
 /**
- * Links between a KV-v2 secret and a destination. Part 2 fills this table (and may add columns);
- * part 1 only needs it to refuse deleting a destination that still has associations.
+ * Links between a KV-v2 secret and a destination, and the sync engine's state for each
+ * (src/sync/engine.ts). `generation` counts the triggers (set, remove, KV change, reconcile);
+ * `done_generation` is the last generation whose outcome is final, so a redelivered message for
+ * a finished generation is a no-op. `desired` is the user's latest intent ("synced" or
+ * "unsynced"); a removed association stays as a tombstone (desired "unsynced", status
+ * UNSYNCED) so its generation keeps growing if it is set again, and is hidden from reads.
+ * `external` maps each sub-key ("" for secret-path granularity) to the name it has at the
+ * provider and its own status. `lease_*` serialise the engine's work on one association.
  */
 export const syncAssociations = sqliteTable(
   "sync_associations",
@@ -54,8 +60,23 @@ export const syncAssociations = sqliteTable(
     secretName: text("secret_name").notNull(),
     syncStatus: text("sync_status").notNull(),
     updatedAt: integer("updated_at").notNull(),
+    mountId: text("mount_id").notNull().default(""),
+    mountPath: text("mount_path").notNull().default(""),
+    desired: text("desired").notNull().default("synced"),
+    generation: integer("generation").notNull().default(1),
+    doneGeneration: integer("done_generation").notNull().default(0),
+    external: text("external", { mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
+    lastError: text("last_error"),
+    attempts: integer("attempts").notNull().default(0),
+    leaseToken: text("lease_token"),
+    leaseUntil: integer("lease_until"),
   },
-  (t) => [index("sync_associations_destination").on(t.namespaceId, t.destinationType, t.destinationName)],
+  (t) => [
+    index("sync_associations_destination").on(t.namespaceId, t.destinationType, t.destinationName),
+    uniqueIndex("sync_associations_link").on(t.namespaceId, t.destinationType, t.destinationName, t.mountId, t.secretName),
+    index("sync_associations_secret").on(t.mountId, t.secretName),
+    index("sync_associations_status").on(t.syncStatus),
+  ],
 );
 
 /** Custom repository-host applications (reference §1.15). */

@@ -19,12 +19,12 @@ import {
   destinationExists,
   getDestination,
   insertDestination,
-  markPurge,
   updateDestination,
   type DestinationKey,
   type DestinationOptions,
   type DestinationRecord,
 } from "../store";
+import { deleteOrphanTombstones } from "../association-store";
 import { effectiveTemplate, isGranularity, validateTags, validateTemplate } from "./options";
 import { OBFUSCATED, invalid, type Connection, type ConnectionValue, type DestinationDef } from "./types";
 
@@ -170,20 +170,24 @@ export async function writeDestination(w: WriteRequest, mode: "write" | "patch")
 
 /**
  * Deletes a destination (reference §1.8). With associations it is refused unless `purge`; with
- * purge the request is recorded (`purge_initiated_at`) and part 2's engine finishes the job.
+ * purge the answer is "purge" and the caller hands the job to the engine (../operations.ts
+ * requestPurge), which records `purge_initiated_at` and finishes asynchronously.
  */
-export async function deleteDestination(db: Db, key: DestinationKey, purge: boolean): Promise<void> {
-  if (!(await destinationExists(db, key))) return;
-  if (await deleteDestinationIfUnassociated(db, key)) return;
+export async function deleteDestination(db: Db, key: DestinationKey, purge: boolean): Promise<"done" | "purge"> {
+  if (!(await destinationExists(db, key))) return "done";
+  if (await deleteDestinationIfUnassociated(db, key)) {
+    await deleteOrphanTombstones(db, key);
+    return "done";
+  }
   const n = await countAssociations(db, key);
-  if (n === 0) return; // deleted by a concurrent request
+  if (n === 0) return "done"; // deleted by a concurrent request
   if (!purge) {
     throw badRequest(
       `destination "${key.type}/${key.name}" cannot be deleted because it is still managing secrets (${n} association${n === 1 ? "" : "s"}); ` +
         "remove the associations first, or delete with purge=true to unsync them and then delete it",
     );
   }
-  await markPurge(db, key, Date.now());
+  return "purge";
 }
 
 /** The read form (spec "Destination (read form)"; reference §1.6). Never contains a credential. */

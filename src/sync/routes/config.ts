@@ -7,6 +7,8 @@ import { loadConfig } from "../../config";
 import { badRequest, permissionDenied } from "../../http/errors";
 import { defineFields } from "../../http/fields";
 import { route, type Req } from "../../http/route";
+import { resumePending } from "../operations";
+import { engineDeps } from "./deps";
 import { DEFAULT_SYNC_CONFIG, getSyncConfig, putSyncConfig, resetSyncConfig, type SyncConfig } from "../store";
 
 const fields = defineFields({
@@ -44,11 +46,15 @@ export const configRoutes = [
           next.queueCapacity = DEFAULT_SYNC_CONFIG.queueCapacity;
         }
         await putSyncConfig(req.db, next);
+        // Re-enabled: the parked (PENDING) operations go to the queue now.
+        if (current.disabled && !next.disabled) await resumePending(engineDeps(req));
         return { data: view(next) };
       },
       async delete(req) {
         requireAdminNamespace(req);
+        const current = await getSyncConfig(req.db);
         await resetSyncConfig(req.db);
+        if (current.disabled) await resumePending(engineDeps(req));
         return null;
       },
     },

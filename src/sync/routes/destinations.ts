@@ -11,6 +11,8 @@ import { writeFields } from "../destinations/options";
 import { DESTINATIONS } from "../destinations/registry";
 import { deleteDestination, destinationView, writeDestination } from "../destinations/service";
 import { DESTINATION_TYPES, isDestinationType, type DestinationDef } from "../destinations/types";
+import { engineDeps } from "./deps";
+import { requestPurge } from "../operations";
 import { destinationExists, getDestination, listDestinations } from "../store";
 
 function keyOf(req: Req, def: DestinationDef) {
@@ -60,7 +62,8 @@ function typeRoute(def: DestinationDef): RouteDef {
       update: write("write"),
       patch: write("patch"),
       async delete(req) {
-        await deleteDestination(req.db, keyOf(req, def), purgeFlag(req));
+        const key = keyOf(req, def);
+        if ((await deleteDestination(req.db, key, purgeFlag(req))) === "purge") await requestPurge(engineDeps(req), key);
         return null;
       },
     },

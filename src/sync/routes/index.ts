@@ -1,7 +1,12 @@
 /** Every sys/sync/ route, spread into the sys/ table (src/sys/routes.ts). */
 import type { RouteDef } from "../../http/route";
+import { registerKvListener } from "../kv-listener";
 import { appRoutes } from "./apps";
+import { associationRoutes } from "./associations";
 import { configRoutes } from "./config";
 import { destinationRoutes } from "./destinations";
 
-export const syncRoutes: RouteDef[] = [...configRoutes, ...destinationRoutes, ...appRoutes];
+// The engine follows KV-v2 changes from the moment the sync routes are part of the app.
+registerKvListener();
+
+export const syncRoutes: RouteDef[] = [...configRoutes, ...associationRoutes, ...destinationRoutes, ...appRoutes];

@@ -1,0 +1,89 @@
+/**
+ * Helpers shared by the connectors' request functions (each connector's client.ts): timeouts,
+ * Retry-After, status classification, and a per-isolate cache of provider access tokens.
+ */
+import { ConnectorError } from "./types";
+
+/** Outbound calls give up after this long and count as a provider failure (retried). */
+export const REQUEST_TIMEOUT_MS = 10_000;
+
+/** Seconds from a Retry-After header (delta-seconds or an HTTP date); undefined when absent. */
+export function parseRetryAfter(h: string | null, now = Date.now()): number | undefined {
+  if (h === null || h.trim() === "") return undefined;
+  const n = Number(h.trim());
+  if (Number.isFinite(n) && n >= 0) return Math.ceil(n);
+  const at = Date.parse(h);
+  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
+}
+
+/** fetch with a timeout; network failures and timeouts become retryable ConnectorErrors. */
+export async function send(provider: string, url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+  } catch (e) {
+    const timeout = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError");
+    throw new ConnectorError("external", timeout ? "Timeout" : "NetworkError", `${provider}: ${timeout ? "request timed out" : "request failed"}`);
+  }
+}
+
+/** The class of a failed HTTP status: 429 and 5xx are the provider's, other 4xx the client's. */
+export function kindOf(status: number): "client" | "external" {
+  return status === 429 || status >= 500 || status === 408 ? "external" : "client";
+}
+
+/** Error text safe to store: one line, bounded. Provider messages never carry our values. */
+export function clip(s: string, max = 300): string {
+  const one = s.replace(/\s+/g, " ").trim();
+  return one.length > max ? `${one.slice(0, max)}…` : one;
+}
+
+interface CachedToken {
+  token: string;
+  expiresAt: number;
+}
+
+const tokens = new Map<string, CachedToken>();
+/** Tokens are refreshed this long before their expiry. */
+const EARLY_REFRESH_MS = 5 * 60_000;
+
+/**
+ * A provider token from the cache, or a fresh one from `fetchToken` (which returns the token and
+ * its expiry in ms). The key must identify the credentials (a hash of them), never contain them.
+ */
+export async function cachedToken(key: string, fetchToken: () => Promise<CachedToken>, now = Date.now()): Promise<string> {
+  const hit = tokens.get(key);
+  if (hit && hit.expiresAt - EARLY_REFRESH_MS > now) return hit.token;
+  const fresh = await fetchToken();
+  tokens.set(key, fresh);
+  return fresh.token;
+}
+
+/** Forgets a cached token (after the provider rejected it). */
+export function dropToken(key: string): void {
+  tokens.delete(key);
+}
+
+export async function sha256Hex(s: string): Promise<string> {
+  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
+  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Cache key for credentials: type, purpose and a digest of the secret material. */
+export async function tokenKey(...parts: string[]): Promise<string> {
+  return sha256Hex(parts.join("\u0000"));
+}
+
+export function base64url(bytes: Uint8Array | string): string {
+  const b = typeof bytes === "string" ? new TextEncoder().encode(bytes) : bytes;
+  let s = "";
+  for (const x of b) s += String.fromCharCode(x);
+  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** An RS256 JWT signed with a PKCS#8 PEM key (service accounts, repository-host apps). */
+export async function signJwtRs256(pkcs8: Uint8Array<ArrayBuffer>, header: Record<string, unknown>, claims: Record<string, unknown>): Promise<string> {
+  const key = await crypto.subtle.importKey("pkcs8", pkcs8, { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, false, ["sign"]);
+  const input = `${base64url(JSON.stringify(header))}.${base64url(JSON.stringify(claims))}`;
+  const sig = await crypto.subtle.sign("RSASSA-PKCS1-v1_5", key, new TextEncoder().encode(input));
+  return `${input}.${base64url(new Uint8Array(sig))}`;
+}

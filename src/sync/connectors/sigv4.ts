@@ -1,0 +1,78 @@
+/**
+ * AWS Signature Version 4 (reference §2.1 "SigV4 in brief") on WebCrypto: canonical request,
+ * string to sign, HMAC key chain. Used by the cloudone-sm connector for the secrets manager
+ * (JSON 1.1) and STS (query protocol); exported for the test fake, which verifies with it.
+ */
+
+export interface AwsCredentials {
+  accessKeyId: string;
+  secretAccessKey: string;
+  sessionToken?: string;
+}
+
+const enc = new TextEncoder();
+
+export function hex(buf: ArrayBuffer | Uint8Array): string {
+  return [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+export async function sha256(data: string | Uint8Array<ArrayBuffer>): Promise<string> {
+  return hex(await crypto.subtle.digest("SHA-256", typeof data === "string" ? new Uint8Array(enc.encode(data)) : data));
+}
+
+async function hmac(key: Uint8Array<ArrayBuffer> | ArrayBuffer, data: string): Promise<ArrayBuffer> {
+  const k = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  return crypto.subtle.sign("HMAC", k, enc.encode(data));
+}
+
+/** "20240101T000000Z" */
+export function amzDate(d: Date): string {
+  return d.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
+}
+
+const encodeRfc3986 = (s: string): string => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+
+export interface SignInput {
+  method: string;
+  url: URL;
+  /** Header names in any case; host is taken from the URL. */
+  headers: Record<string, string>;
+  body: string;
+  region: string;
+  service: string;
+  amzDate: string;
+}
+
+/** The signature and signed-header list for a request (the pieces of the Authorization header). */
+export async function signature(creds: Pick<AwsCredentials, "secretAccessKey">, i: SignInput, signedHeaderNames?: string[]): Promise<{ signature: string; signedHeaders: string; scope: string }> {
+  const headers: Record<string, string> = { host: i.url.host };
+  for (const [k, v] of Object.entries(i.headers)) headers[k.toLowerCase()] = v.trim().replace(/\s+/g, " ");
+  const names = (signedHeaderNames ?? Object.keys(headers)).map((n) => n.toLowerCase()).sort();
+  const canonicalHeaders = names.map((n) => `${n}:${headers[n] ?? ""}\n`).join("");
+  const signedHeaders = names.join(";");
+  const query = [...i.url.searchParams.entries()]
+    .map(([k, v]) => [encodeRfc3986(k), encodeRfc3986(v)] as const)
+    .sort(([a, av], [b, bv]) => (a === b ? (av < bv ? -1 : 1) : a < b ? -1 : 1))
+    .map(([k, v]) => `${k}=${v}`)
+    .join("&");
+  const path = i.url.pathname === "" ? "/" : i.url.pathname;
+  const canonical = [i.method, path, query, canonicalHeaders, signedHeaders, await sha256(i.body)].join("\n");
+  const day = i.amzDate.slice(0, 8);
+  const scope = `${day}/${i.region}/${i.service}/aws4_request`;
+  const toSign = ["AWS4-HMAC-SHA256", i.amzDate, scope, await sha256(canonical)].join("\n");
+  let key = await hmac(new Uint8Array(enc.encode(`AWS4${creds.secretAccessKey}`)), day);
+  key = await hmac(key, i.region);
+  key = await hmac(key, i.service);
+  key = await hmac(key, "aws4_request");
+  return { signature: hex(await hmac(key, toSign)), signedHeaders, scope };
+}
+
+/** Headers of a signed request: the given ones plus X-Amz-Date, the token and Authorization. */
+export async function signedHeaders(creds: AwsCredentials, req: Omit<SignInput, "amzDate">, now = new Date()): Promise<Record<string, string>> {
+  const date = amzDate(now);
+  const headers: Record<string, string> = { ...req.headers, "x-amz-date": date };
+  if (creds.sessionToken) headers["x-amz-security-token"] = creds.sessionToken;
+  const s = await signature(creds, { ...req, headers, amzDate: date });
+  headers.authorization = `AWS4-HMAC-SHA256 Credential=${creds.accessKeyId}/${s.scope}, SignedHeaders=${s.signedHeaders}, Signature=${s.signature}`;
+  return headers;
+}

@@ -1,0 +1,172 @@
+/**
+ * A fake of the cloudone-sm provider (AWS Secrets Manager JSON 1.1 and STS AssumeRole) at the
+ * HTTP boundary, for tests, benchmarks and manual runs. It verifies every SigV4 signature
+ * against the credentials it knows, enforces the name rules, and answers with the provider's
+ * error shapes (`{"__type","message"}` with 400, STS XML errors).
+ */
+import { amzDate, signature } from "../../src/sync/connectors/sigv4";
+import { applyFault, json, type Fault } from "./fake-router";
+
+export interface FakeSecret {
+  arn: string;
+  value: string;
+  versions: string[];
+  tags: Record<string, string>;
+  deletedDate?: number;
+}
+
+export interface FakeRole {
+  externalId?: string;
+  /** Access key ids allowed to assume the role. */
+  trusted: string[];
+}
+
+const NAME = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
+
+function smError(type: string, message: string, status = 400): Response {
+  return json({ __type: type, message }, status, { "x-amzn-errortype": type, "content-type": "application/x-amz-json-1.1" });
+}
+
+function stsError(code: string, message: string, status = 403): Response {
+  return new Response(`<ErrorResponse><Error><Type>Sender</Type><Code>${code}</Code><Message>${message}</Message></Error></ErrorResponse>`, {
+    status,
+    headers: { "content-type": "text/xml" },
+  });
+}
+
+export class FakeCloudone {
+  readonly secrets = new Map<string, FakeSecret>();
+  readonly users = new Map<string, string>();
+  readonly roles = new Map<string, FakeRole>();
+  private readonly sessions = new Map<string, { secret: string; token: string }>();
+  readonly faults: Fault[] = [];
+  /** Operations in arrival order: "CreateSecret vault/x", "AssumeRole arn:...". */
+  readonly calls: string[] = [];
+  assumeRoleCalls = 0;
+
+  constructor(users: Record<string, string> = {}) {
+    for (const [k, v] of Object.entries(users)) this.users.set(k, v);
+  }
+
+  value(name: string): string | undefined {
+    const s = this.secrets.get(name);
+    return s && s.deletedDate === undefined ? s.value : undefined;
+  }
+
+  private async verify(req: Request, body: string, service: string): Promise<{ akid: string } | Response> {
+    const auth = req.headers.get("authorization") ?? "";
+    const m = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/([^/]+)\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(auth);
+    const deny = (code: string, msg: string) => (service === "sts" ? stsError(code, msg) : smError(code, msg));
+    if (!m) return deny("IncompleteSignature", "Authorization header requires a valid SigV4 signature");
+    const [, akid = "", day, region = "", svc, signed = "", sig] = m;
+    const date = req.headers.get("x-amz-date") ?? "";
+    if (svc !== service || date.slice(0, 8) !== day) return deny("IncompleteSignature", "credential scope does not match the request");
+    const skew = Math.abs(Date.parse(`${date.slice(0, 4)}-${date.slice(4, 6)}-${date.slice(6, 8)}T${date.slice(9, 11)}:${date.slice(11, 13)}:${date.slice(13, 15)}Z`) - Date.now());
+    if (!(skew < 15 * 60_000)) return deny("InvalidSignatureException", "Signature expired");
+    const session = this.sessions.get(akid);
+    const secret = this.users.get(akid) ?? session?.secret;
+    if (!secret) return deny(service === "sts" ? "InvalidClientTokenId" : "UnrecognizedClientException", "The security token included in the request is invalid.");
+    if (session && req.headers.get("x-amz-security-token") !== session.token) return deny("UnrecognizedClientException", "The security token included in the request is invalid.");
+    const names = signed.split(";");
+    const headers: Record<string, string> = {};
+    for (const n of names) if (n !== "host") headers[n] = req.headers.get(n) ?? "";
+    const url = new URL(req.url);
+    const expected = await signature({ secretAccessKey: secret }, { method: req.method, url, headers, body, region, service, amzDate: date }, names);
+    if (expected.signature !== sig) {
+      return deny(service === "sts" ? "SignatureDoesNotMatch" : "InvalidSignatureException", "The request signature we calculated does not match the signature you provided.");
+    }
+    return { akid };
+  }
+
+  async handle(req: Request): Promise<Response> {
+    const faulted = applyFault(this.faults);
+    if (faulted) return faulted;
+    const body = new TextDecoder().decode(await req.arrayBuffer());
+    const target = req.headers.get("x-amz-target");
+    if (!target) return this.sts(req, body);
+    const v = await this.verify(req, body, "secretsmanager");
+    if (v instanceof Response) return v;
+    if (req.headers.get("content-type") !== "application/x-amz-json-1.1") return smError("SerializationException", "wrong content type");
+    const op = target.replace(/^secretsmanager\./, "");
+    let p: Record<string, unknown>;
+    try {
+      p = JSON.parse(body) as Record<string, unknown>;
+    } catch {
+      return smError("SerializationException", "body is not JSON");
+    }
+    const id = typeof p.SecretId === "string" ? p.SecretId : typeof p.Name === "string" ? p.Name : "";
+    this.calls.push(`${op} ${id}`);
+    const s = this.secrets.get(id);
+    const notFound = () => smError("ResourceNotFoundException", "Secrets Manager can't find the specified secret.");
+    switch (op) {
+      case "CreateSecret": {
+        if (!NAME.test(id)) return smError("ValidationException", "Invalid name. Must be a valid name containing alphanumeric characters, or any of the following: -/_+=.@!");
+        if (s?.deletedDate !== undefined) return smError("InvalidRequestException", "You can't create this secret because a secret with this name is already scheduled for deletion.");
+        if (s) return smError("ResourceExistsException", `The operation failed because the secret ${id} already exists.`);
+        const tags: Record<string, string> = {};
+        for (const t of (p.Tags as { Key: string; Value: string }[] | undefined) ?? []) tags[t.Key] = t.Value;
+        const version = String(p.ClientRequestToken ?? crypto.randomUUID());
+        const arn = `arn:aws:secretsmanager:us-east-1:123456789012:secret:${id}-${crypto.randomUUID().slice(0, 6)}`;
+        this.secrets.set(id, { arn, value: String(p.SecretString ?? ""), versions: [version], tags });
+        return json({ ARN: arn, Name: id, VersionId: version });
+      }
+      case "PutSecretValue": {
+        if (!s) return notFound();
+        if (s.deletedDate !== undefined) return smError("InvalidRequestException", "You can't perform this operation on the secret because it was marked for deletion.");
+        if (typeof p.SecretString !== "string") return smError("InvalidParameterException", "SecretString is required");
+        s.value = p.SecretString;
+        const version = String(p.ClientRequestToken ?? crypto.randomUUID());
+        s.versions.push(version);
+        return json({ ARN: s.arn, Name: id, VersionId: version, VersionStages: ["AWSCURRENT"] });
+      }
+      case "TagResource": {
+        if (!s) return notFound();
+        for (const t of (p.Tags as { Key: string; Value: string }[] | undefined) ?? []) s.tags[t.Key] = t.Value;
+        return json({});
+      }
+      case "DescribeSecret": {
+        if (!s) return notFound();
+        return json({ ARN: s.arn, Name: id, Tags: Object.entries(s.tags).map(([Key, Value]) => ({ Key, Value })), ...(s.deletedDate !== undefined ? { DeletedDate: s.deletedDate / 1000 } : {}) });
+      }
+      case "RestoreSecret": {
+        if (!s) return notFound();
+        delete s.deletedDate;
+        return json({ ARN: s.arn, Name: id });
+      }
+      case "DeleteSecret": {
+        if (!s) return notFound();
+        if (p.ForceDeleteWithoutRecovery === true) this.secrets.delete(id);
+        else s.deletedDate = Date.now();
+        return json({ ARN: s.arn, Name: id, DeletionDate: Date.now() / 1000 });
+      }
+      default:
+        return smError("InvalidAction", `unknown operation ${op}`);
+    }
+  }
+
+  private async sts(req: Request, body: string): Promise<Response> {
+    const v = await this.verify(req, body, "sts");
+    if (v instanceof Response) return v;
+    const form = new URLSearchParams(body);
+    if (form.get("Action") !== "AssumeRole") return stsError("InvalidAction", "unsupported action", 400);
+    const arn = form.get("RoleArn") ?? "";
+    this.calls.push(`AssumeRole ${arn}`);
+    this.assumeRoleCalls++;
+    const role = this.roles.get(arn);
+    if (!role || !role.trusted.includes(v.akid)) return stsError("AccessDenied", `User is not authorized to perform: sts:AssumeRole on resource: ${arn}`);
+    if ((role.externalId ?? null) !== form.get("ExternalId")) return stsError("AccessDenied", `User is not authorized to perform: sts:AssumeRole on resource: ${arn}`);
+    const akid = `ASIA${crypto.randomUUID().replace(/-/g, "").slice(0, 16).toUpperCase()}`;
+    const secret = crypto.randomUUID();
+    const token = crypto.randomUUID();
+    this.sessions.set(akid, { secret, token });
+    const exp = new Date(Date.now() + 3600_000).toISOString();
+    return new Response(
+      `<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>${akid}</AccessKeyId><SecretAccessKey>${secret}</SecretAccessKey>` +
+        `<SessionToken>${token}</SessionToken><Expiration>${exp}</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>`,
+      { status: 200, headers: { "content-type": "text/xml" } },
+    );
+  }
+}
+
+export const CLOUDONE_HOSTS = [".amazonaws.com"];
+export { amzDate };
