@@ -71,7 +71,8 @@ export function computeValidity(v: ValidityInput): Validity {
   if (v.notAfterBound === "ttl-limited" && absolute !== null && absolute > v.now + ttl * 1000) {
     throw badRequest(`not_after: ${notAfterText} is beyond the role's ttl (not_after_bound is ttl-limited)`);
   }
-  let notAfter = absolute ?? v.now + ttl * 1000;
+  // Whole seconds: X.509 times carry no fractions (RFC 5280 §4.1.2.5).
+  let notAfter = Math.floor((absolute ?? v.now + ttl * 1000) / 1000) * 1000;
   if (!["permit", "ttl-limited", "forbid", ""].includes(v.notAfterBound)) {
     const bound = parseRfc3339("not_after_bound", v.notAfterBound);
     if (notAfter > bound) throw badRequest(`notAfter ${iso(notAfter)} is beyond the role's not_after_bound ${iso(bound)}`);
@@ -87,8 +88,6 @@ export function computeValidity(v: ValidityInput): Validity {
       notAfter = v.issuer.notAfter;
     }
   }
-  // Whole seconds: X.509 times carry no fractions (RFC 5280 §4.1.2.5).
-  notAfter = Math.floor(notAfter / 1000) * 1000;
   let notBefore = v.notBefore ? parseRfc3339("not_before", v.notBefore) : v.now - v.notBeforeDuration * 1000;
   notBefore = Math.floor(notBefore / 1000) * 1000;
   if (notBefore > notAfter) {

@@ -1,0 +1,53 @@
+/**
+ * Starts the Worker once for the whole e2e project: applies the D1 migrations to a throwaway
+ * local persistence directory with wrangler's CLI, then starts the Worker on a free port with
+ * wrangler's programmatic API. Test files get the base URL through `inject("baseUrl")`.
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import type { TestProject } from "vitest/node";
+import { unstable_startWorker } from "wrangler";
+import { E2E_ROOT_TOKEN, E2E_SEAL_KEY } from "./env";
+
+const run = promisify(execFile);
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    baseUrl: string;
+  }
+}
+
+export default async function setup(project: TestProject) {
+  const root = path.resolve(import.meta.dirname, "../..");
+  const dir = await mkdtemp(path.join(tmpdir(), "lanyard-e2e-"));
+  const env = { ...process.env, WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" };
+  await run(path.join(root, "node_modules/.bin/wrangler"), ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir], { cwd: root, env });
+  process.env.WRANGLER_SEND_METRICS = "false";
+  process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
+  const worker = await unstable_startWorker({
+    config: path.join(root, "wrangler.toml"),
+    bindings: {
+      ENVIRONMENT: { type: "plain_text", value: "development" },
+      ROOT_TOKEN: { type: "plain_text", value: E2E_ROOT_TOKEN },
+      SEAL_KEY: { type: "plain_text", value: E2E_SEAL_KEY },
+    },
+    dev: { persist: dir, server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: "warn" },
+  });
+  await worker.ready;
+  const base = (await worker.url).toString().replace(/\/$/, "");
+  // A Worker that failed to build still "starts"; fail here with a clear message instead of
+  // letting every test time out.
+  const health = await fetch(`${base}/v1/sys/health`, { signal: AbortSignal.timeout(30_000) }).catch((e: unknown) => e);
+  if (!(health instanceof Response) || health.status !== 200) {
+    await worker.dispose();
+    throw new Error(`e2e: the Worker did not become healthy at ${base}: ${health instanceof Response ? health.status : String(health)}`);
+  }
+  project.provide("baseUrl", base);
+  return async () => {
+    await worker.dispose();
+    await rm(dir, { recursive: true, force: true });
+  };
+}
