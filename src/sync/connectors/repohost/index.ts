@@ -1,7 +1,44 @@
-import { ConnectorError, type Connector } from "../types";
+/**
+ * `repohost` connector (reference §2.4): repository or environment Actions secrets. Each write
+ * fetches the scope's public key and sends the value as a libsodium sealed box; deletes treat
+ * 404 as done. Names must follow the host's rules (checked before any call).
+ */
+import { str } from "../../destinations/types";
+import { ConnectorError, type Connector, type ConnectorContext } from "../types";
+import { request } from "./client";
+import { fromBase64, seal, toBase64 } from "./sealed-box";
 
-const missing = (): never => {
-  throw new ConnectorError("client", "NotImplemented", "repohost: connector not implemented yet");
+/** The host's secret-name rules: [A-Za-z0-9_], not starting with a digit or GITHUB_. */
+export function checkSecretName(name: string): string | null {
+  if (!/^[A-Za-z0-9_]{1,255}$/.test(name)) return "may contain only letters, digits and underscores";
+  if (/^[0-9]/.test(name)) return "must not start with a digit";
+  if (/^GITHUB_/i.test(name)) return "must not start with GITHUB_";
+  return null;
+}
+
+function scope(ctx: ConnectorContext): string {
+  const c = ctx.dest.connection;
+  const repo = `/repos/${encodeURIComponent(str(c, "repository_owner"))}/${encodeURIComponent(str(c, "repository_name"))}`;
+  const env = str(c, "environment_name");
+  return env ? `${repo}/environments/${encodeURIComponent(env)}/secrets` : `${repo}/actions/secrets`;
+}
+
+function validName(name: string): void {
+  const why = checkSecretName(name);
+  if (why) throw new ConnectorError("client", "InvalidSecretName", `repository host: the secret name "${name}" ${why}`);
+}
+
+export const repohostConnector: Connector = {
+  async put(ctx, secret) {
+    validName(secret.name);
+    const keyRes = await request(ctx, "GET", `${scope(ctx)}/public-key`);
+    const key = (await keyRes.json()) as { key_id?: unknown; key?: unknown };
+    if (typeof key.key !== "string" || typeof key.key_id !== "string") throw new ConnectorError("external", "MalformedResponse", "repository host: unexpected public key answer");
+    const sealed = seal(new TextEncoder().encode(secret.value), fromBase64(key.key));
+    await request(ctx, "PUT", `${scope(ctx)}/${encodeURIComponent(secret.name)}`, { encrypted_value: toBase64(sealed), key_id: key.key_id });
+  },
+  async remove(ctx, name) {
+    validName(name);
+    await request(ctx, "DELETE", `${scope(ctx)}/${encodeURIComponent(name)}`, undefined, [404]);
+  },
 };
-
-export const repohostConnector: Connector = { put: async () => missing(), remove: async () => missing() };

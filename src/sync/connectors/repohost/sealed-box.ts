@@ -1,0 +1,43 @@
+/**
+ * libsodium's sealed box (`crypto_box_seal`, reference §2.4): an ephemeral X25519 key pair,
+ * nonce = BLAKE2b-192(ephemeral pk ‖ recipient pk), XSalsa20-Poly1305 box, output
+ * ephemeral pk ‖ ciphertext. Pure JS (tweetnacl, blakejs): WebCrypto has neither primitive.
+ */
+import { blake2b } from "blakejs";
+import * as nacl from "tweetnacl";
+
+function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
+  const out = new Uint8Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+function nonceFor(ephemeralPk: Uint8Array, recipientPk: Uint8Array): Uint8Array {
+  return blake2b(concat(ephemeralPk, recipientPk), undefined, nacl.box.nonceLength);
+}
+
+export function seal(message: Uint8Array, recipientPk: Uint8Array): Uint8Array {
+  if (recipientPk.length !== nacl.box.publicKeyLength) throw new Error("the recipient public key must be 32 bytes");
+  const eph = nacl.box.keyPair();
+  const boxed = nacl.box(message, nonceFor(eph.publicKey, recipientPk), recipientPk, eph.secretKey);
+  eph.secretKey.fill(0);
+  return concat(eph.publicKey, boxed);
+}
+
+/** Opens a sealed box (used by the test fake, which holds the private key); null if invalid. */
+export function openSealed(sealed: Uint8Array, recipientPk: Uint8Array, recipientSk: Uint8Array): Uint8Array | null {
+  if (sealed.length < nacl.box.publicKeyLength + nacl.box.overheadLength) return null;
+  const epk = sealed.subarray(0, nacl.box.publicKeyLength);
+  return nacl.box.open(sealed.subarray(nacl.box.publicKeyLength), nonceFor(epk, recipientPk), epk, recipientSk);
+}
+
+export function toBase64(b: Uint8Array): string {
+  let s = "";
+  for (const x of b) s += String.fromCharCode(x);
+  return btoa(s);
+}
+
+export function fromBase64(s: string): Uint8Array {
+  return Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
+}

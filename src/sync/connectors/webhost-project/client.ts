@@ -1,0 +1,44 @@
+/**
+ * Requests to the web host's REST API (reference §2.5) through WEBHOST_ENDPOINT when set: bearer
+ * token, `teamId` on every call when the destination has a team, failures (`{error:{code,
+ * message}}`) turned into ConnectorErrors.
+ */
+import { envVar, str } from "../../destinations/types";
+import { clip, kindOf, parseRetryAfter, send } from "../http";
+import { ConnectorError, type ConnectorContext } from "../types";
+
+const PROVIDER = "web host";
+
+export function apiBase(env: Env): string {
+  return (envVar(env, "WEBHOST_ENDPOINT") ?? "https://api.vercel.com").replace(/\/+$/, "");
+}
+
+export function projectPath(ctx: ConnectorContext, version: "v9" | "v10", rest = ""): string {
+  const team = str(ctx.dest.connection, "team_id");
+  const [p, query = ""] = rest.split("?");
+  const qs = [query, team ? `teamId=${encodeURIComponent(team)}` : ""].filter((x) => x !== "").join("&");
+  return `/${version}/projects/${encodeURIComponent(str(ctx.dest.connection, "project_id"))}/env${p ?? ""}${qs ? `?${qs}` : ""}`;
+}
+
+export function errorOf(status: number, body: unknown, headers: Headers, what: string): ConnectorError {
+  const e = typeof body === "object" && body !== null ? (body as { error?: { code?: unknown; message?: unknown } }).error : undefined;
+  const code = typeof e?.code === "string" ? e.code : `HTTP${status}`;
+  const message = typeof e?.message === "string" ? e.message : code;
+  return new ConnectorError(kindOf(status), code, `${PROVIDER} ${what}: ${clip(message)}`, parseRetryAfter(headers.get("retry-after")));
+}
+
+/** One call; returns the parsed JSON body (or null) of a 2xx answer, throws otherwise. */
+export async function request(ctx: ConnectorContext, method: string, path: string, body?: unknown): Promise<unknown> {
+  const headers: Record<string, string> = { authorization: `Bearer ${str(ctx.dest.connection, "access_token")}` };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await send(PROVIDER, `${apiBase(ctx.env)}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await res.text();
+  let parsed: unknown = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = null;
+  }
+  if (!res.ok) throw errorOf(res.status, parsed, res.headers, `${method} env`);
+  return parsed;
+}
