@@ -1,7 +1,42 @@
-import { ConnectorError, type Connector } from "../types";
+/**
+ * `cloudthree-sm` connector (reference §2.3): add a version to the secret; when it does not
+ * exist (404), create it (automatic replication, the ownership and custom labels) and add the
+ * version. Unsync deletes the secret with all its versions (404 is done).
+ */
+import { ConnectorError, type Connector, type ConnectorContext } from "../types";
+import { request } from "./client";
 
-const missing = (): never => {
-  throw new ConnectorError("client", "NotImplemented", "cloudthree-sm: connector not implemented yet");
+/** Labels cannot contain ":" and must start with a lower-case letter (reference §2.3). */
+export const OWNERSHIP_LABEL = "hashicorp-vault";
+
+function labels(ctx: ConnectorContext): Record<string, string> {
+  const out: Record<string, string> = { [OWNERSHIP_LABEL]: "" };
+  for (const [k, v] of Object.entries(ctx.dest.options.customTags)) out[k] = v;
+  return out;
+}
+
+function checkName(name: string): void {
+  if (!/^[A-Za-z0-9_-]{1,255}$/.test(name)) throw new ConnectorError("client", "INVALID_ARGUMENT", `secret manager: the secret id "${name}" must be 1-255 letters, digits, _ or -`);
+}
+
+function payload(value: string) {
+  const bytes = new TextEncoder().encode(value);
+  let s = "";
+  for (const b of bytes) s += String.fromCharCode(b);
+  return { payload: { data: btoa(s) } };
+}
+
+export const cloudthreeConnector: Connector = {
+  async put(ctx, secret) {
+    checkName(secret.name);
+    const id = encodeURIComponent(secret.name);
+    const res = await request(ctx, "POST", `/secrets/${id}:addVersion`, payload(secret.value), [404]);
+    if (res.status !== 404) return;
+    await request(ctx, "POST", `/secrets?secretId=${id}`, { replication: { automatic: {} }, labels: labels(ctx) }, [409]);
+    await request(ctx, "POST", `/secrets/${id}:addVersion`, payload(secret.value));
+  },
+  async remove(ctx, name) {
+    checkName(name);
+    await request(ctx, "DELETE", `/secrets/${encodeURIComponent(name)}`, undefined, [404]);
+  },
 };
-
-export const cloudthreeConnector: Connector = { put: async () => missing(), remove: async () => missing() };

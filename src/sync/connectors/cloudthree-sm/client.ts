@@ -1,0 +1,100 @@
+/**
+ * Requests to the secret manager (reference §2.3): the service account's RS256 JWT exchanged for
+ * an access token at the key's token_uri (or CLOUDTHREE_ENDPOINT/token), cached until near
+ * expiry and dropped on 401; API calls under CLOUDTHREE_ENDPOINT or the public host; failures
+ * (`{error:{code,message,status}}`) turned into ConnectorErrors.
+ */
+import { envVar, str } from "../../destinations/types";
+import { parsePem } from "../../rsa";
+import { cachedToken, clip, dropToken, kindOf, parseRetryAfter, send, signJwtRs256, tokenKey } from "../http";
+import { ConnectorError, type ConnectorContext } from "../types";
+
+const PROVIDER = "secret manager";
+const SCOPE = "https://www.googleapis.com/auth/cloud-platform";
+
+interface ServiceAccount {
+  client_email: string;
+  private_key: string;
+  private_key_id: string;
+  token_uri: string;
+  project_id: string;
+}
+
+function account(ctx: ConnectorContext): ServiceAccount {
+  let v: unknown;
+  try {
+    v = JSON.parse(str(ctx.dest.connection, "credentials"));
+  } catch {
+    throw new ConnectorError("client", "InvalidCredentials", `${PROVIDER}: the credentials are not JSON`);
+  }
+  const o = (typeof v === "object" && v !== null ? v : {}) as Record<string, unknown>;
+  const s = (k: string) => (typeof o[k] === "string" ? (o[k] as string) : "");
+  return { client_email: s("client_email"), private_key: s("private_key"), private_key_id: s("private_key_id"), token_uri: s("token_uri") || "https://oauth2.googleapis.com/token", project_id: s("project_id") };
+}
+
+export function projectOf(ctx: ConnectorContext): string {
+  return str(ctx.dest.connection, "project_id") || account(ctx).project_id;
+}
+
+export function apiBase(env: Env): string {
+  return (envVar(env, "CLOUDTHREE_ENDPOINT") ?? "https://secretmanager.googleapis.com").replace(/\/+$/, "");
+}
+
+export function tokenEndpoint(env: Env, tokenUri: string): string {
+  const override = envVar(env, "CLOUDTHREE_ENDPOINT");
+  return override ? `${override.replace(/\/+$/, "")}/token` : tokenUri;
+}
+
+async function errorOf(res: Response, what: string): Promise<ConnectorError> {
+  let status = `HTTP${res.status}`;
+  let message = `HTTP ${res.status}`;
+  try {
+    const b = (await res.json()) as { error?: unknown; error_description?: unknown };
+    if (typeof b.error === "object" && b.error !== null) {
+      const e = b.error as { status?: unknown; message?: unknown };
+      if (typeof e.status === "string") status = e.status;
+      if (typeof e.message === "string") message = e.message;
+    } else if (typeof b.error === "string") {
+      status = b.error;
+      message = typeof b.error_description === "string" ? b.error_description : b.error;
+    }
+  } catch {
+    // not JSON
+  }
+  return new ConnectorError(kindOf(res.status), status, `${PROVIDER} ${what}: ${clip(message)}`, parseRetryAfter(res.headers.get("retry-after")));
+}
+
+async function accessToken(ctx: ConnectorContext): Promise<{ token: string; key: string }> {
+  const sa = account(ctx);
+  const url = tokenEndpoint(ctx.env, sa.token_uri);
+  const key = await tokenKey("cloudthree", url, sa.client_email, sa.private_key_id, sa.private_key);
+  const token = await cachedToken(key, async () => {
+    let der: Uint8Array<ArrayBuffer>;
+    try {
+      der = parsePem(sa.private_key).der;
+    } catch {
+      throw new ConnectorError("client", "InvalidCredentials", `${PROVIDER}: the credentials' private_key is not a PEM key`);
+    }
+    const now = Math.floor(Date.now() / 1000);
+    const jwt = await signJwtRs256(der, { alg: "RS256", typ: "JWT", kid: sa.private_key_id }, { iss: sa.client_email, scope: SCOPE, aud: sa.token_uri, iat: now, exp: now + 3600 });
+    const body = new URLSearchParams({ grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer", assertion: jwt });
+    const res = await send("token endpoint", url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: body.toString() });
+    if (!res.ok) throw await errorOf(res, "token exchange");
+    const b = (await res.json()) as { access_token?: unknown; expires_in?: unknown };
+    if (typeof b.access_token !== "string") throw new ConnectorError("external", "MalformedResponse", `${PROVIDER}: unexpected token answer`);
+    return { token: b.access_token, expiresAt: Date.now() + (typeof b.expires_in === "number" ? b.expires_in : 3600) * 1000 };
+  });
+  return { token, key };
+}
+
+/** One API call under /v1/projects/{project}; statuses in `ok` are returned as they are. */
+export async function request(ctx: ConnectorContext, method: string, path: string, body?: unknown, ok: number[] = []): Promise<Response> {
+  const { token, key } = await accessToken(ctx);
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const url = `${apiBase(ctx.env)}/v1/projects/${encodeURIComponent(projectOf(ctx))}${path}`;
+  const res = await send(PROVIDER, url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (res.ok || ok.includes(res.status)) return res;
+  if (res.status === 401) dropToken(key);
+  throw await errorOf(res, method);
+}

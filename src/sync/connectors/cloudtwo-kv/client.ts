@@ -1,0 +1,111 @@
+/**
+ * Requests to the key vault (reference §2.2): a client-credentials token per cloud (cached until
+ * near expiry, dropped on 401), the vault URI (its scheme, host and port replaced by
+ * CLOUDTWO_ENDPOINT when set), api-version 7.4, and `{error:{code,message,innererror}}` failures
+ * turned into ConnectorErrors.
+ */
+import { envVar, str } from "../../destinations/types";
+import { cachedToken, clip, dropToken, kindOf, parseRetryAfter, send, tokenKey } from "../http";
+import { ConnectorError, type ConnectorContext } from "../types";
+
+const PROVIDER = "key vault";
+export const API_VERSION = "7.4";
+
+/** cloud name (lower case) → [authority host, resource]. */
+const CLOUDS: Record<string, [string, string]> = {
+  cloud: ["login.microsoftonline.com", "https://vault.azure.net"],
+  public: ["login.microsoftonline.com", "https://vault.azure.net"],
+  azurepubliccloud: ["login.microsoftonline.com", "https://vault.azure.net"],
+  china: ["login.chinacloudapi.cn", "https://vault.azure.cn"],
+  azurechinacloud: ["login.chinacloudapi.cn", "https://vault.azure.cn"],
+  usgovernment: ["login.microsoftonline.us", "https://vault.usgovcloudapi.net"],
+  azureusgovernmentcloud: ["login.microsoftonline.us", "https://vault.usgovcloudapi.net"],
+};
+
+function cloudOf(ctx: ConnectorContext): [string, string] {
+  return CLOUDS[(str(ctx.dest.connection, "cloud") || "cloud").toLowerCase()] ?? ["login.microsoftonline.com", "https://vault.azure.net"];
+}
+
+export function tokenUrl(env: Env, authorityHost: string, tenant: string): string {
+  const override = envVar(env, "CLOUDTWO_ENDPOINT");
+  const base = override ? override.replace(/\/+$/, "") : `https://${authorityHost}`;
+  return `${base}/${encodeURIComponent(tenant)}/oauth2/v2.0/token`;
+}
+
+/** The vault's base URL for outbound calls: CLOUDTWO_ENDPOINT replaces scheme, host and port. */
+export function vaultBase(env: Env, keyVaultUri: string): string {
+  const u = new URL(keyVaultUri);
+  const override = envVar(env, "CLOUDTWO_ENDPOINT");
+  if (override) {
+    const o = new URL(override);
+    u.protocol = o.protocol;
+    u.host = o.host;
+  }
+  return u.toString().replace(/\/+$/, "");
+}
+
+interface AzureError {
+  code: string;
+  inner: string | undefined;
+  message: string;
+}
+
+async function parseError(res: Response): Promise<AzureError> {
+  try {
+    const b = (await res.json()) as { error?: { code?: unknown; message?: unknown; innererror?: { code?: unknown } }; error_description?: unknown };
+    if (typeof b.error === "object" && b.error !== null) {
+      return {
+        code: typeof b.error.code === "string" ? b.error.code : `HTTP${res.status}`,
+        inner: typeof b.error.innererror?.code === "string" ? b.error.innererror.code : undefined,
+        message: typeof b.error.message === "string" ? b.error.message : `HTTP ${res.status}`,
+      };
+    }
+    // The token endpoint's shape: {error: "invalid_client", error_description}.
+    const raw = b as { error?: unknown; error_description?: unknown };
+    return { code: typeof raw.error === "string" ? raw.error : `HTTP${res.status}`, inner: undefined, message: typeof raw.error_description === "string" ? raw.error_description : `HTTP ${res.status}` };
+  } catch {
+    return { code: `HTTP${res.status}`, inner: undefined, message: `HTTP ${res.status}` };
+  }
+}
+
+export class KeyVaultError extends ConnectorError {
+  constructor(
+    readonly status: number,
+    readonly azure: AzureError,
+    retryAfter: number | undefined,
+  ) {
+    super(kindOf(status), azure.inner ?? azure.code, `${PROVIDER}: ${clip(azure.message)}`, retryAfter);
+  }
+}
+
+async function accessToken(ctx: ConnectorContext): Promise<{ token: string; key: string }> {
+  const c = ctx.dest.connection;
+  const [authority, resource] = cloudOf(ctx);
+  const tenant = str(c, "tenant_id");
+  const url = tokenUrl(ctx.env, authority, tenant);
+  const key = await tokenKey("cloudtwo", url, str(c, "client_id"), str(c, "client_secret"), resource);
+  const token = await cachedToken(key, async () => {
+    const body = new URLSearchParams({ grant_type: "client_credentials", client_id: str(c, "client_id"), client_secret: str(c, "client_secret"), scope: `${resource}/.default` });
+    const res = await send("identity provider", url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: body.toString() });
+    if (!res.ok) {
+      const e = await parseError(res);
+      throw new ConnectorError(kindOf(res.status), e.code, `identity provider: ${clip(e.message)}`, parseRetryAfter(res.headers.get("retry-after")));
+    }
+    const b = (await res.json()) as { access_token?: unknown; expires_in?: unknown };
+    if (typeof b.access_token !== "string") throw new ConnectorError("external", "MalformedResponse", "identity provider: unexpected token answer");
+    return { token: b.access_token, expiresAt: Date.now() + (typeof b.expires_in === "number" ? b.expires_in : 3600) * 1000 };
+  });
+  return { token, key };
+}
+
+/** One vault call; statuses in `ok` are returned as they are. */
+export async function request(ctx: ConnectorContext, method: string, path: string, body?: unknown, ok: number[] = []): Promise<Response> {
+  const { token, key } = await accessToken(ctx);
+  const url = `${vaultBase(ctx.env, str(ctx.dest.connection, "key_vault_uri"))}${path}?api-version=${API_VERSION}`;
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  if (body !== undefined) headers["content-type"] = "application/json";
+  const res = await send(PROVIDER, url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  if (res.ok || ok.includes(res.status)) return res;
+  if (res.status === 401) dropToken(key);
+  throw new KeyVaultError(res.status, await parseError(res), parseRetryAfter(res.headers.get("retry-after")));
+}

@@ -1,0 +1,107 @@
+/**
+ * A fake of the cloudthree-sm provider (OAuth JWT-bearer token exchange and Secret Manager REST,
+ * reference §2.3) at the HTTP boundary: it verifies the assertion's RS256 signature against the
+ * service account's public key, its iss, aud, scope and lifetime; accepts only tokens it issued;
+ * enforces secret-id and label rules and non-empty payloads; answers Google's
+ * `{error:{code,message,status}}`.
+ */
+import { applyFault, json, type Fault } from "./fake-router";
+
+const RSA = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as const;
+
+interface Secret {
+  labels: Record<string, string>;
+  versions: string[];
+}
+
+const gError = (code: number, status: string, message: string) => json({ error: { code, message, status } }, code);
+
+function b64urlDecode(s: string): Uint8Array<ArrayBuffer> {
+  const b = atob(s.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (s.length % 4)) % 4));
+  return Uint8Array.from(b, (c) => c.charCodeAt(0));
+}
+
+export class FakeCloudthree {
+  private readonly accounts = new Map<string, CryptoKey>();
+  private readonly issued = new Set<string>();
+  /** "<project>/<id>" → secret; values are the decoded payloads. */
+  readonly secrets = new Map<string, Secret>();
+  readonly faults: Fault[] = [];
+  tokenRequests = 0;
+
+  constructor(readonly tokenUri = "https://oauth2.googleapis.com/token") {}
+
+  async addAccount(email: string, pkcs8: Uint8Array<ArrayBuffer>): Promise<void> {
+    const priv = await crypto.subtle.importKey("pkcs8", pkcs8, RSA, true, ["sign"]);
+    const jwk = (await crypto.subtle.exportKey("jwk", priv)) as JsonWebKey;
+    this.accounts.set(email, await crypto.subtle.importKey("jwk", { kty: "RSA", n: jwk.n, e: jwk.e }, RSA, false, ["verify"]));
+  }
+
+  value(project: string, id: string): string | undefined {
+    const v = this.secrets.get(`${project}/${id}`)?.versions;
+    return v?.[v.length - 1];
+  }
+
+  private async exchange(req: Request): Promise<Response> {
+    this.tokenRequests++;
+    const form = new URLSearchParams(new TextDecoder().decode(await req.arrayBuffer()));
+    if (form.get("grant_type") !== "urn:ietf:params:oauth:grant-type:jwt-bearer") return json({ error: "unsupported_grant_type", error_description: "Invalid grant_type" }, 400);
+    const [h, p, sig] = (form.get("assertion") ?? "").split(".");
+    if (!h || !p || !sig) return json({ error: "invalid_grant", error_description: "Invalid JWT" }, 400);
+    const claims = JSON.parse(new TextDecoder().decode(b64urlDecode(p))) as Record<string, unknown>;
+    const key = this.accounts.get(String(claims.iss));
+    if (!key || !(await crypto.subtle.verify("RSASSA-PKCS1-v1_5", key, b64urlDecode(sig), new TextEncoder().encode(`${h}.${p}`)))) {
+      return json({ error: "invalid_grant", error_description: "Invalid JWT Signature." }, 400);
+    }
+    const now = Date.now() / 1000;
+    if (claims.aud !== this.tokenUri || typeof claims.exp !== "number" || typeof claims.iat !== "number" || claims.exp - claims.iat > 3600 || claims.exp < now) {
+      return json({ error: "invalid_grant", error_description: "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe." }, 400);
+    }
+    if (claims.scope !== "https://www.googleapis.com/auth/cloud-platform") return json({ error: "invalid_scope", error_description: "Invalid OAuth scope" }, 400);
+    const token = `ya29.${crypto.randomUUID()}`;
+    this.issued.add(token);
+    return json({ access_token: token, expires_in: 3599, token_type: "Bearer" });
+  }
+
+  async handle(req: Request): Promise<Response> {
+    const faulted = applyFault(this.faults);
+    if (faulted) return faulted;
+    const url = new URL(req.url);
+    if (url.pathname === "/token" && req.method === "POST") return this.exchange(req);
+    const bearer = /^Bearer (.+)$/.exec(req.headers.get("authorization") ?? "")?.[1];
+    if (!bearer || !this.issued.has(bearer)) return gError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.");
+    const m = /^\/v1\/projects\/([^/]+)\/secrets(?:\/([^/:]+)(:addVersion)?)?$/.exec(url.pathname);
+    if (!m) return gError(404, "NOT_FOUND", "Not found");
+    const [, project = "", rawId, addVersion] = m;
+    if (req.method === "POST" && !rawId) {
+      const id = url.searchParams.get("secretId") ?? "";
+      if (!/^[A-Za-z0-9_-]{1,255}$/.test(id)) return gError(400, "INVALID_ARGUMENT", "Secret id contains invalid characters.");
+      if (this.secrets.has(`${project}/${id}`)) return gError(409, "ALREADY_EXISTS", `Secret [projects/${project}/secrets/${id}] already exists.`);
+      const b = (await req.json()) as { replication?: unknown; labels?: Record<string, string> };
+      if (!b.replication) return gError(400, "INVALID_ARGUMENT", "Secret.replication is required.");
+      for (const [k, v] of Object.entries(b.labels ?? {})) {
+        if (!/^[a-z][a-z0-9_-]{0,62}$/.test(k) || !/^[a-z0-9_-]{0,63}$/.test(v)) return gError(400, "INVALID_ARGUMENT", `Invalid label ${k}`);
+      }
+      this.secrets.set(`${project}/${id}`, { labels: b.labels ?? {}, versions: [] });
+      return json({ name: `projects/${project}/secrets/${id}`, replication: b.replication, labels: b.labels ?? {} });
+    }
+    const id = decodeURIComponent(rawId ?? "");
+    const s = this.secrets.get(`${project}/${id}`);
+    if (req.method === "POST" && addVersion) {
+      if (!s) return gError(404, "NOT_FOUND", `Secret [projects/${project}/secrets/${id}] not found or has no versions.`);
+      const b = (await req.json()) as { payload?: { data?: unknown } };
+      const data = typeof b.payload?.data === "string" ? new TextDecoder().decode(Uint8Array.from(atob(b.payload.data), (c) => c.charCodeAt(0))) : "";
+      if (data === "") return gError(400, "INVALID_ARGUMENT", "Secret Payload cannot be empty.");
+      s.versions.push(data);
+      return json({ name: `projects/${project}/secrets/${id}/versions/${s.versions.length}`, state: "ENABLED" });
+    }
+    if (req.method === "DELETE") {
+      if (!s) return gError(404, "NOT_FOUND", `Secret [projects/${project}/secrets/${id}] not found.`);
+      this.secrets.delete(`${project}/${id}`);
+      return json({});
+    }
+    return gError(405, "METHOD_NOT_ALLOWED", "method not allowed");
+  }
+}
+
+export const CLOUDTHREE_HOSTS = ["oauth2.googleapis.com", "secretmanager.googleapis.com"];

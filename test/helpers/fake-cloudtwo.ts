@@ -1,0 +1,93 @@
+/**
+ * A fake of the cloudtwo-kv provider (Azure AD client-credentials token endpoint and Key Vault
+ * secrets REST, reference §2.2) at the HTTP boundary: it checks client id/secret per tenant and
+ * the requested scope, accepts only bearer tokens it issued, enforces the name rules (case-
+ * insensitive), soft-deletes (409 ObjectIsDeletedButRecoverable on PUT), recovers and purges,
+ * and answers `{error:{code,message,innererror}}`.
+ */
+import { applyFault, json, type Fault } from "./fake-router";
+
+interface Secret {
+  name: string;
+  value: string;
+  version: number;
+  tags: Record<string, string>;
+  deleted: boolean;
+}
+
+const kvError = (status: number, code: string, message: string, inner?: string) => json({ error: { code, message, ...(inner ? { innererror: { code: inner } } : {}) } }, status);
+
+export class FakeCloudtwo {
+  /** tenant/client_id → client secret. */
+  readonly clients = new Map<string, string>();
+  private readonly issued = new Set<string>();
+  /** Lower-cased name → secret (names are case-insensitive). */
+  readonly secrets = new Map<string, Secret>();
+  readonly faults: Fault[] = [];
+  tokenRequests = 0;
+  purgeAllowed = true;
+
+  addClient(tenant: string, clientId: string, secret: string): void {
+    this.clients.set(`${tenant}/${clientId}`, secret);
+  }
+
+  value(name: string): string | undefined {
+    const s = this.secrets.get(name.toLowerCase());
+    return s && !s.deleted ? s.value : undefined;
+  }
+
+  async handle(req: Request): Promise<Response> {
+    const faulted = applyFault(this.faults);
+    if (faulted) return faulted;
+    const url = new URL(req.url);
+    const tok = /^\/([^/]+)\/oauth2\/v2\.0\/token$/.exec(url.pathname);
+    if (tok && req.method === "POST") {
+      const form = new URLSearchParams(new TextDecoder().decode(await req.arrayBuffer()));
+      this.tokenRequests++;
+      if (form.get("grant_type") !== "client_credentials") return json({ error: "unsupported_grant_type", error_description: "AADSTS70003" }, 400);
+      const expected = this.clients.get(`${tok[1]}/${form.get("client_id")}`);
+      if (expected === undefined || expected !== form.get("client_secret")) return json({ error: "invalid_client", error_description: "AADSTS7000215: Invalid client secret provided." }, 401);
+      if (form.get("scope") !== "https://vault.azure.net/.default") return json({ error: "invalid_scope", error_description: "AADSTS70011: The provided value for scope is not valid." }, 400);
+      const token = `eyJ0eXAi.${crypto.randomUUID()}`;
+      this.issued.add(token);
+      return json({ token_type: "Bearer", expires_in: 3599, ext_expires_in: 3599, access_token: token });
+    }
+    const bearer = /^Bearer (.+)$/.exec(req.headers.get("authorization") ?? "")?.[1];
+    if (!bearer || !this.issued.has(bearer)) return kvError(401, "Unauthorized", "AKV10000: Request is missing a Bearer or PoP token.");
+    if (!url.searchParams.get("api-version")) return kvError(400, "BadParameter", "The api-version query parameter is required.");
+    const m = /^\/(secrets|deletedsecrets)\/([^/]+)(\/recover)?$/.exec(url.pathname);
+    if (!m) return kvError(404, "NotFound", "Not found");
+    const [, kind, rawName = "", recover] = m;
+    const name = decodeURIComponent(rawName);
+    if (!/^[0-9A-Za-z-]{1,127}$/.test(name)) return kvError(400, "BadParameter", "The request URI contains an invalid name");
+    const key = name.toLowerCase();
+    const s = this.secrets.get(key);
+    if (kind === "secrets" && req.method === "PUT") {
+      if (s?.deleted) return kvError(409, "Conflict", `Secret ${name} is currently in a deleted but recoverable state.`, "ObjectIsDeletedButRecoverable");
+      const b = (await req.json()) as { value?: unknown; tags?: Record<string, string> };
+      if (typeof b.value !== "string") return kvError(400, "BadParameter", "value is required");
+      const next = { name, value: b.value, version: (s?.version ?? 0) + 1, tags: b.tags ?? {}, deleted: false };
+      this.secrets.set(key, next);
+      return json({ value: b.value, id: `${url.origin}/secrets/${name}/${next.version}`, attributes: { enabled: true, recoveryLevel: "Recoverable+Purgeable" }, tags: next.tags });
+    }
+    if (kind === "secrets" && req.method === "DELETE") {
+      if (!s || s.deleted) return kvError(404, "SecretNotFound", `A secret with (name/id) ${name} was not found in this key vault.`);
+      s.deleted = true;
+      return json({ recoveryId: `${url.origin}/deletedsecrets/${name}`, id: `${url.origin}/secrets/${name}/${s.version}` });
+    }
+    if (kind === "deletedsecrets" && req.method === "DELETE") {
+      if (!s?.deleted) return kvError(404, "SecretNotFound", `Deleted Secret not found: ${name}`);
+      if (!this.purgeAllowed) return kvError(403, "Forbidden", "Operation \"purge\" is not allowed");
+      this.secrets.delete(key);
+      return new Response(null, { status: 204 });
+    }
+    if (kind === "deletedsecrets" && recover && req.method === "POST") {
+      if (!s?.deleted) return kvError(404, "SecretNotFound", `Deleted Secret not found: ${name}`);
+      s.deleted = false;
+      return json({ id: `${url.origin}/secrets/${name}/${s.version}` });
+    }
+    return kvError(405, "MethodNotAllowed", "method not allowed");
+  }
+}
+
+export const CLOUDTWO_HOSTS = ["login.microsoftonline.com", ".vault.azure.net"];
