@@ -4,8 +4,8 @@
  * backoff delay (Retry-After honoured); malformed messages are dropped; one bad message does not
  * fail the batch.
  */
-import { createExecutionContext, createMessageBatch, env, getQueueResult } from "cloudflare:test";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createExecutionContext, createMessageBatch, createScheduledController, env, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { write } from "../helpers/api";
 import { FakeCloudone, CLOUDONE_HOSTS } from "../helpers/fake-cloudone";
@@ -89,5 +89,35 @@ describe("sync queue handler", () => {
     ]);
     expect(res.outcome).toBe("ok");
     expect(res.explicitAcks.sort()).toEqual(["bad", "gone"]);
+  });
+});
+
+describe("cron reconciliation", () => {
+  it("re-drives a failed association and a stuck one (no live lease, old) to SYNCED", async () => {
+    const name = `aws-${uid()}`;
+    await write(destPath("cloudone-sm", name), BODIES["cloudone-sm"]);
+    const failed = await kvSecret({ r: "1" });
+    const stuck = await kvSecret({ r: "2" });
+    await setAssoc("cloudone-sm", name, failed);
+    await setAssoc("cloudone-sm", name, stuck);
+    const fid = await associationId(failed.accessor, failed.secret);
+    const sid = await associationId(stuck.accessor, stuck.secret);
+    const old = Date.now() - 60 * 60_000;
+    fake.secrets.delete(`vault/${failed.accessor}/${failed.secret}`);
+    fake.secrets.delete(`vault/${stuck.accessor}/${stuck.secret}`);
+    await env.DB.prepare("UPDATE sync_associations SET sync_status = 'EXTERNAL_SERVICE_ERROR', updated_at = ? WHERE id = ?").bind(old, fid).run();
+    await env.DB.prepare("UPDATE sync_associations SET sync_status = 'SYNCING', generation = generation + 1, updated_at = ?, lease_until = ? WHERE id = ?").bind(old, old, sid).run();
+    const ctx = createExecutionContext();
+    await (worker as ExportedHandler<Env>).scheduled?.(createScheduledController({ scheduledTime: new Date(), cron: "* * * * *" }), env, ctx);
+    await waitOnExecutionContext(ctx);
+    await vi.waitFor(
+      async () => {
+        const rows = await env.DB.prepare("SELECT sync_status FROM sync_associations WHERE id IN (?, ?)").bind(fid, sid).all<{ sync_status: string }>();
+        expect(rows.results.map((r) => r.sync_status)).toEqual(["SYNCED", "SYNCED"]);
+      },
+      { timeout: 20_000, interval: 200 },
+    );
+    expect(fake.value(`vault/${failed.accessor}/${failed.secret}`)).toBe('{"r":"1"}');
+    expect(fake.value(`vault/${stuck.accessor}/${stuck.secret}`)).toBe('{"r":"2"}');
   });
 });
