@@ -63,6 +63,11 @@ export class FakeRepohost {
     return this.scopes.get(path)?.secrets.get(name.toUpperCase());
   }
 
+  /** Every scope's opened values (for inspection in manual runs). */
+  state(): Record<string, Record<string, string>> {
+    return Object.fromEntries([...this.scopes].map(([path, s]) => [path, Object.fromEntries(s.secrets)]));
+  }
+
   private async verifyAppJwt(jwt: string): Promise<boolean> {
     const [h, p, sig] = jwt.split(".");
     if (!h || !p || !sig) return false;
