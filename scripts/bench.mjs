@@ -71,7 +71,7 @@ async function main() {
       ROOT_TOKEN: { type: "plain_text", value: TOKEN },
       SEAL_KEY: { type: "plain_text", value: SEAL_KEY },
     },
-    dev: { persist: dir, server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: "error" },
+    dev: { persist: dir, server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: process.env.BENCH_LOG ?? "error" },
   });
   const floorWorker = await unstable_startWorker({
     config: path.join(root, "scripts", "bench-floor.wrangler.toml"),

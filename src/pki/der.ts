@@ -75,6 +75,24 @@ export function int(n: number): Uint8Array<ArrayBuffer> {
   return tlv(TAG.INTEGER, Uint8Array.from(bytes));
 }
 
+/** INTEGER from unsigned big-endian bytes: minimal, with a 0x00 prefix when the top bit is set. */
+export function uintBytes(b: Uint8Array): Uint8Array<ArrayBuffer> {
+  let start = 0;
+  while (start < b.length - 1 && b[start] === 0) start++;
+  const body = b.subarray(start);
+  return tlv(TAG.INTEGER, (body[0] ?? 0) & 0x80 ? concat([Uint8Array.of(0), body]) : body);
+}
+
+/** UTCTime through 2049, GeneralizedTime from 2050 (RFC 5280 §4.1.2.5), whole seconds, Z. */
+export function time(d: Date): Uint8Array<ArrayBuffer> {
+  const iso = d.toISOString(); // YYYY-MM-DDTHH:MM:SS.sssZ
+  const digits = iso.slice(0, 19).replace(/[-T:]/g, "");
+  const year = d.getUTCFullYear();
+  return year < 2050
+    ? tlv(TAG.UTC_TIME, new TextEncoder().encode(`${digits.slice(2)}Z`))
+    : tlv(TAG.GENERALIZED_TIME, new TextEncoder().encode(`${digits}Z`));
+}
+
 /** BIT STRING with no unused bits. */
 export const bitString = (b: Uint8Array): Uint8Array<ArrayBuffer> => tlv(TAG.BIT_STRING, concat([Uint8Array.of(0), b]));
 

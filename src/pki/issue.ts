@@ -18,7 +18,7 @@ import { applyRole, type NameRequest } from "./policy";
 import { leafExtensions, resolveAia } from "./profile";
 import type { Role } from "./roles";
 import { reserveSerial } from "./serials";
-import { getAllConfig, getKey, insertCertStmt, listIssuers, runBatch, type ConfigShapes, type IssuerRow, type KeyRow } from "./store";
+import { insertCertStmt, loadIssuanceState, runBatch, type ConfigShapes, type IssuanceState, type IssuerRow, type KeyRow } from "./store";
 import { computeValidity, type LeafNotAfterBehavior } from "./ttl";
 import { X509Error, generateKeyPair, importSigner, parseCsr, signCertificate, type CsrInfo } from "./x509";
 import { colonHex } from "./pem";
@@ -67,23 +67,23 @@ export async function loadCsr(text: string): Promise<CsrInfo> {
 }
 
 /** The signing issuer and its key, checked usable for issuance (upstream 500s; we 400). */
-export async function signingIssuer(
-  ctx: IssueContext,
-  ref: string,
-): Promise<{ issuer: IssuerRow; key: KeyRow; all: IssuerRow[]; cfg: ConfigShapes }> {
-  const [all, cfg] = await Promise.all([listIssuers(ctx.db, ctx.mount.id), getAllConfig(ctx.db, ctx.mount.id)]);
+export function signingIssuerFrom(state: IssuanceState, ref: string): { issuer: IssuerRow; key: KeyRow; all: IssuerRow[]; cfg: ConfigShapes } {
   let issuer: IssuerRow;
   try {
-    issuer = resolveIssuerIn(all, cfg.issuers, ref);
+    issuer = resolveIssuerIn(state.issuers, state.config.issuers, ref);
   } catch (e) {
     throw badRequest(`could not fetch the CA certificate (was one set?): ${e instanceof Error ? e.message : String(e)}`);
   }
   if (!issuer.usage.includes("issuing-certificates")) {
     throw badRequest(`could not fetch the CA certificate (was one set?): issuer ${issuer.id} lacks the issuing-certificates usage`);
   }
-  const key = issuer.keyId ? await getKey(ctx.db, ctx.mount.id, issuer.keyId) : null;
+  const key = issuer.keyId ? state.keys.find((k) => k.id === issuer.keyId) : undefined;
   if (!key) throw badRequest(`could not fetch the CA certificate (was one set?): issuer ${issuer.id} has no private key in this mount`);
-  return { issuer, key, all, cfg };
+  return { issuer, key, all: state.issuers, cfg: state.config };
+}
+
+export async function signingIssuer(ctx: IssueContext, ref: string) {
+  return signingIssuerFrom(await loadIssuanceState(ctx.db, ctx.mount.id, null), ref);
 }
 
 /** The CSR's key must suit the role (key_type, and at least key_bits). */
@@ -98,11 +98,15 @@ function checkCsrKey(role: Role, csr: CsrInfo): void {
   if (type === "rsa" && bits < 2048) throw badRequest(`key_bits: RSA keys < 2048 bits are unsafe and not supported: got ${bits}`);
 }
 
-export async function issueLeaf(ctx: IssueContext, r: LeafRequest): Promise<{ data: Record<string, unknown>; warnings: string[] }> {
+export async function issueLeaf(
+  ctx: IssueContext,
+  state: IssuanceState,
+  r: LeafRequest,
+): Promise<{ data: Record<string, unknown>; warnings: string[] }> {
   const { role } = r;
   const csr = r.csr !== undefined ? await loadCsr(r.csr) : null;
   if (!csr && role.key_type === "any") throw badRequest("key_type: role key type \"any\" not allowed for issuing certificates, only signing");
-  const { issuer, key, all, cfg } = await signingIssuer(ctx, r.issuerRef);
+  const { issuer, key, all, cfg } = signingIssuerFrom(state, r.issuerRef);
   const names = applyRole(role, r.names, csr);
   if (csr) checkCsrKey(role, csr);
 

@@ -16,7 +16,7 @@ import {
   type PublicKeyFacts,
   type SanSpec,
 } from "./asn1";
-import { DerError, TAG, children, expectTag, parse } from "./der";
+import { DerError, TAG, bitString, bool, children, ctxCons, expectTag, int, nullValue, octets, oid, parse, seq, time, uintBytes } from "./der";
 
 // Use the runtime's WebCrypto (workers-stack.md pitfall 7).
 x509.cryptoProvider.set(crypto);
@@ -144,8 +144,61 @@ export interface CertificateParams {
 
 const toExtension = (e: ExtensionDer) => new x509.Extension(e.oid, e.critical, e.value);
 
-/** Builds and signs a certificate; returns its DER. */
+const SIG_OIDS: Record<string, string> = {
+  "ECDSA/SHA-256": "1.2.840.10045.4.3.2",
+  "ECDSA/SHA-384": "1.2.840.10045.4.3.3",
+  "ECDSA/SHA-512": "1.2.840.10045.4.3.4",
+  "RSASSA-PKCS1-v1_5/SHA-256": "1.2.840.113549.1.1.11",
+  "RSASSA-PKCS1-v1_5/SHA-384": "1.2.840.113549.1.1.12",
+  "RSASSA-PKCS1-v1_5/SHA-512": "1.2.840.113549.1.1.13",
+  "Ed25519/": "1.3.101.112",
+};
+
+/**
+ * The signature AlgorithmIdentifier for the fast path, or null for RSA-PSS (whose parameters
+ * the library encodes). RFC 5758 §3.2: ECDSA identifiers have no parameters; RFC 4055 §5:
+ * PKCS#1 v1.5 identifiers carry NULL; RFC 8410 §3: Ed25519 has no parameters.
+ */
+function signatureAlgorithmDer(signer: Signer): Uint8Array<ArrayBuffer> | null {
+  const id = SIG_OIDS[`${signer.algorithm.name}/${signer.algorithm.hash ?? ""}`];
+  if (!id) return null;
+  return signer.algorithm.name === "RSASSA-PKCS1-v1_5" ? seq(oid(id), nullValue()) : seq(oid(id));
+}
+
+/** WebCrypto's raw r‖s ECDSA signature → the DER Ecdsa-Sig-Value of RFC 3279 §2.2.3. */
+function ecdsaSigDer(raw: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
+  const half = raw.length / 2;
+  return seq(uintBytes(raw.subarray(0, half)), uintBytes(raw.subarray(half)));
+}
+
+function extensionDer(e: ExtensionDer): Uint8Array<ArrayBuffer> {
+  return e.critical ? seq(oid(e.oid), bool(true), octets(e.value)) : seq(oid(e.oid), octets(e.value));
+}
+
+/**
+ * Builds and signs a certificate; returns its DER. The TBSCertificate (RFC 5280 §4.1) is
+ * encoded here directly: profiling showed the generic ASN.1 schema encoder costing more than
+ * key generation and signing together. RSA-PSS goes through the library.
+ */
 export async function signCertificate(p: CertificateParams): Promise<Uint8Array<ArrayBuffer>> {
+  const alg = signatureAlgorithmDer(p.signer);
+  if (!alg) return signCertificateWithLibrary(p);
+  const serialBytes = Uint8Array.from(p.serialHex.match(/../g) ?? [], (h) => parseInt(h, 16));
+  const tbs = seq(
+    ctxCons(0, int(2)), // version v3
+    uintBytes(serialBytes),
+    alg,
+    p.issuer,
+    seq(time(p.notBefore), time(p.notAfter)),
+    p.subject,
+    p.spki,
+    ...(p.extensions.length > 0 ? [ctxCons(3, seq(...p.extensions.map(extensionDer)))] : []),
+  );
+  const sig = new Uint8Array(await crypto.subtle.sign(p.signer.algorithm, p.signer.key, tbs));
+  return seq(tbs, alg, bitString(p.signer.algorithm.name === "ECDSA" ? ecdsaSigDer(sig) : sig));
+}
+
+async function signCertificateWithLibrary(p: CertificateParams): Promise<Uint8Array<ArrayBuffer>> {
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: p.serialHex,
     subject: new x509.Name(p.subject),

@@ -45,6 +45,15 @@ describe("roots, judged by openssl", () => {
     });
   }
 
+  it("not_after 9999-12-31T23:59:59Z is a GeneralizedTime (RFC 5280 §4.1.2.5) openssl reads", async () => {
+    const path = await pkiMount();
+    const r = await ok("POST", `${path}/root/generate/internal`, { common_name: "Forever", key_type: "ec", not_after: "9999-12-31T23:59:59Z" });
+    const pem = r.body.data.certificate as string;
+    expect(await x509Field(pem, "-enddate")).toBe("notAfter=Dec 31 23:59:59 9999 GMT");
+    expect((await verify(pem, pem)).ok).toBe(true);
+    expect(r.body.data.expiration).toBe(253402300799);
+  });
+
   it("RSA-PSS and SHA-512 signatures (use_pss, signature_bits)", async () => {
     const path = await pkiMount();
     const r = await ok("POST", `${path}/root/generate/internal`, { common_name: "PSS Root", key_type: "rsa", signature_bits: 512, use_pss: true });

@@ -5,7 +5,8 @@ import { route, type Req } from "../../http/route";
 import { checkFormat, checkPrivateKeyFormat } from "../format";
 import { issueLeaf } from "../issue";
 import { ctxOf } from "./common";
-import { loadRole } from "./roles";
+import type { Role } from "../roles";
+import { loadIssuanceState } from "../store";
 
 const css = (description: string) => ({ type: "comma-string-slice" as const, description, default: [] as string[] });
 
@@ -36,12 +37,15 @@ const signFields = defineFields({
 function handler(kind: "issue" | "sign") {
   return async (req: Req<typeof signFields>) => {
     const f = req.fields;
-    const role = await loadRole(req as Req, f.role);
+    const ctx = ctxOf(req as Req);
+    // Role, issuers, keys and configuration in one D1 round trip.
+    const state = await loadIssuanceState(req.db, ctx.mount.id, f.role);
+    const role = state.role as Role | null;
     if (!role) throw badRequest(`unknown role: ${f.role}`);
     if (f.cert_metadata !== "" && role.no_store_metadata) {
       throw badRequest("cert_metadata: this role has no_store_metadata set, so certificate metadata cannot be stored");
     }
-    return issueLeaf(ctxOf(req as Req), {
+    return issueLeaf(ctx, state, {
       role,
       issuerRef: f.issuer_ref ?? role.issuer_ref,
       names: {
