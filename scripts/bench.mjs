@@ -3,7 +3,8 @@
 // throwaway D1/DO state directory), drives it over HTTP and prints requests/s and p50/p99
 // latency for
 //   (a) issue with a fresh EC P-256 key, (b) sign a pre-made EC P-256 CSR, (c) issue RSA-2048,
-// at concurrency 1 and 8, plus the WebCrypto floor of (a) measured inside workerd.
+// at concurrency 1 and 8, plus the WebCrypto floor of (a) and the engine's own CPU per
+// certificate, both measured inside workerd (scripts/bench-floor-worker.ts).
 // The load generator is a small closed loop over Node's fetch (keep-alive): each of C workers
 // sends its next request when the previous one answers.
 //   BENCH_SECONDS=5 (per run)   BENCH_RSA_SECONDS=5   BENCH_CONCURRENCY=1,8
@@ -36,7 +37,7 @@ async function call(base, method, p, body, token = TOKEN) {
 }
 
 /** Closed-loop load: `concurrency` loops for `seconds`; returns latencies (ms) and the wall time. */
-async function load(base, p, body, concurrency, seconds) {
+async function load(base, p, body, concurrency, seconds, method = "POST") {
   const latencies = [];
   let errors = 0;
   const end = performance.now() + seconds * 1000;
@@ -46,7 +47,11 @@ async function load(base, p, body, concurrency, seconds) {
     Array.from({ length: concurrency }, async () => {
       while (performance.now() < end) {
         const t = performance.now();
-        const res = await fetch(`${base}/v1/${p}`, { method: "POST", headers: { "x-service-token": TOKEN, "content-type": "application/json" }, body: json });
+        const res = await fetch(`${base}/v1/${p}`, {
+          method,
+          headers: { "x-service-token": TOKEN, "content-type": "application/json" },
+          body: method === "GET" ? undefined : json,
+        });
         await res.arrayBuffer();
         if (res.status !== 200) errors++;
         latencies.push(performance.now() - t);
@@ -93,18 +98,22 @@ async function main() {
     const csr = readFileSync(path.join(csrDir, "r.pem"), "utf8");
     rmSync(csrDir, { recursive: true, force: true });
 
+    // Two reference rows first: the HTTP stack alone, and the stack plus authentication, the mount
+    // lookup and one D1 read. The issuance rows pay these too.
     const scenarios = [
+      { name: "(ref) GET sys/health", path: "sys/health", body: {}, seconds: Math.min(SECONDS, 2), method: "GET" },
+      { name: "(ref) GET bench/config/urls", path: "bench/config/urls", body: {}, seconds: Math.min(SECONDS, 2), method: "GET" },
       { name: "(a) issue EC P-256", path: "bench/issue/ec", body: { common_name: "a.bench.example" }, seconds: SECONDS },
       { name: "(b) sign EC P-256 CSR", path: "bench/sign/ec", body: { csr, common_name: "b.bench.example" }, seconds: SECONDS },
       { name: "(c) issue RSA-2048", path: "bench/issue/rsa", body: { common_name: "c.bench.example" }, seconds: RSA_SECONDS },
     ];
     // Warm-up: first requests compile code paths and open the D1/DO connections.
-    for (const s of scenarios) await load(base, s.path, s.body, 2, 0.5);
+    for (const s of scenarios) await load(base, s.path, s.body, 2, 0.5, s.method);
 
     const rows = [];
     for (const s of scenarios) {
       for (const c of CONCURRENCY) {
-        const r = await load(base, s.path, s.body, c, s.seconds);
+        const r = await load(base, s.path, s.body, c, s.seconds, s.method);
         const sorted = [...r.latencies].sort((x, y) => x - y);
         rows.push({
           scenario: s.name,
@@ -120,13 +129,16 @@ async function main() {
     console.log("\nLanyard PKI benchmark (local workerd, this machine)\n");
     console.table(rows);
     const floor = await (await fetch(`${floorBase}/?n=2000`)).json();
+    console.log(`\nIn-runtime CPU per EC P-256 leaf (workerd, ${floor.iterations} iterations, no I/O):`);
+    console.table([
+      { path: "WebCrypto floor: key pair + export + 1 signature", "ms/cert": +floor.floorMs.toFixed(3), "x floor": 1 },
+      { path: "engine: + SKI, subject, extensions, TBS encoding, PEM", "ms/cert": +floor.engineMs.toFixed(3), "x floor": +(floor.engineMs / floor.floorMs).toFixed(1) },
+      { path: "same with @peculiar/x509's encoder", "ms/cert": +floor.libraryMs.toFixed(3), "x floor": +(floor.libraryMs / floor.floorMs).toFixed(1) },
+    ]);
     const a1 = rows.find((r) => r.scenario.startsWith("(a)") && r.concurrency === 1);
-    console.log(
-      `WebCrypto floor of (a) inside workerd: ${floor.msPerOp.toFixed(3)} ms per P-256 key pair + export + one ECDSA signature (${(1000 / floor.msPerOp).toFixed(0)} ops/s, ${floor.iterations} iterations)`,
-    );
     if (a1) {
       const perCert = 1000 / a1["req/s"];
-      console.log(`(a) at concurrency 1: ${perCert.toFixed(2)} ms per certificate end to end = ${(perCert / floor.msPerOp).toFixed(1)}x the floor`);
+      console.log(`(a) at concurrency 1 over HTTP: ${perCert.toFixed(2)} ms per certificate end to end (D1, Durable Object and HTTP included).`);
     }
   } finally {
     await worker.dispose();

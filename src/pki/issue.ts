@@ -130,27 +130,20 @@ export async function issueLeaf(
 
   const aia = resolveAia(issuer.id, issuer.aia, cfg.urls, cfg.cluster);
 
-  let spki: Uint8Array<ArrayBuffer>;
-  let pkcs8: Uint8Array<ArrayBuffer> | null = null;
-  let keyType = "";
-  if (csr) {
-    spki = csr.spki;
-  } else {
-    const spec = validateKeySpec(role.key_type, role.key_bits, role.signature_bits, true);
-    const pair = await generateKeyPair(spec.keyType as "rsa" | "ec" | "ed25519", spec.keyBits);
-    spki = pair.spki;
-    pkcs8 = pair.pkcs8;
-    keyType = spec.keyType;
-  }
-
+  // The serial reservation (a Durable Object round trip) overlaps with key generation and
+  // opening the CA key: everything that can fail on bad input has been checked by now.
+  const spec = csr ? null : validateKeySpec(role.key_type, role.key_bits, role.signature_bits, true);
   const issuerSpki = base64ToBytes(issuer.publicKey);
-  const [serialHex, issuerPkcs8, leafFacts, issuerFacts] = await Promise.all([
+  const [serialHex, signer, pair, issuerFacts] = await Promise.all([
     reserveSerial(ctx.env, ctx.mount),
-    unsealPrivateKey(ctx.env, key),
-    publicKeyFacts(spki),
+    unsealPrivateKey(ctx.env, key).then((pk) => importSigner(pk, issuerSpki, role.signature_bits, role.use_pss)),
+    spec ? generateKeyPair(spec.keyType as "rsa" | "ec" | "ed25519", spec.keyBits) : null,
     publicKeyFacts(issuerSpki),
   ]);
-  const signer = await importSigner(issuerPkcs8, issuerSpki, role.signature_bits, role.use_pss);
+  const spki = csr ? csr.spki : (pair?.spki ?? new Uint8Array(0));
+  const pkcs8 = pair?.pkcs8 ?? null;
+  const keyType = spec?.keyType ?? "";
+  const leafFacts = await publicKeyFacts(spki);
   const subject = encodeName(names.subject);
   const der = await signCertificate({
     serialHex,
