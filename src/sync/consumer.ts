@@ -2,8 +2,8 @@
  * The sync queue's consumer (DESIGN.md "Queue sync"; code-models §4.7).
  *
  * INVARIANTS
- * - Every message is handled on its own: one try/catch each, and each is acked or retried
- *   explicitly. No error escapes the handler (that would retry the whole batch).
+ * - Every message is handled on its own (concurrently within a batch): one try/catch each, and
+ *   each is acked or retried explicitly. No error escapes the handler (that would retry the whole batch).
  * - A message carries ids only. The handler reloads the association (or destination) and lets
  *   the engine converge it to the latest intent (./engine.ts), so handling is idempotent: a
  *   message delivered twice finds the generation already done and is acked; a late retry
@@ -55,12 +55,16 @@ export async function handleSyncBatch(batch: MessageBatch<unknown>, env: Env): P
     for (const msg of batch.messages) msg.retry({ delaySeconds: 60 });
     return;
   }
-  for (const msg of batch.messages) {
-    try {
-      await handle(deps, msg);
-    } catch (e) {
-      console.error(`sync consumer: message ${msg.id} failed:`, e instanceof Error ? `${e.name}: ${e.message}` : "unknown error");
-      msg.retry({ delaySeconds: backoffSeconds(msg.attempts) });
-    }
-  }
+  // Messages of a batch run concurrently: each association has its own lease, and two messages
+  // for the same one simply meet it busy (the second retries shortly).
+  await Promise.all(
+    batch.messages.map(async (msg) => {
+      try {
+        await handle(deps, msg);
+      } catch (e) {
+        console.error(`sync consumer: message ${msg.id} failed:`, e instanceof Error ? `${e.name}: ${e.message}` : "unknown error");
+        msg.retry({ delaySeconds: backoffSeconds(msg.attempts) });
+      }
+    }),
+  );
 }
