@@ -36,9 +36,11 @@ export function randomSerialHex(): string {
 export class Authority extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    ctx.storage.sql.exec(
-      "CREATE TABLE IF NOT EXISTS serials (serial TEXT PRIMARY KEY, reserved_at INTEGER NOT NULL)",
-    );
+    this.createTables();
+  }
+
+  private createTables(): void {
+    this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS serials (serial TEXT PRIMARY KEY, reserved_at INTEGER NOT NULL)");
   }
 
   /** Reserves `count` fresh serials (hex, minimal encoding) for this mount. */
@@ -65,8 +67,9 @@ export class Authority extends DurableObject<Env> {
     return this.ctx.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM serials").one().n;
   }
 
-  /** Forgets everything: the mount is being disabled. */
+  /** Forgets everything: the mount is being disabled. The object stays usable (empty). */
   async purge(): Promise<void> {
     await this.ctx.storage.deleteAll();
+    this.createTables();
   }
 }

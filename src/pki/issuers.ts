@@ -300,7 +300,13 @@ export async function importIssuersAndKeys(db: Db, env: Env, mountId: string, in
   }
   if (issuersCfg.default !== cfg.issuers.default) {
     stmts.push(putConfigStmt(db, mountId, "issuers", issuersCfg));
-    for (const i of issuers) if (i.id === issuersCfg.default || i.id === cfg.issuers.default) i.lastModified = now;
+    // Becoming or ceasing to be the default changes what ca/pem serves (§1.6 Last-Modified).
+    for (const i of issuers) {
+      if ((i.id === issuersCfg.default || i.id === cfg.issuers.default) && !newIssuers.includes(i)) {
+        i.lastModified = now;
+        stmts.push(updateIssuerStmt(db, mountId, i.id, { lastModified: now }));
+      }
+    }
   }
   const keysCfg = { ...cfg.keys };
   if ((keysCfg.default === "" || !keys.some((k) => k.id === keysCfg.default)) && keys[0]) {

@@ -9,7 +9,7 @@ import { base64ToBytes } from "../../util/encoding";
 import { certDerFromPem, chainPems } from "../issuers";
 import { normalizeSerial, toPem } from "../pem";
 import { getAllConfig, getCert, listCertSerials, listIssuers, putConfigStmt, runBatch, type IssuerRow, type UrlsConfig } from "../store";
-import { mountOf, paginate, raw } from "./common";
+import { mountOf, notModified, paginate, raw, withLastModified } from "./common";
 import { checkAiaUrls } from "./issuers";
 
 async function defaultIssuer(req: Req): Promise<{ issuer: IssuerRow | null; all: IssuerRow[] }> {
@@ -35,9 +35,12 @@ async function readCert(req: Req) {
   }
   if (what === "ca") {
     const { issuer } = await defaultIssuer(req);
+    const unchanged = issuer ? notModified(req, issuer.lastModified) : null;
+    if (unchanged) return unchanged;
     if (rawPart) {
       if (!issuer) return raw(null, "");
-      return pemPart ? raw(issuer.certificate.trim(), "application/pem-certificate-chain") : raw(certDerFromPem(issuer.certificate), "application/pkix-cert");
+      const res = pemPart ? raw(issuer.certificate.trim(), "application/pem-certificate-chain") : raw(certDerFromPem(issuer.certificate), "application/pkix-cert");
+      return withLastModified(res, issuer.lastModified);
     }
     if (!issuer) throw badRequest("no default issuer currently configured");
     return { data: { certificate: issuer.certificate.trim(), ...emptyRevocation } };
@@ -74,7 +77,8 @@ export const certRoutes = [
     handlers: {
       async read(req) {
         const { issuer } = await defaultIssuer(req);
-        return issuer ? raw(certDerFromPem(issuer.certificate), "application/pkix-cert") : raw(null, "");
+        if (!issuer) return raw(null, "");
+        return notModified(req, issuer.lastModified) ?? withLastModified(raw(certDerFromPem(issuer.certificate), "application/pkix-cert"), issuer.lastModified);
       },
     },
   }),
@@ -84,7 +88,8 @@ export const certRoutes = [
     handlers: {
       async read(req) {
         const { issuer } = await defaultIssuer(req);
-        return raw(issuer ? issuer.certificate.trim() : null, "application/pem-certificate-chain");
+        if (!issuer) return raw(null, "");
+        return notModified(req, issuer.lastModified) ?? withLastModified(raw(issuer.certificate.trim(), "application/pem-certificate-chain"), issuer.lastModified);
       },
     },
   }),

@@ -29,3 +29,23 @@ export function paginate(keys: string[], req: Req): string[] {
   if (Number.isFinite(limit) && limit > 0) out = out.slice(0, limit);
   return out;
 }
+
+/**
+ * Conditional GET on CA paths (pki-engine.md §1.6): 304 when the object's last modification is
+ * strictly before If-Modified-Since. HTTP dates carry whole seconds, so the comparison does too.
+ */
+export function notModified(req: Req, lastModifiedMs: number): Response | null {
+  const header = req.headers.get("if-modified-since");
+  if (!header || !lastModifiedMs) return null;
+  const since = Date.parse(header);
+  if (Number.isNaN(since)) return null;
+  const last = Math.floor(lastModifiedMs / 1000) * 1000;
+  if (last >= since) return null;
+  return new Response(null, { status: 304, headers: { "last-modified": new Date(last).toUTCString() } });
+}
+
+/** Adds Last-Modified to a raw reply (so clients can send If-Modified-Since). */
+export function withLastModified(res: Response, lastModifiedMs: number): Response {
+  if (res.status === 200 && lastModifiedMs) res.headers.set("last-modified", new Date(lastModifiedMs).toUTCString());
+  return res;
+}

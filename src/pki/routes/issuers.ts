@@ -29,7 +29,7 @@ import {
   type IssuerRow,
   type Stmt,
 } from "../store";
-import { mountOf, paginate, raw } from "./common";
+import { mountOf, notModified, paginate, raw, withLastModified } from "./common";
 import type { IssuerAia } from "../../db/schema/pki";
 import { parseCertificate } from "../x509";
 
@@ -285,6 +285,8 @@ export const issuerRoutes = [
     handlers: {
       async read(req) {
         const { issuer, issuers } = await loadIssuer(req, req.fields.ref);
+        const unchanged = notModified(req, issuer.lastModified);
+        if (unchanged) return unchanged;
         return { data: { certificate: issuer.certificate, ca_chain: chainPems(issuer, issuers), issuer_id: issuer.id, issuer_name: issuer.name } };
       },
     },
@@ -296,7 +298,7 @@ export const issuerRoutes = [
     handlers: {
       async read(req) {
         const { issuer } = await loadIssuer(req, req.fields.ref);
-        return raw(certDerFromPem(issuer.certificate), "application/pkix-cert");
+        return notModified(req, issuer.lastModified) ?? withLastModified(raw(certDerFromPem(issuer.certificate), "application/pkix-cert"), issuer.lastModified);
       },
     },
   }),
@@ -307,7 +309,7 @@ export const issuerRoutes = [
     handlers: {
       async read(req) {
         const { issuer } = await loadIssuer(req, req.fields.ref);
-        return raw(issuer.certificate, "application/pem-certificate-chain");
+        return notModified(req, issuer.lastModified) ?? withLastModified(raw(issuer.certificate, "application/pem-certificate-chain"), issuer.lastModified);
       },
     },
   }),
