@@ -188,7 +188,9 @@ export async function generateRoot(ctx: IssueContext, f: FieldValues<typeof root
     notBeforeDuration: f.not_before_duration,
     notBefore: "",
     issuer: null,
-    refuseOverMax: false,
+    // CONTRACT.md: a ttl above the engine's max_ttl is refused (upstream caps it); a long-lived
+    // root uses not_after, which max_ttl does not cap.
+    refuseOverMax: true,
   });
   warnings.push(...validity.warnings);
   const subject = encodeName(names.subject);

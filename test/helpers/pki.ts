@@ -7,14 +7,17 @@ x509.cryptoProvider.set(crypto);
 
 export { x509 };
 
-/** A fresh PKI mount with an EC P-256 root named "root-ca"; returns the mount path and root PEM. */
+/**
+ * A fresh PKI mount with an EC P-256 root named "root-ca" (valid until 2035 unless a ttl is
+ * given); returns the mount path, the root PEM and its issuer id.
+ */
 export async function pkiWithRoot(opts: { keyType?: string; keyBits?: number; ttl?: string; cn?: string } = {}) {
   const path = await mount("pki");
   const r = await write(`${path}/root/generate/internal`, {
     common_name: opts.cn ?? "Test Root CA",
     key_type: opts.keyType ?? "ec",
     key_bits: opts.keyBits ?? 256,
-    ttl: opts.ttl ?? "8760h",
+    ...(opts.ttl ? { ttl: opts.ttl } : { not_after: "2035-01-01T00:00:00Z" }),
     issuer_name: "root-ca",
   });
   return { path, root: r.body.data.certificate as string, issuerId: r.body.data.issuer_id as string };

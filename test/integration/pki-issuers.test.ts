@@ -35,6 +35,7 @@ describe("root generation", () => {
       ["root/generate/internal", { issuer_name: "bad name" }, "issuer name contained invalid characters"],
       ["root/generate/internal", { ttl: "1h", not_after: "2030-01-01T00:00:00Z" }, "Either ttl or not_after"],
       ["root/generate/internal", { not_after: "tomorrow" }, "not_after"],
+      ["root/generate/internal", { ttl: "769h" }, "is longer than the maximum allowed ttl"],
       ["root/generate/existing", { key_type: "ec" }, "key_type nor key_bits arguments can be set"],
       ["root/generate/existing", { key_ref: "nokey" }, "unable to find PKI key for reference: nokey"],
     ];
@@ -123,6 +124,7 @@ describe("issuers and the default rules", () => {
       [{ leaf_not_after_behavior: "maybe" }, "Unknown value for field `leaf_not_after_behavior`"],
       [{ usage: "signing" }, "Unable to parse specified usages"],
       [{ revocation_signature_algorithm: "MD5WithRSA" }, "MD5WithRSA"],
+      [{ revocation_signature_algorithm: "SHA256WithRSA" }, "cannot be used with this issuer's ec key"],
       [{ ocsp_servers: "not a url" }, "invalid URL found in Authority Information Access (AIA) parameter ocsp_servers: not a url"],
       [{ issuer_name: "" }, "expected non-empty issuer name"],
       [{ manual_chain: "ghost" }, "unable to find PKI issuer"],

@@ -5,7 +5,8 @@
 import { badRequest, notFound } from "../../http/errors";
 import { defineFields } from "../../http/fields";
 import { route, type Req } from "../../http/route";
-import { toPkcs8 } from "../asn1";
+import { publicKeyFacts, toPkcs8 } from "../asn1";
+import { base64ToBytes } from "../../util/encoding";
 import { DerError } from "../der";
 import {
   ALL_USAGES,
@@ -133,6 +134,12 @@ async function writeIssuer(req: Req<typeof issuerFields>, patch: boolean) {
     const lower = v.toLowerCase() === "pureed25519" ? "ed25519" : v.toLowerCase();
     const hit = v === "" ? "" : REVOCATION_ALGORITHMS.find((a) => a.toLowerCase() === lower);
     if (hit === undefined) throw badRequest(`Unknown signature algorithm: ${v}`);
+    if (hit !== "") {
+      // The algorithm must suit the issuer's key (upstream fails later, with a 500).
+      const { type } = await publicKeyFacts(base64ToBytes(issuer.publicKey));
+      const family = hit.includes("RSA") ? "rsa" : hit.startsWith("ECDSA") ? "ec" : "ed25519";
+      if (family !== type) throw badRequest(`revocation_signature_algorithm: ${hit} cannot be used with this issuer's ${type} key`);
+    }
     next.revocationSignatureAlgorithm = hit;
   }
   if (given("manual_chain") || !patch) {
