@@ -78,6 +78,12 @@ export const intermediateFields = defineFields({
   add_basic_constraints: { type: "bool", description: "Request CA:true in the CSR.", default: false },
 });
 
+/** intermediate/cross-sign: the intermediate fields, always with an existing key. */
+export const crossSignFields = defineFields({
+  ...intermediateFields,
+  type: { type: "string", description: "Always existing.", default: "existing" },
+});
+
 export const signIntermediateFields = defineFields({
   ...subjectFields,
   ...validityFields,

@@ -135,6 +135,18 @@ describe("sign-intermediate", () => {
     expect(refused.body.errors[0]).toContain("path length");
   });
 
+  it("intermediate/cross-sign makes a CSR for an existing key, which another root signs", async () => {
+    const { path, issuerId } = await pkiWithRoot();
+    const keyId = (await read(`${path}/issuer/${issuerId}`)).body.data.key_id;
+    const csr = await write(`${path}/intermediate/cross-sign`, { common_name: "Test Root CA", key_ref: keyId });
+    expect(csr.body.data.key_id).toBe(keyId);
+    const other = await pkiWithRoot({ cn: "Other Root" });
+    const cross = await write(`${other.path}/root/sign-intermediate`, { csr: csr.body.data.csr, use_csr_values: true, ttl: "1h" });
+    await expectSignedBy(cross.body.data.certificate, other.root);
+    expect(parseCert(cross.body.data.certificate).publicKey.rawData).toEqual(parseCert((await read(`${path}/issuer/${issuerId}`)).body.data.certificate).publicKey.rawData);
+    expect((await write(`${path}/intermediate/cross-sign`, { key_type: "ec" }, {}, 400)).body.errors[0]).toContain("key_type nor key_bits");
+  });
+
   it("refuses a missing CSR or CN and a ttl above the mount maximum", async () => {
     const { path } = await pkiWithRoot();
     expect((await write(`${path}/root/sign-intermediate`, { common_name: "x" }, {}, 400)).body.errors[0]).toContain("csr");

@@ -6,7 +6,7 @@
 import { route } from "../../http/route";
 import { pkiConfig, pkiIssuers, pkiKeys } from "../../db/schema";
 import { and, eq } from "drizzle-orm";
-import { generateIntermediate, generateRoot, intermediateFields, rootFields, signIntermediate, signIntermediateFields } from "../generate";
+import { crossSignFields, generateIntermediate, generateRoot, intermediateFields, rootFields, signIntermediate, signIntermediateFields } from "../generate";
 import { ctxOf, mountOf } from "./common";
 
 export const generateRoutes = [
@@ -34,6 +34,14 @@ export const generateRoutes = [
     pattern: "issuers/generate/intermediate/:type",
     fields: intermediateFields,
     handlers: { update: (req) => generateIntermediate(ctxOf(req), req.fields, (n) => req.has(n as keyof typeof intermediateFields & string)) },
+  }),
+  route({
+    // A CSR for an existing key of the mount, to have it cross-signed elsewhere (§4.3).
+    pattern: "intermediate/cross-sign",
+    fields: crossSignFields,
+    handlers: {
+      update: (req) => generateIntermediate(ctxOf(req), { ...req.fields, type: "existing" }, (n) => req.has(n as keyof typeof crossSignFields & string)),
+    },
   }),
   route({
     pattern: "root/sign-intermediate",
