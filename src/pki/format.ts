@@ -64,12 +64,17 @@ export interface CertOutput {
   ca_chain: string[];
 }
 
-/** certificate / issuing_ca / ca_chain per format; pem_bundle joins key, leaf and chain. */
+/**
+ * certificate / issuing_ca / ca_chain per format. pem_bundle joins the key (issue only), the
+ * leaf and the chain — except that, as the spec's issue and sign tables say, the issuing CA is
+ * left out when it is a self-signed root (upstream's code appends it anyway, pki-engine.md
+ * §9.2 item 17; the spec wins, CONTRACT.md).
+ */
 export function certOutput(leafDer: Uint8Array, issuer: IssuerRow, chain: IssuerRow[], format: CertFormat, key: FormattedKey | null): CertOutput {
   const leaf = encodeCert(leafDer, format);
   const caChain = chain.map((i) => encodeIssuer(i, format));
   const issuingCa = encodeIssuer(issuer, format);
   if (format !== "pem_bundle") return { certificate: leaf, issuing_ca: issuingCa, ca_chain: caChain };
-  const parts = [...(key ? [key.bundlePem] : []), leaf, ...caChain];
+  const parts = [...(key ? [key.bundlePem] : []), leaf, ...(isSelfSigned(issuer) ? [] : caChain)];
   return { certificate: parts.join("\n"), issuing_ca: issuingCa, ca_chain: caChain };
 }
