@@ -351,7 +351,9 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
     mountMaxTtl: maxTtl,
     notBeforeDuration: f.not_before_duration,
     notBefore: "",
-    issuer: { notAfter: issuer.notAfter, behavior: "permit" },
+    // The spec: "By default the signed certificate's notAfter is truncated to the signing
+    // issuer's notAfter" (OpenBao permits instead, pki-engine.md §9.1; the spec wins).
+    issuer: { notAfter: issuer.notAfter, behavior: "truncate" },
     refuseOverMax: true,
   });
   warnings.push(...validity.warnings);
@@ -400,6 +402,8 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
         issuerSki: issuerFacts.ski,
         maxPathLength: pathLen,
         keyUsage,
+        additiveKeyUsage: true,
+        extraKeyUsageBits: f.use_csr_values ? (csr.keyUsage ?? []) : [],
         extKeyUsage: f.ext_key_usage,
         extKeyUsageOids: f.ext_key_usage_oids,
         permittedDnsDomains: f.permitted_dns_domains,

@@ -60,7 +60,12 @@ export function permissiveRole(base: Role): Role {
 
 function csrSubjectFields(csr: CsrInfo | null): { cn: string; serial: string; uids: string[] } {
   if (!csr) return { cn: "", serial: "", uids: [] };
-  const attrs = nameAttributes(csr.subject);
+  let attrs: { type: string; value: string }[];
+  try {
+    attrs = nameAttributes(csr.subject);
+  } catch {
+    throw badRequest("csr: the certificate request's subject could not be read");
+  }
   return {
     cn: attrs.find((a) => a.type === OID.commonName)?.value ?? "",
     serial: attrs.find((a) => a.type === OID.serialNumber)?.value ?? "",

@@ -151,6 +151,13 @@ export interface CaProfile {
   issuerSki: Uint8Array;
   maxPathLength: number;
   keyUsage: string[];
+  /**
+   * Root generation honours only DigitalSignature from `keyUsage` (pki-engine.md §1.10);
+   * sign-intermediate adds every requested usage to CertSign and CRLSign (spec "Sign
+   * intermediate", key_usage), plus `extraKeyUsageBits` (the CSR's, with use_csr_values).
+   */
+  additiveKeyUsage?: boolean;
+  extraKeyUsageBits?: number[];
   extKeyUsage: string[];
   extKeyUsageOids: string[];
   permittedDnsDomains: string[];
@@ -162,8 +169,12 @@ export interface CaProfile {
  * when requested; CA:true with the path length when one is set (RFC 5280 §4.2.1.9).
  */
 export function caExtensions(p: CaProfile): ExtensionDer[] {
-  const bits = [5, 6];
-  if (keyUsageBits(p.keyUsage).includes(0)) bits.unshift(0);
+  const requested = keyUsageBits(p.keyUsage);
+  const bits = p.additiveKeyUsage
+    ? [...new Set([5, 6, ...requested, ...(p.extraKeyUsageBits ?? [])])].sort((a, b) => a - b)
+    : requested.includes(0)
+      ? [0, 5, 6]
+      : [5, 6];
   const eku = extKeyUsageOids({
     server_flag: false,
     client_flag: false,

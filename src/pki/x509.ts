@@ -326,6 +326,8 @@ export interface CsrInfo {
   /** Extensions requested in the CSR, as DER (copied by sign-intermediate with use_csr_values). */
   extensions: ExtensionDer[];
   isCa: boolean;
+  /** Key usage bits requested in the CSR (RFC 5280 §4.2.1.3), or null without the extension. */
+  keyUsage: number[] | null;
 }
 
 /** Parses and verifies a PEM or DER PKCS#10 request; the message says what is wrong. */
@@ -355,17 +357,24 @@ export async function parseCsr(der: Uint8Array<ArrayBuffer>): Promise<CsrInfo> {
   if (!valid) throw new X509Error("certificate request signature is invalid");
   let sans: SanSpec | null = null;
   let isCa = false;
+  let keyUsage: number[] | null = null;
   const extensions: ExtensionDer[] = [];
-  for (const ext of csr.extensions) {
-    const value = new Uint8Array(ext.value);
-    extensions.push({ oid: ext.type, critical: ext.critical, value });
-    if (ext.type === OID.subjectAltName) sans = parseGeneralNames(value);
-    if (ext.type === OID.basicConstraints) {
-      const first = children(parse(value))[0];
-      isCa = first !== undefined && first.tag === TAG.BOOLEAN && (first.content[0] ?? 0) !== 0;
+  try {
+    for (const ext of csr.extensions) {
+      const value = new Uint8Array(ext.value);
+      extensions.push({ oid: ext.type, critical: ext.critical, value });
+      if (ext.type === OID.subjectAltName) sans = parseGeneralNames(value);
+      if (ext.type === OID.keyUsage) keyUsage = bitsOf(expectTag(parse(value), TAG.BIT_STRING, "key usage").content);
+      if (ext.type === OID.basicConstraints) {
+        const first = children(parse(value))[0];
+        isCa = first !== undefined && first.tag === TAG.BOOLEAN && (first.content[0] ?? 0) !== 0;
+      }
     }
+  } catch (e) {
+    // A malformed extension is the client's error, not ours.
+    throw new X509Error(`certificate request has a malformed extension: ${e instanceof Error ? e.message : String(e)}`);
   }
-  return { subject: new Uint8Array(csr.subjectName.toArrayBuffer()), spki, facts, sans, extensions, isCa };
+  return { subject: new Uint8Array(csr.subjectName.toArrayBuffer()), spki, facts, sans, extensions, isCa, keyUsage };
 }
 
 export { CURVE_OID };

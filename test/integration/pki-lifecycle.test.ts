@@ -147,6 +147,23 @@ describe("sign-intermediate", () => {
     expect((await write(`${path}/intermediate/cross-sign`, { key_type: "ec" }, {}, 400)).body.errors[0]).toContain("key_type nor key_bits");
   });
 
+  it("adds requested key usages to CertSign/CRLSign and truncates notAfter to the signer's (spec)", async () => {
+    const rootMount = await mount("pki");
+    const root = await write(`${rootMount}/root/generate/internal`, { common_name: "Short Root", key_type: "ec", ttl: "48h" });
+    const intMount = await mount("pki");
+    const csr = await write(`${intMount}/intermediate/generate/internal`, { common_name: "I", key_type: "ec" });
+    const signed = await write(`${rootMount}/root/sign-intermediate`, {
+      csr: csr.body.data.csr,
+      common_name: "I",
+      ttl: "700h",
+      key_usage: "DigitalSignature,KeyEncipherment",
+    });
+    const cert = parseCert(signed.body.data.certificate);
+    const F = x509.KeyUsageFlags;
+    expect(cert.getExtension(x509.KeyUsagesExtension)?.usages).toBe(F.digitalSignature | F.keyEncipherment | F.keyCertSign | F.cRLSign);
+    expect(cert.notAfter.getTime()).toBe(parseCert(root.body.data.certificate).notAfter.getTime());
+  });
+
   it("refuses a missing CSR or CN and a ttl above the mount maximum", async () => {
     const { path } = await pkiWithRoot();
     expect((await write(`${path}/root/sign-intermediate`, { common_name: "x" }, {}, 400)).body.errors[0]).toContain("csr");
