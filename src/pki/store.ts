@@ -94,11 +94,26 @@ export interface ClusterConfig {
   aia_path: string;
 }
 
+/** config/crl (pki-engine.md §6.3). Durations are kept as the strings the user wrote. */
+export interface CrlConfig {
+  expiry: string;
+  disable: boolean;
+  ocsp_disable: boolean;
+  ocsp_expiry: string;
+  auto_rebuild: boolean;
+  auto_rebuild_grace_period: string;
+  enable_delta: boolean;
+  delta_rebuild_interval: string;
+  allow_expired_cert_revocation: boolean;
+  max_crl_entries: number;
+}
+
 export interface ConfigShapes {
   issuers: IssuersConfig;
   keys: KeysConfig;
   urls: UrlsConfig;
   cluster: ClusterConfig;
+  crl: CrlConfig;
 }
 
 export const CONFIG_DEFAULTS: ConfigShapes = {
@@ -106,6 +121,18 @@ export const CONFIG_DEFAULTS: ConfigShapes = {
   keys: { default: "" },
   urls: { issuing_certificates: [], crl_distribution_points: [], delta_crl_distribution_points: [], ocsp_servers: [], enable_templating: false },
   cluster: { path: "", aia_path: "" },
+  crl: {
+    expiry: "72h",
+    disable: false,
+    ocsp_disable: false,
+    ocsp_expiry: "12h",
+    auto_rebuild: false,
+    auto_rebuild_grace_period: "12h",
+    enable_delta: false,
+    delta_rebuild_interval: "15m",
+    allow_expired_cert_revocation: false,
+    max_crl_entries: 100000,
+  },
 };
 
 export async function getConfig<K extends keyof ConfigShapes>(db: Db, mountId: string, name: K): Promise<ConfigShapes[K]> {
@@ -174,7 +201,7 @@ export async function listRoles(db: Db, mountId: string): Promise<{ name: string
 
 // -- certificates -----------------------------------------------------------------------------
 
-export const insertCertStmt = (db: Db, row: CertRow): Stmt => db.insert(pkiCerts).values(row);
+export const insertCertStmt = (db: Db, row: typeof pkiCerts.$inferInsert): Stmt => db.insert(pkiCerts).values(row);
 
 export async function getCert(db: Db, mountId: string, serial: string): Promise<CertRow | null> {
   const rows = await db.select().from(pkiCerts).where(and(eq(pkiCerts.mountId, mountId), eq(pkiCerts.serial, serial)));

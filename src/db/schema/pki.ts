@@ -103,6 +103,58 @@ export const pkiCerts = sqliteTable(
     /** Unix seconds. */
     notAfter: integer("not_after").notNull(),
     createdAt: integer("created_at").notNull(),
+    /** Sealed cert_metadata (spec "Issue": base64 value tied to the serial); null when none. */
+    metadata: text("metadata"),
   },
   (t) => [uniqueIndex("pki_certs_mount_serial").on(t.mountId, t.serial)],
+);
+
+/**
+ * Revoked certificates of the mount (pki-engine.md §5, §6.2). `id` is a mount-wide, strictly
+ * growing sequence: a complete CRL records the highest id it covered (`pki_crls.max_seq`), and a
+ * delta CRL lists exactly the entries above it. Revoked issuers get a row here too when their
+ * certificate was stored by this mount.
+ */
+export const pkiRevoked = sqliteTable(
+  "pki_revoked",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    mountId: text("mount_id").notNull(),
+    /** Colon-separated lowercase hex, as in pki_certs. */
+    serial: text("serial").notNull(),
+    /** The issuer whose key signed the certificate; "" when none of the mount's issuers did. */
+    issuerId: text("issuer_id").notNull(),
+    /** Unix seconds. */
+    revocationTime: integer("revocation_time").notNull(),
+    /** Unix seconds: the certificate's notAfter (tidy removes entries past it plus a buffer). */
+    notAfter: integer("not_after").notNull(),
+    /** base64 DER of the revoked certificate. */
+    der: text("der").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("pki_revoked_mount_serial").on(t.mountId, t.serial), index("pki_revoked_mount_issuer").on(t.mountId, t.issuerId)],
+);
+
+/**
+ * The last CRLs built for each issuer (pki-engine.md §6.2): one complete and one delta row per
+ * issuer. Written only by the mount's Authority Durable Object, which serializes rebuilds.
+ */
+export const pkiCrls = sqliteTable(
+  "pki_crls",
+  {
+    mountId: text("mount_id").notNull(),
+    issuerId: text("issuer_id").notNull(),
+    /** "complete" or "delta". */
+    kind: text("kind").notNull(),
+    /** The CRL number (RFC 5280 §5.2.3); complete and delta CRLs share the counter. */
+    number: integer("number").notNull(),
+    /** base64 DER of the signed CRL. */
+    der: text("der").notNull(),
+    /** The highest pki_revoked.id covered by the complete CRL this one belongs to. */
+    maxSeq: integer("max_seq").notNull(),
+    /** Unix milliseconds. */
+    thisUpdate: integer("this_update").notNull(),
+    nextUpdate: integer("next_update").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.mountId, t.issuerId, t.kind] })],
 );
