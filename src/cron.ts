@@ -3,6 +3,7 @@
  * job runs on its own: one failing job is logged and does not stop the others. Engines add
  * their jobs to JOBS (the PKI engine: CRL rebuild, tidy).
  */
+import { pkiAutoTidyJob } from "./pki/tidy-cron";
 import { syncReconcileJob } from "./sync/cron";
 
 export interface CronJob {
@@ -10,7 +11,10 @@ export interface CronJob {
   run(env: Env, controller: ScheduledController): Promise<void>;
 }
 
-export const JOBS: CronJob[] = [{ name: "sync-reconcile", run: (env) => syncReconcileJob(env) }];
+export const JOBS: CronJob[] = [
+  { name: "sync-reconcile", run: (env) => syncReconcileJob(env) },
+  { name: "pki-auto-tidy", run: (env) => pkiAutoTidyJob(env) },
+];
 
 export async function runScheduled(controller: ScheduledController, env: Env): Promise<void> {
   const results = await Promise.allSettled(JOBS.map((j) => j.run(env, controller)));

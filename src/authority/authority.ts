@@ -17,6 +17,9 @@
  * Part 2 of the engine adds CRL numbering and rebuild coordination here.
  */
 import { DurableObject } from "cloudflare:workers";
+import type { TidyParams, AutoTidyConfig } from "../pki/tidy";
+import type { MountRow } from "../sys/mount-store";
+import { TidyRunner, type TidySnapshot } from "./tidy-runner";
 
 /** The most serials one call may reserve; callers batch below it. */
 export const MAX_SERIALS_PER_CALL = 1000;
@@ -69,7 +72,37 @@ export class Authority extends DurableObject<Env> {
 
   /** Forgets everything: the mount is being disabled. The object stays usable (empty). */
   async purge(): Promise<void> {
+    await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.createTables();
+  }
+
+  // -- tidy (pki-engine.md §6.7; invariants in ./tidy-runner.ts) ------------------------------
+
+  private tidyRunner(): TidyRunner {
+    return new TidyRunner(this.ctx.storage, this.env);
+  }
+
+  /** Starts a tidy of this mount; false when one is already running. */
+  tidyStart(mount: MountRow, params: TidyParams): Promise<boolean> {
+    return this.tidyRunner().start(mount, params, false);
+  }
+
+  tidyStatus(): Promise<TidySnapshot> {
+    return this.tidyRunner().status();
+  }
+
+  tidyCancel(): Promise<{ running: boolean; snapshot: TidySnapshot }> {
+    return this.tidyRunner().cancel();
+  }
+
+  /** Called by the auto-tidy cron job; starts a tidy when one is due. */
+  tidyAutoTick(mount: MountRow, config: AutoTidyConfig): Promise<boolean> {
+    return this.tidyRunner().autoTick(mount, config);
+  }
+
+  /** The DO's single alarm drives the tidy job, one step per invocation. */
+  override async alarm(): Promise<void> {
+    await this.tidyRunner().onAlarm();
   }
 }

@@ -7,6 +7,7 @@ import { and, asc, eq, inArray } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { pkiCerts, pkiConfig, pkiIssuers, pkiKeys, pkiRoles } from "../db/schema";
+import { AUTO_TIDY_DEFAULTS, type AutoTidyConfig } from "./tidy";
 
 export type KeyRow = typeof pkiKeys.$inferSelect;
 export type IssuerRow = typeof pkiIssuers.$inferSelect;
@@ -114,6 +115,8 @@ export interface ConfigShapes {
   urls: UrlsConfig;
   cluster: ClusterConfig;
   crl: CrlConfig;
+  /** config/auto-tidy (src/pki/tidy.ts, pki-engine.md §6.7). */
+  auto_tidy: AutoTidyConfig;
 }
 
 export const CONFIG_DEFAULTS: ConfigShapes = {
@@ -133,6 +136,7 @@ export const CONFIG_DEFAULTS: ConfigShapes = {
     allow_expired_cert_revocation: false,
     max_crl_entries: 100000,
   },
+  auto_tidy: AUTO_TIDY_DEFAULTS,
 };
 
 export async function getConfig<K extends keyof ConfigShapes>(db: Db, mountId: string, name: K): Promise<ConfigShapes[K]> {

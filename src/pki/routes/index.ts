@@ -6,5 +6,6 @@ import { issueRoutes } from "./issue";
 import { issuerRoutes } from "./issuers";
 import { keyRoutes } from "./keys";
 import { roleRoutes } from "./roles";
+import { tidyRoutes } from "./tidy";
 
-export const pkiRoutes: RouteDef[] = [...issueRoutes, ...generateRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...certRoutes];
+export const pkiRoutes: RouteDef[] = [...issueRoutes, ...generateRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...certRoutes, ...tidyRoutes];
