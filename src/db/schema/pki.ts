@@ -158,3 +158,21 @@ export const pkiCrls = sqliteTable(
   },
   (t) => [primaryKey({ columns: [t.mountId, t.issuerId, t.kind] })],
 );
+
+/**
+ * The DER of a CRL too large for one D1 value (D1 caps a string at 2 MB; a 100,000-entry CRL is
+ * about 4 MB of DER): base64 slices in order. A pki_crls row whose `der` is "" is stored here.
+ * Rows are replaced together with their pki_crls row in one D1 batch (one transaction), and
+ * read with it in one batch, so a reader never mixes slices of two builds.
+ */
+export const pkiCrlChunks = sqliteTable(
+  "pki_crl_chunks",
+  {
+    mountId: text("mount_id").notNull(),
+    issuerId: text("issuer_id").notNull(),
+    kind: text("kind").notNull(),
+    idx: integer("idx").notNull(),
+    data: text("data").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.mountId, t.issuerId, t.kind, t.idx] })],
+);
