@@ -11,5 +11,7 @@ declare namespace Cloudflare {
     CLOUDTHREE_ENDPOINT?: string;
     REPOHOST_ENDPOINT?: string;
     WEBHOST_ENDPOINT?: string;
+    /** "true" lets config/external-policy use a plain http:// service URL (docs/pki-external-policy.md). */
+    EXTERNAL_POLICY_ALLOW_HTTP?: string;
   }
 }

@@ -8,6 +8,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { pkiCerts, pkiConfig, pkiIssuers, pkiKeys, pkiRoles } from "../db/schema";
 import { AUTO_TIDY_DEFAULTS, type AutoTidyConfig } from "./tidy";
+import { EXTERNAL_POLICY_DEFAULTS, EXTERNAL_POLICY_STATUS_DEFAULTS, type ExternalPolicyConfig, type ExternalPolicyStatus } from "./external-policy-config";
 
 export type KeyRow = typeof pkiKeys.$inferSelect;
 export type IssuerRow = typeof pkiIssuers.$inferSelect;
@@ -117,6 +118,10 @@ export interface ConfigShapes {
   crl: CrlConfig;
   /** config/auto-tidy (src/pki/tidy.ts, pki-engine.md §6.7). */
   auto_tidy: AutoTidyConfig;
+  /** config/external-policy (src/pki/external-policy-config.ts, pki-engine.md §7). */
+  external_policy: ExternalPolicyConfig;
+  /** The policy service's last good answer (kept apart so issuance never overwrites a config write). */
+  external_policy_status: ExternalPolicyStatus;
 }
 
 export const CONFIG_DEFAULTS: ConfigShapes = {
@@ -137,6 +142,8 @@ export const CONFIG_DEFAULTS: ConfigShapes = {
     max_crl_entries: 100000,
   },
   auto_tidy: AUTO_TIDY_DEFAULTS,
+  external_policy: EXTERNAL_POLICY_DEFAULTS,
+  external_policy_status: EXTERNAL_POLICY_STATUS_DEFAULTS,
 };
 
 export async function getConfig<K extends keyof ConfigShapes>(db: Db, mountId: string, name: K): Promise<ConfigShapes[K]> {

@@ -1,6 +1,7 @@
 /** The PKI engine's route table, in match order (specific paths before general ones). */
 import type { RouteDef } from "../../http/route";
 import { certRoutes } from "./certs";
+import { externalPolicyRoutes } from "./external-policy";
 import { generateRoutes } from "./generate";
 import { issueRoutes } from "./issue";
 import { issuerRoutes } from "./issuers";
@@ -8,4 +9,4 @@ import { keyRoutes } from "./keys";
 import { roleRoutes } from "./roles";
 import { tidyRoutes } from "./tidy";
 
-export const pkiRoutes: RouteDef[] = [...issueRoutes, ...generateRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...certRoutes, ...tidyRoutes];
+export const pkiRoutes: RouteDef[] = [...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...certRoutes, ...tidyRoutes];
