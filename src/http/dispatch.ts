@@ -37,8 +37,12 @@ interface Backend {
   relPath: string;
 }
 
-/** Splits and checks a request path: no `.`/`..` segments, no empty segments but a trailing one. */
-export function splitPath(raw: string): string[] {
+/**
+ * Splits and checks a request path: no `.`/`..` segments, no empty segments but a trailing one.
+ * An empty segment is reported rather than thrown, because a route with an opaque remainder
+ * (RouteDef.opaqueRest) accepts it; the dispatcher refuses it for every other route.
+ */
+export function inspectPath(raw: string): { segs: string[]; decoded: string; emptySegmentError: string | null } {
   let decoded: string;
   try {
     decoded = decodeURIComponent(raw);
@@ -50,9 +54,13 @@ export function splitPath(raw: string): string[] {
   for (const s of segs) {
     if (s === "." || s === "..") throw badRequest(`invalid path "${decoded}": '.' and '..' segments are not allowed`);
   }
-  if (segs.some((s, i) => s === "" && !(i === 0 && segs.length === 1))) {
-    throw badRequest(`invalid path "${decoded}": empty path segments are not allowed`);
-  }
+  const empty = segs.some((s, i) => s === "" && !(i === 0 && segs.length === 1));
+  return { segs, decoded, emptySegmentError: empty ? `invalid path "${decoded}": empty path segments are not allowed` : null };
+}
+
+export function splitPath(raw: string): string[] {
+  const { segs, emptySegmentError } = inspectPath(raw);
+  if (emptySegmentError) throw badRequest(emptySegmentError);
   return segs;
 }
 
@@ -102,7 +110,7 @@ function aclPath(tokenNsPath: string, ns: NamespaceRef, path: string, op: Operat
 export async function dispatch(request: Request, cfg: DispatchConfig): Promise<Response> {
   const url = new URL(request.url);
   const { db, requestId } = cfg;
-  const segs = splitPath(url.pathname.replace(/^\/v1\/?/, ""));
+  const { segs, decoded, emptySegmentError } = inspectPath(url.pathname.replace(/^\/v1\/?/, ""));
   const method = request.method.toUpperCase();
   let op = operationOf(method, url.searchParams);
 
@@ -122,6 +130,11 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   ]);
   const matched = backend ? matchRoute(backend.routes, backend.relPath) : null;
   const def = matched?.route.def;
+  if (emptySegmentError && !def?.opaqueRest) throw badRequest(emptySegmentError);
+  if (def?.opaqueRest && matched?.params.rest !== undefined) {
+    // Splitting and matching drop trailing slashes; an opaque remainder keeps them.
+    matched.params.rest += decoded.slice(decoded.replace(/\/+$/, "").length);
+  }
 
   // Public operations skip authentication (pki-engine.md §1.5); everything else needs a token.
   const isPublic = op !== null && def?.public?.includes(op) === true;

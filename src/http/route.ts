@@ -93,6 +93,11 @@ export interface RouteDef<F extends FieldSchema = FieldSchema> {
   exists?(req: Req<F>): Promise<boolean>;
   /** Keep the raw body (no JSON parsing), e.g. OCSP requests. */
   rawBody?: boolean;
+  /**
+   * The `*rest` parameter is opaque data, not a path: empty segments are allowed in it and its
+   * trailing slashes are kept (OCSP GET carries base64, where "//" and a final "/" occur).
+   */
+  opaqueRest?: boolean;
 }
 
 export interface CompiledRoute {
