@@ -7,7 +7,8 @@ import { badRequest } from "../http/errors";
 import { defineFields, type FieldValues } from "../http/fields";
 import { effectiveTtls } from "../sys/mounts";
 import { base64ToBytes, bytesToBase64 } from "../util/encoding";
-import { OID, encodeName, publicKeyFacts, sanExtension, sanIsEmpty, basicConstraintsExtension, type ExtensionDer } from "./asn1";
+import { OID, emptySans, encodeName, publicKeyFacts, sanExtension, sanIsEmpty, basicConstraintsExtension, type ExtensionDer } from "./asn1";
+import { isValidOid } from "./der";
 import { checkFormat, checkPrivateKeyFormat, encodeCert, formatPrivateKey, responseChain, certOutput } from "./format";
 import { certDerFromPem, checkObjectName, importIssuersAndKeys, resolveKeyIn } from "./issuers";
 import { unsealPrivateKey, sealPrivateKey } from "./keystore";
@@ -20,7 +21,8 @@ import { reserveSerial } from "./serials";
 import { getAllConfig, insertCertStmt, insertKeyStmt, listIssuers, listKeys, putConfigStmt, runBatch, type KeyRow, type Stmt } from "./store";
 import { computeValidity } from "./ttl";
 import { generateKeyPair, importSigner, parseCertificate, signCertificate, signCsr } from "./x509";
-import { loadCsr, signingIssuer, type IssueContext } from "./issue";
+import { issuerKeyId, loadCsr, signingIssuer, type IssueContext } from "./issue";
+import { OID_AKI, OID_SKI } from "./resign";
 
 const css = (description: string) => ({ type: "comma-string-slice" as const, description, default: [] as string[] });
 
@@ -174,6 +176,7 @@ export interface RootOptions {
 export async function generateRoot(ctx: IssueContext, f: FieldValues<typeof rootFields>, has: (n: string) => boolean, opts: RootOptions = {}) {
   const format = checkFormat(f.format);
   const keyFormat = checkPrivateKeyFormat(f.private_key_format);
+  checkOids("ext_key_usage_oids", f.ext_key_usage_oids);
   if (f.issuer_name !== undefined && has("issuer_name")) checkObjectName("issuer", f.issuer_name);
   if (f.key_name !== undefined && has("key_name") && f.type !== "existing") checkObjectName("key", f.key_name);
   const warnings: string[] = [];
@@ -321,19 +324,34 @@ export async function generateIntermediate(ctx: IssueContext, f: FieldValues<typ
   return { data, warnings };
 }
 
+/** OID lists from the request: a malformed OID is the client's error (400 naming the field). */
+function checkOids(field: string, oids: string[]): void {
+  for (const o of oids) if (!isValidOid(o)) throw badRequest(`${field}: "${o}" is not a valid OID`);
+}
+
 /**
- * root/sign-intermediate and issuer/:ref/sign-intermediate (part 1: the common parameters).
- * Validity may exceed the signer's (OpenBao forces `permit`, pki-engine.md §9.1).
+ * root/sign-intermediate and issuer/:ref/sign-intermediate (spec "Sign intermediate"). The
+ * notAfter is truncated to the signer's (the spec; OpenBao permits instead, pki-engine.md §9.1).
+ * With use_csr_values the CSR's subject and SAN extension are kept byte for byte, its key usages
+ * replace the requested ones on top of CertSign/CRLSign, and its other extensions are copied
+ * over the generated ones with the same OID (as Go's ExtraExtensions do upstream).
  */
 export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof signIntermediateFields>, issuerRef: string) {
   const format = checkFormat(f.format);
+  checkOids("ext_key_usage_oids", f.ext_key_usage_oids);
   const csr = await loadCsr(f.csr);
+  if (csr.facts.type === "rsa" && csr.facts.bits < 2048) {
+    throw badRequest(`csr: RSA keys < 2048 bits are unsafe and not supported: got ${csr.facts.bits}`);
+  }
   const { issuer, key, all } = await signingIssuer(ctx, issuerRef);
+  const issuerSpki = base64ToBytes(issuer.publicKey);
+  const issuerFacts = await publicKeyFacts(issuerSpki);
+  // signature_bits: 256/384/512 for RSA issuers, ignored for the others (spec table).
+  validateKeySpec(issuerFacts.type, 0, f.signature_bits);
   const warnings: string[] = [];
   let names;
   if (f.use_csr_values) {
-    const role = { ...permissiveRole(defaultRole()), use_csr_common_name: true, use_csr_sans: true };
-    names = applyRole(role, { common_name: "", alt_names: [], ip_sans: [], uri_sans: [], other_sans: [], serial_number: "", user_ids: [], exclude_cn_from_sans: f.exclude_cn_from_sans }, csr);
+    names = { subject: {}, sans: emptySans() };
   } else {
     if (f.common_name === "") throw badRequest("common_name: a common name is required to sign an intermediate");
     names = namesFrom(f);
@@ -366,12 +384,11 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
   }
   const cfg = await getAllConfig(ctx.db, ctx.mount.id);
   const aia = resolveAia(issuer.id, issuer.aia, cfg.urls, cfg.cluster);
-  const issuerSpki = base64ToBytes(issuer.publicKey);
-  const [serialHex, pkcs8, facts, issuerFacts] = await Promise.all([
+  const [serialHex, pkcs8, facts, issuerSki] = await Promise.all([
     reserveSerial(ctx.env, ctx.mount),
     unsealPrivateKey(ctx.env, key),
     publicKeyFacts(csr.spki),
-    publicKeyFacts(issuerSpki),
+    issuerKeyId(issuer),
   ]);
   let ski: Uint8Array = facts.ski;
   if (f.skid !== "") {
@@ -380,13 +397,30 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
     ski = Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16));
   }
   const signer = await importSigner(pkcs8, issuerSpki, f.signature_bits, f.use_pss);
-  const subject = encodeName(names.subject);
-  const keyUsage = [...f.key_usage];
+  const subject = f.use_csr_values ? csr.subject : encodeName(names.subject);
+  // Spec key_usage: "overwritten by use_csr_values when the CSR has a key usage extension".
+  const csrKeyUsage = f.use_csr_values ? csr.keyUsage : null;
+  const keyUsage = csrKeyUsage !== null ? [] : [...f.key_usage];
   let extraExts: ExtensionDer[] = [];
   if (f.use_csr_values) {
-    const handled = new Set<string>([OID.subjectAltName, OID.basicConstraints, OID.keyUsage, "2.5.29.14", "2.5.29.35"]);
+    // The CA profile decides these; the CSR's SKI/AKI never name this signature's keys.
+    const handled = new Set<string>([OID.basicConstraints, OID.keyUsage, OID_SKI, OID_AKI]);
     extraExts = csr.extensions.filter((e) => !handled.has(e.oid));
   }
+  const profile = caExtensions({
+    sans: names.sans,
+    subjectEmpty: subject.length <= 2,
+    ski,
+    issuerSki,
+    maxPathLength: pathLen,
+    keyUsage,
+    additiveKeyUsage: true,
+    extraKeyUsageBits: csrKeyUsage ?? [],
+    extKeyUsage: f.ext_key_usage,
+    extKeyUsageOids: f.ext_key_usage_oids,
+    permittedDnsDomains: f.permitted_dns_domains,
+    aia,
+  });
   const der = await signCertificate({
     serialHex,
     subject,
@@ -394,23 +428,8 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
     notBefore: validity.notBefore,
     notAfter: validity.notAfter,
     spki: csr.spki,
-    extensions: [
-      ...caExtensions({
-        sans: names.sans,
-        subjectEmpty: subject.length <= 2,
-        ski,
-        issuerSki: issuerFacts.ski,
-        maxPathLength: pathLen,
-        keyUsage,
-        additiveKeyUsage: true,
-        extraKeyUsageBits: f.use_csr_values ? (csr.keyUsage ?? []) : [],
-        extKeyUsage: f.ext_key_usage,
-        extKeyUsageOids: f.ext_key_usage_oids,
-        permittedDnsDomains: f.permitted_dns_domains,
-        aia,
-      }),
-      ...extraExts,
-    ],
+    // An extension appears once (RFC 5280 §4.2): a copied CSR extension replaces ours.
+    extensions: [...profile.filter((e) => !extraExts.some((x) => x.oid === e.oid)), ...extraExts],
     signer,
   });
   const serial = colonHex(serialHex);

@@ -10,12 +10,14 @@ import { effectiveTtls } from "../sys/mounts";
 import { base64ToBytes, bytesToBase64 } from "../util/encoding";
 import { encodeName, publicKeyFacts } from "./asn1";
 import { certOutput, formatPrivateKey, responseChain, type CertFormat } from "./format";
-import { resolveIssuerIn } from "./issuers";
+import { metadataToStore, sealMetadata } from "./cert-metadata";
+import { certDerFromPem, resolveIssuerIn } from "./issuers";
 import { unsealPrivateKey } from "./keystore";
 import { validateKeySpec } from "./keytypes";
 import { decodePemBlocks } from "./pem";
 import { applyRole, type NameRequest } from "./policy";
 import { leafExtensions, resolveAia } from "./profile";
+import { subjectKeyIdOf } from "./resign";
 import type { Role } from "./roles";
 import { reserveSerial } from "./serials";
 import { insertCertStmt, loadIssuanceState, runBatch, type ConfigShapes, type IssuanceState, type IssuerRow, type KeyRow } from "./store";
@@ -41,6 +43,10 @@ export interface LeafRequest {
   removeRootsFromChain: boolean;
   /** PEM CSR for sign; absent for issue (a key is generated). */
   csr?: string;
+  /** The role's name (recorded with certificate metadata). */
+  roleName?: string;
+  /** cert_metadata when the request carried it, else null/absent (src/pki/cert-metadata.ts). */
+  certMetadata?: string | null;
 }
 
 /** Decodes a PEM (or base64 DER) CSR field into DER, with a 400 naming the field. */
@@ -82,6 +88,15 @@ export function signingIssuerFrom(state: IssuanceState, ref: string): { issuer: 
   return { issuer, key, all: state.issuers, cfg: state.config };
 }
 
+/**
+ * The key identifier a certificate signed by `issuer` names in its AKI: the issuer's own SKI
+ * extension (an imported CA may have made it another way than RFC 5280 §4.2.1.2 method 1),
+ * else method 1 over its public key.
+ */
+export async function issuerKeyId(issuer: IssuerRow): Promise<Uint8Array> {
+  return subjectKeyIdOf(certDerFromPem(issuer.certificate)) ?? (await publicKeyFacts(base64ToBytes(issuer.publicKey))).ski;
+}
+
 export async function signingIssuer(ctx: IssueContext, ref: string) {
   return signingIssuerFrom(await loadIssuanceState(ctx.db, ctx.mount.id, null), ref);
 }
@@ -104,6 +119,8 @@ export async function issueLeaf(
   r: LeafRequest,
 ): Promise<{ data: Record<string, unknown>; warnings: string[] }> {
   const { role } = r;
+  // Checked first, as upstream does ("error out early if incompatible fields set").
+  const metadata = metadataToStore({ value: r.certMetadata ?? null, role });
   const csr = r.csr !== undefined ? await loadCsr(r.csr) : null;
   if (!csr && role.key_type === "any") throw badRequest("key_type: role key type \"any\" not allowed for issuing certificates, only signing");
   const { issuer, key, all, cfg } = signingIssuerFrom(state, r.issuerRef);
@@ -134,11 +151,11 @@ export async function issueLeaf(
   // opening the CA key: everything that can fail on bad input has been checked by now.
   const spec = csr ? null : validateKeySpec(role.key_type, role.key_bits, role.signature_bits, true);
   const issuerSpki = base64ToBytes(issuer.publicKey);
-  const [serialHex, signer, pair, issuerFacts] = await Promise.all([
+  const [serialHex, signer, pair, issuerSki] = await Promise.all([
     reserveSerial(ctx.env, ctx.mount),
     unsealPrivateKey(ctx.env, key).then((pk) => importSigner(pk, issuerSpki, role.signature_bits, role.use_pss)),
     spec ? generateKeyPair(spec.keyType as "rsa" | "ec" | "ed25519", spec.keyBits) : null,
-    publicKeyFacts(issuerSpki),
+    issuerKeyId(issuer),
   ]);
   const spki = csr ? csr.spki : (pair?.spki ?? new Uint8Array(0));
   const pkcs8 = pair?.pkcs8 ?? null;
@@ -157,7 +174,7 @@ export async function issueLeaf(
       sans: names.sans,
       subjectEmpty: subject.length <= 2,
       ski: leafFacts.ski,
-      issuerSki: issuerFacts.ski,
+      issuerSki,
       aia,
     }),
     signer,
@@ -173,6 +190,7 @@ export async function issueLeaf(
         issuerId: issuer.id,
         notAfter: Math.floor(validity.notAfter.getTime() / 1000),
         createdAt: now,
+        metadata: metadata === null ? null : await sealMetadata(ctx.env, ctx.mount.id, serial, r.roleName ?? "", metadata),
       }),
     ]);
   }

@@ -199,6 +199,36 @@ export async function signCertificate(p: CertificateParams, encoder: "direct" | 
   return seq(tbs, alg, bitString(p.signer.algorithm.name === "ECDSA" ? ecdsaSigDer(sig) : sig));
 }
 
+const HASH_OIDS: Record<string, string> = { "SHA-256": "2.16.840.1.101.3.4.2.1", "SHA-384": "2.16.840.1.101.3.4.2.2", "SHA-512": "2.16.840.1.101.3.4.2.3" };
+
+/**
+ * The signature AlgorithmIdentifier of any signer, RSA-PSS included: RFC 4055 §3.1
+ * RSASSA-PSS-params (EXPLICIT tags) with MGF1 over the same hash and a salt as long as it.
+ */
+function anySignatureAlgorithmDer(signer: Signer): Uint8Array<ArrayBuffer> {
+  const plain = signatureAlgorithmDer(signer);
+  if (plain) return plain;
+  const hashOid = HASH_OIDS[signer.algorithm.hash ?? ""];
+  if (signer.algorithm.name !== "RSA-PSS" || !hashOid) throw new X509Error(`unsupported signature algorithm ${signer.algorithm.name}`);
+  const hashAlg = seq(oid(hashOid), nullValue());
+  return seq(
+    oid("1.2.840.113549.1.1.10"),
+    seq(ctxCons(0, hashAlg), ctxCons(1, seq(oid("1.2.840.113549.1.1.8"), hashAlg)), ctxCons(2, int(signer.algorithm.saltLength ?? 32))),
+  );
+}
+
+/**
+ * Signs a TBSCertificate the caller assembles around the signer's AlgorithmIdentifier (which
+ * RFC 5280 §4.1.2.3 requires inside the TBS as well as outside): used to re-sign an existing
+ * certificate's TBS (sign-self-issued). Returns the Certificate DER.
+ */
+export async function signTbsCertificate(buildTbs: (algorithm: Uint8Array<ArrayBuffer>) => Uint8Array<ArrayBuffer>, signer: Signer): Promise<Uint8Array<ArrayBuffer>> {
+  const alg = anySignatureAlgorithmDer(signer);
+  const tbs = buildTbs(alg);
+  const sig = new Uint8Array(await crypto.subtle.sign(signer.algorithm, signer.key, tbs));
+  return seq(tbs, alg, bitString(signer.algorithm.name === "ECDSA" ? ecdsaSigDer(sig) : sig));
+}
+
 async function signCertificateWithLibrary(p: CertificateParams): Promise<Uint8Array<ArrayBuffer>> {
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: p.serialHex,

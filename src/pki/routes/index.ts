@@ -1,5 +1,6 @@
 /** The PKI engine's route table, in match order (specific paths before general ones). */
 import type { RouteDef } from "../../http/route";
+import { certMetadataRoutes } from "./cert-metadata";
 import { certRoutes } from "./certs";
 import { externalPolicyRoutes } from "./external-policy";
 import { generateRoutes } from "./generate";
@@ -7,6 +8,7 @@ import { issueRoutes } from "./issue";
 import { issuerRoutes } from "./issuers";
 import { keyRoutes } from "./keys";
 import { roleRoutes } from "./roles";
+import { signPrivilegedRoutes } from "./sign-privileged";
 import { tidyRoutes } from "./tidy";
 
-export const pkiRoutes: RouteDef[] = [...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...certRoutes, ...tidyRoutes];
+export const pkiRoutes: RouteDef[] = [...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...signPrivilegedRoutes, ...certMetadataRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...certRoutes, ...tidyRoutes];

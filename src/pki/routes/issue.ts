@@ -26,7 +26,7 @@ const issueFields = defineFields({
   remove_roots_from_chain: { type: "bool", description: "Drop self-signed CAs from ca_chain.", default: false },
   user_ids: css("User ID subject attributes."),
   serial_number: { type: "string", description: "Subject serialNumber attribute.", default: "" },
-  cert_metadata: { type: "string", description: "Certificate metadata (accepted, not stored).", default: "" },
+  cert_metadata: { type: "string", description: "Base64 metadata stored (sealed) with the certificate; read it at cert-metadata/:serial.", default: "" },
 });
 
 const signFields = defineFields({
@@ -42,9 +42,6 @@ function handler(kind: "issue" | "sign") {
     const state = await loadIssuanceState(req.db, ctx.mount.id, f.role);
     const role = state.role as Role | null;
     if (!role) throw badRequest(`unknown role: ${f.role}`);
-    if (f.cert_metadata !== "" && role.no_store_metadata) {
-      throw badRequest("cert_metadata: this role has no_store_metadata set, so certificate metadata cannot be stored");
-    }
     return issueLeaf(ctx, state, {
       role,
       issuerRef: f.issuer_ref ?? role.issuer_ref,
@@ -64,6 +61,9 @@ function handler(kind: "issue" | "sign") {
       privateKeyFormat: checkPrivateKeyFormat(f.private_key_format),
       removeRootsFromChain: f.remove_roots_from_chain,
       csr: kind === "sign" ? (f.csr ?? "") : undefined,
+      roleName: f.role,
+      // Present-but-empty counts (upstream checks the field's presence, not its value).
+      certMetadata: req.has("cert_metadata") ? f.cert_metadata : null,
     });
   };
 }

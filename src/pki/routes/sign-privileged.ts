@@ -1,0 +1,37 @@
+/**
+ * The privileged signing paths (spec "Sign self-issued", "Sign verbatim"): root/sign-self-issued
+ * (sudo, pki-engine.md §1.5), issuer/:ref/sign-self-issued (no sudo), sign-verbatim(/:role) and
+ * issuer/:ref/sign-verbatim(/:role). Domain logic: src/pki/sign-self-issued.ts, sign-verbatim.ts.
+ */
+import { route, type Req } from "../../http/route";
+import { signSelfIssued, signSelfIssuedFields } from "../sign-self-issued";
+import { signVerbatim, signVerbatimFields } from "../sign-verbatim";
+import { ctxOf } from "./common";
+
+function verbatim(perIssuer: boolean) {
+  return (req: Req<typeof signVerbatimFields>) => {
+    const f = req.fields;
+    return signVerbatim(ctxOf(req as Req), f, {
+      pathIssuer: perIssuer ? (f.issuer_ref ?? "default") : null,
+      roleName: f.role ?? f.name ?? "",
+      // Present-but-empty counts (upstream checks the field's presence, not its value).
+      certMetadata: req.has("cert_metadata") ? f.cert_metadata : null,
+    });
+  };
+}
+
+export const signPrivilegedRoutes = [
+  route({
+    pattern: "root/sign-self-issued",
+    fields: signSelfIssuedFields,
+    sudo: ["update"],
+    handlers: { update: (req) => signSelfIssued(ctxOf(req), req.fields, "default") },
+  }),
+  route({
+    pattern: "issuer/:issuer_ref/sign-self-issued",
+    fields: signSelfIssuedFields,
+    handlers: { update: (req) => signSelfIssued(ctxOf(req), req.fields, req.fields.issuer_ref) },
+  }),
+  route({ pattern: "sign-verbatim/:role?", fields: signVerbatimFields, handlers: { update: verbatim(false) } }),
+  route({ pattern: "issuer/:issuer_ref/sign-verbatim/:role?", fields: signVerbatimFields, handlers: { update: verbatim(true) } }),
+];
