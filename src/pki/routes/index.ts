@@ -7,8 +7,9 @@ import { generateRoutes } from "./generate";
 import { issueRoutes } from "./issue";
 import { issuerRoutes } from "./issuers";
 import { keyRoutes } from "./keys";
+import { ocspRoutes } from "./ocsp";
 import { roleRoutes } from "./roles";
 import { signPrivilegedRoutes } from "./sign-privileged";
 import { tidyRoutes } from "./tidy";
 
-export const pkiRoutes: RouteDef[] = [...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...signPrivilegedRoutes, ...certMetadataRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...certRoutes, ...tidyRoutes];
+export const pkiRoutes: RouteDef[] = [...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...signPrivilegedRoutes, ...certMetadataRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...certRoutes, ...tidyRoutes, ...ocspRoutes];
