@@ -1,0 +1,242 @@
+#!/usr/bin/env node
+// Secrets-sync benchmark (issue 6 "Benchmark"): starts the Worker in the local runtime (wrangler's
+// programmatic API, a throwaway D1/Queue state directory) with CLOUDONE_ENDPOINT pointing at the
+// fake cloudone-sm provider (test/helpers/fake-cloudone.ts) served over HTTP from this process,
+// and measures
+//   (1) associations/set → the value at the fake (p50/p99): set syncs at once when enabled;
+//   (2) a KV-v2 write → the new value at the fake (p50/p99): KV change → queue → consumer;
+//       writes are sent open-loop at BENCH_KV_RATE per second so the queue's batching shows;
+//   (3) sustained sync operations per second through the queue with 1,000 associations:
+//       (a) a backlog of 1,000 parked changes released by re-enabling sync, drained by the queue;
+//       (b) 1,000 KV writes at concurrency 8 while enabled, until the last value is at the fake.
+// "At the fake" is the moment the fake has applied the write (it verifies every SigV4 signature),
+// timed on this process's clock, which also timed the request.
+//   BENCH_SET_SAMPLES=100  BENCH_KV_SAMPLES=100  BENCH_KV_RATE=10  BENCH_ASSOCIATIONS=1000
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { createRequire } from "node:module";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+import { unstable_startWorker } from "wrangler";
+
+const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
+const TOKEN = "bench-root-token-0123456789";
+const SEAL_KEY = Buffer.alloc(32, 7).toString("base64");
+const SET_SAMPLES = Number(process.env.BENCH_SET_SAMPLES ?? "100");
+const KV_SAMPLES = Number(process.env.BENCH_KV_SAMPLES ?? "100");
+const KV_RATE = Number(process.env.BENCH_KV_RATE ?? "10");
+const ASSOCIATIONS = Number(process.env.BENCH_ASSOCIATIONS ?? "1000");
+const WAIT_MS = 120_000;
+for (const [k, v] of Object.entries({ WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" })) {
+  process.env[k] = v;
+}
+
+async function call(base, method, p, body) {
+  const res = await fetch(`${base}/v1/${p}`, {
+    method,
+    // PATCH is a JSON merge patch (CONTRACT.md "HTTP conventions").
+    headers: { "x-service-token": TOKEN, "content-type": method === "PATCH" ? "application/merge-patch+json" : "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+/** Runs `fn(i)` for i in [0, n) with at most `concurrency` in flight. */
+async function pool(n, concurrency, fn) {
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, n) }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
+}
+
+function pct(sorted, p) {
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+}
+
+/** The fake test/helpers/fake-http.ts, bundled for Node (it is TypeScript and imports src/). */
+async function loadFakes(dir) {
+  // CommonJS: tweetnacl require()s node's crypto, which an ESM bundle cannot.
+  const outfile = path.join(dir, "fake-http.cjs");
+  await build({
+    entryPoints: [path.join(root, "test", "helpers", "fake-http.ts")],
+    bundle: true,
+    platform: "node",
+    format: "cjs",
+    outfile,
+    logLevel: "warning",
+  });
+  return createRequire(import.meta.url)(outfile);
+}
+
+/**
+ * Watches the fake: `arrival(name, value)` resolves with performance.now() at the moment the
+ * fake holds `value` under `name` (checked after every request that names the secret).
+ */
+function watch(fake) {
+  const waiters = new Map();
+  const handle = fake.handle.bind(fake);
+  fake.handle = async (req) => {
+    let id = "";
+    try {
+      const p = JSON.parse(await req.clone().text());
+      id = typeof p.SecretId === "string" ? p.SecretId : typeof p.Name === "string" ? p.Name : "";
+    } catch {
+      // STS and malformed bodies name no secret.
+    }
+    const res = await handle(req);
+    const w = waiters.get(id);
+    if (w && fake.value(id) === w.value) {
+      waiters.delete(id);
+      w.resolve(performance.now());
+    }
+    return res;
+  };
+  return {
+    arrival(name, value) {
+      if (fake.value(name) === value) return Promise.resolve(performance.now());
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`timed out waiting for ${name} at the fake`)), WAIT_MS);
+        waiters.set(name, {
+          value,
+          resolve: (t) => {
+            clearTimeout(timer);
+            resolve(t);
+          },
+        });
+      });
+    },
+  };
+}
+
+function latencyRow(name, samples) {
+  const s = [...samples].sort((a, b) => a - b);
+  return { measurement: name, samples: s.length, "p50 ms": +pct(s, 50).toFixed(1), "p99 ms": +pct(s, 99).toFixed(1), "max ms": +s[s.length - 1].toFixed(1), "ops/s": "" };
+}
+
+async function main() {
+  const dir = mkdtempSync(path.join(tmpdir(), "lanyard-bench-sync-"));
+  const { startFakeServers, BODIES } = await loadFakes(dir);
+  const servers = await startFakeServers(0);
+  const fake = servers.fakes.one;
+  const watcher = watch(fake);
+  const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
+  execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir], { cwd: root, stdio: "ignore" });
+  const worker = await unstable_startWorker({
+    config: path.join(root, "wrangler.toml"),
+    bindings: {
+      ENVIRONMENT: { type: "plain_text", value: "development" },
+      ROOT_TOKEN: { type: "plain_text", value: TOKEN },
+      SEAL_KEY: { type: "plain_text", value: SEAL_KEY },
+      CLOUDONE_ENDPOINT: { type: "plain_text", value: servers.endpoints.CLOUDONE_ENDPOINT },
+    },
+    dev: { persist: dir, server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: process.env.BENCH_LOG ?? "error" },
+  });
+  try {
+    await worker.ready;
+    const base = (await worker.url).toString().replace(/\/$/, "");
+    await call(base, "POST", "sys/mounts/bench-kv", { type: "kv-v2" });
+    const accessor = (await call(base, "GET", "sys/mounts")).data["bench-kv/"].accessor;
+    await call(base, "POST", "sys/sync/destinations/cloudone-sm/bench", BODIES["cloudone-sm"]);
+    // Default template of cloudone-sm, secret-path granularity: the whole secret as JSON.
+    const external = (secret) => `vault/${accessor}/${secret}`;
+    const payload = (data) => JSON.stringify(data);
+    const writeSecret = (secret, data) => call(base, "POST", `bench-kv/data/${secret}`, { data });
+    const set = (secret) => call(base, "POST", "sys/sync/destinations/cloudone-sm/bench/associations/set", { mount: "bench-kv", secret_name: secret });
+    const rows = [];
+
+    // Warm-up: first requests compile code paths and open D1 and the queue.
+    for (let i = 0; i < 5; i++) {
+      const data = { warm: String(i) };
+      await writeSecret(`warm/${i}`, data);
+      await set(`warm/${i}`);
+      await watcher.arrival(external(`warm/${i}`), payload(data));
+    }
+
+    // (1) associations/set → value at the fake.
+    const setLat = [];
+    let notSynced = 0;
+    for (let i = 0; i < SET_SAMPLES; i++) {
+      const secret = `set/${i}`;
+      const data = { value: crypto.randomUUID() };
+      await writeSecret(secret, data);
+      const arrived = watcher.arrival(external(secret), payload(data));
+      const t0 = performance.now();
+      const r = await set(secret);
+      if (r.data.associated_secrets[`${accessor}/${secret}`]?.sync_status !== "SYNCED") notSynced++;
+      setLat.push((await arrived) - t0);
+    }
+    rows.push(latencyRow("associations/set → value at fake", setLat));
+
+    // (2) KV write → value at the fake, through the queue; open loop at KV_RATE writes/s.
+    const kvLat = [];
+    const gap = 1000 / KV_RATE;
+    const tStart = performance.now();
+    await Promise.all(
+      Array.from({ length: KV_SAMPLES }, async (_, i) => {
+        await new Promise((r) => setTimeout(r, Math.max(0, tStart + i * gap - performance.now())));
+        const secret = `set/${i % SET_SAMPLES}`;
+        const data = { value: crypto.randomUUID(), i };
+        const arrived = watcher.arrival(external(secret), payload(data));
+        const t0 = performance.now();
+        await writeSecret(secret, data);
+        kvLat.push((await arrived) - t0);
+      }),
+    );
+    rows.push(latencyRow(`KV write → value at fake (open loop, ${KV_RATE}/s)`, kvLat));
+
+    // (3) 1,000 associations.
+    const tSetup = performance.now();
+    await pool(ASSOCIATIONS, 8, async (i) => {
+      await writeSecret(`load/${i}`, { n: "0" });
+      await set(`load/${i}`);
+    });
+    const setupSeconds = (performance.now() - tSetup) / 1000;
+
+    // (3a) Backlog drain: park one change per association, then re-enable.
+    await call(base, "PATCH", "sys/sync/config", { disabled: true });
+    await pool(ASSOCIATIONS, 8, (i) => writeSecret(`load/${i}`, { n: "1" }));
+    const drained = Array.from({ length: ASSOCIATIONS }, (_, i) => watcher.arrival(external(`load/${i}`), payload({ n: "1" })));
+    const tA = performance.now();
+    await call(base, "PATCH", "sys/sync/config", { disabled: false });
+    const endA = Math.max(...(await Promise.all(drained)));
+    const drainSeconds = (endA - tA) / 1000;
+    rows.push({ measurement: `backlog of ${ASSOCIATIONS} released by re-enable → all at fake`, samples: ASSOCIATIONS, "p50 ms": "", "p99 ms": "", "max ms": +(endA - tA).toFixed(0), "ops/s": +(ASSOCIATIONS / drainSeconds).toFixed(1) });
+
+    // (3b) Sustained: KV writes at concurrency 8 while enabled, each re-sync through the queue.
+    const arrivals = Array.from({ length: ASSOCIATIONS }, (_, i) => watcher.arrival(external(`load/${i}`), payload({ n: "2" })));
+    const tB = performance.now();
+    await pool(ASSOCIATIONS, 8, (i) => writeSecret(`load/${i}`, { n: "2" }));
+    const writesDone = performance.now();
+    const endB = Math.max(...(await Promise.all(arrivals)));
+    rows.push({
+      measurement: `${ASSOCIATIONS} KV writes (c=8) → all at fake`,
+      samples: ASSOCIATIONS,
+      "p50 ms": "",
+      "p99 ms": "",
+      "max ms": +(endB - tB).toFixed(0),
+      "ops/s": +(ASSOCIATIONS / ((endB - tB) / 1000)).toFixed(1),
+    });
+
+    console.log("\nLanyard secrets-sync benchmark (local workerd + local queue, fake cloudone-sm over HTTP, this machine)\n");
+    console.table(rows);
+    console.log(`set answers that were not SYNCED: ${notSynced} of ${SET_SAMPLES}`);
+    console.log(`setting up ${ASSOCIATIONS} associations (KV write + set, c=8): ${setupSeconds.toFixed(1)} s (${(ASSOCIATIONS / setupSeconds).toFixed(1)} set/s incl. the write)`);
+    console.log(`(3b) the ${ASSOCIATIONS} KV writes themselves took ${((writesDone - tB) / 1000).toFixed(1)} s; the queue finished ${((endB - writesDone) / 1000).toFixed(1)} s after the last write`);
+    console.log(`fake provider calls: ${fake.calls.length}`);
+  } finally {
+    await worker.dispose();
+    await servers.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+main().catch((e) => {
+  console.error(e);
+  process.exit(1);
+});
