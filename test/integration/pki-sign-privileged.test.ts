@@ -244,3 +244,207 @@ describe("sign-self-issued", () => {
     await expectSignedBy(r.body.data.certificate, s.root);
   });
 });
+
+describe("cert_metadata (issue, sign, sign-verbatim) and cert-metadata reads", () => {
+  let path = "";
+  let issuerId = "";
+  beforeAll(async () => {
+    ({ path, issuerId } = await pkiWithRoot());
+    await write(`${path}/roles/meta`, { allow_any_name: true, key_type: "ec", ttl: "1h" });
+    await write(`${path}/roles/nometa`, { allow_any_name: true, key_type: "ec", ttl: "1h", no_store_metadata: true });
+    await write(`${path}/roles/nostore`, { allow_any_name: true, key_type: "ec", ttl: "1h", no_store: true });
+  });
+
+  it("LIST cert-metadata is 404 while nothing carries metadata", async () => {
+    await write(`${path}/issue/meta`, { common_name: "plain.example" });
+    expect((await api("GET", `${path}/cert-metadata?list=true`)).status).toBe(404);
+  });
+
+  it("round-trips metadata given to issue, sign and sign-verbatim", async () => {
+    const value = btoa("owner=team-a; ticket=42");
+    const issued = (await write(`${path}/issue/meta`, { common_name: "a.example", cert_metadata: value })).body.data;
+    const csr = await csrWith("CN=b.example", []);
+    const signed = (await write(`${path}/sign/meta`, { csr, common_name: "b.example", cert_metadata: "" })).body.data;
+    const verbatim = (await write(`${path}/sign-verbatim/meta`, { csr, cert_metadata: btoa("v") })).body.data;
+
+    const m = await read(`${path}/cert-metadata/${issued.serial_number}`);
+    expect(m.body.data).toEqual({
+      issuer_id: issuerId,
+      role: "meta",
+      serial_number: issued.serial_number,
+      expiration: new Date(Number(issued.expiration) * 1000).toISOString().replace(".000Z", "Z"),
+      cert_metadata: value,
+    });
+    // Hyphenated serials address the same entry (pki-engine.md §1.7).
+    expect((await read(`${path}/cert-metadata/${signed.serial_number.replace(/:/g, "-")}`)).body.data.cert_metadata).toBe("");
+    expect((await read(`${path}/cert-metadata/${verbatim.serial_number}`)).body.data).toMatchObject({ role: "meta", cert_metadata: btoa("v") });
+    const keys = (await api("GET", `${path}/cert-metadata?list=true`)).body.data.keys as string[];
+    expect([...keys].sort()).toEqual([issued.serial_number, signed.serial_number, verbatim.serial_number].sort());
+    // The certificate itself is still served as before.
+    expect((await read(`${path}/cert/${issued.serial_number}`)).body.data.certificate.trim()).toBe(issued.certificate.trim());
+  });
+
+  it("stores the metadata sealed, never in the clear", async () => {
+    const marker = btoa("very-recognizable-metadata-marker");
+    const issued = (await write(`${path}/issue/meta`, { common_name: "sealed.example", cert_metadata: marker })).body.data;
+    const { env } = await import("cloudflare:test");
+    const row = await (env as { DB: D1Database }).DB.prepare("SELECT metadata FROM pki_certs WHERE serial = ?").bind(issued.serial_number).first<{ metadata: string }>();
+    expect(row?.metadata.startsWith("v1:")).toBe(true);
+    expect(row?.metadata).not.toContain(marker);
+    expect(row?.metadata).not.toContain("very-recognizable");
+  });
+
+  it("refuses metadata when the role forbids it, without a role on sign-verbatim, and when it is not base64", async () => {
+    const csr = await csrWith("CN=c.example", []);
+    const cases: [string, Record<string, unknown>][] = [
+      [`${path}/issue/nometa`, { common_name: "c.example", cert_metadata: btoa("x") }],
+      [`${path}/issue/nometa`, { common_name: "c.example", cert_metadata: "" }],
+      [`${path}/sign/nometa`, { csr, common_name: "c.example", cert_metadata: btoa("x") }],
+      [`${path}/sign-verbatim/nometa`, { csr, cert_metadata: btoa("x") }],
+      [`${path}/sign-verbatim`, { csr, cert_metadata: btoa("x") }],
+      [`${path}/issuer/default/sign-verbatim`, { csr, cert_metadata: btoa("x") }],
+      [`${path}/issue/meta`, { common_name: "c.example", cert_metadata: "not base64!" }],
+      [`${path}/issue/meta`, { common_name: "c.example", cert_metadata: "abc" }],
+      [`${path}/issue/nostore`, { common_name: "c.example", cert_metadata: btoa("x") }],
+    ];
+    for (const [p, body] of cases) {
+      const r = await write(p, body, {}, 400);
+      expect(r.body.errors[0], p).toMatch(/^cert_metadata: /);
+    }
+    // Nothing was signed for the refused requests.
+    const keys = ((await api("GET", `${path}/cert-metadata?list=true`)).body.data?.keys ?? []) as string[];
+    for (const k of keys) expect((await read(`${path}/cert-metadata/${k}`)).body.data.role).toBe("meta");
+  });
+
+  it("answers 404 for a certificate without metadata, an unknown serial and a non-serial; reads need a token", async () => {
+    const plain = (await write(`${path}/issue/meta`, { common_name: "none.example" })).body.data;
+    expect((await api("GET", `${path}/cert-metadata/${plain.serial_number}`)).status).toBe(404);
+    expect((await api("GET", `${path}/cert-metadata/01:02:03`)).status).toBe(404);
+    expect((await api("GET", `${path}/cert-metadata/not-a-serial`)).status).toBe(404);
+    expect((await api("GET", `${path}/cert-metadata/${plain.serial_number}`, { token: null })).status).toBe(403);
+    expect((await api("GET", `${path}/cert-metadata?list=true`, { token: null })).status).toBe(403);
+  });
+});
+
+describe("user_ids against the role's allowed_user_ids (issue, sign)", () => {
+  let path = "";
+  beforeAll(async () => {
+    ({ path } = await pkiWithRoot());
+    await write(`${path}/roles/uids`, { allow_any_name: true, key_type: "ec", ttl: "1h", allowed_user_ids: ["alice*", "svc-42"] });
+    await write(`${path}/roles/nouids`, { allow_any_name: true, key_type: "ec", ttl: "1h" });
+  });
+
+  it("puts allowed user ids in the subject as UID attributes", async () => {
+    const r = await write(`${path}/issue/uids`, { common_name: "u.example", user_ids: "alice-1,svc-42" });
+    expect(parseCert(r.body.data.certificate).subject).toBe("CN=u.example, 0.9.2342.19200300.100.1.1=alice-1, 0.9.2342.19200300.100.1.1=svc-42");
+  });
+
+  it("refuses a user id outside the role's globs, and any user id when the role allows none", async () => {
+    expect((await write(`${path}/issue/uids`, { common_name: "u.example", user_ids: "alice-1,bob" }, {}, 400)).body.errors).toEqual(["user_id bob is not allowed by this role"]);
+    expect((await write(`${path}/issue/uids`, { common_name: "u.example", user_ids: "svc-123" }, {}, 400)).body.errors[0]).toContain("svc-123");
+    expect((await write(`${path}/issue/nouids`, { common_name: "u.example", user_ids: "alice" }, {}, 400)).body.errors[0]).toContain("alice");
+  });
+
+  it("checks the user ids of a signed CSR's subject as well", async () => {
+    const ok = await csrWith("CN=s.example, 0.9.2342.19200300.100.1.1=alice-csr", []);
+    const r = await write(`${path}/sign/uids`, { csr: ok, common_name: "s.example" });
+    expect(parseCert(r.body.data.certificate).subject).toContain("0.9.2342.19200300.100.1.1=alice-csr");
+    const bad = await csrWith("CN=s.example, 0.9.2342.19200300.100.1.1=mallory", []);
+    expect((await write(`${path}/sign/uids`, { csr: bad, common_name: "s.example" }, {}, 400)).body.errors[0]).toContain("mallory");
+    // Requested user ids take precedence over the CSR's and are checked.
+    expect((await write(`${path}/sign/uids`, { csr: bad, common_name: "s.example", user_ids: "alice" }, {}, 200)).status).toBe(200);
+    expect((await write(`${path}/sign/uids`, { csr: ok, common_name: "s.example", user_ids: "eve" }, {}, 400)).body.errors[0]).toContain("eve");
+  });
+
+  it("sign-verbatim does not validate user ids", async () => {
+    const csr = await csrWith("CN=v.example, 0.9.2342.19200300.100.1.1=mallory", []);
+    const r = await write(`${path}/sign-verbatim/nouids`, { csr, user_ids: "eve" });
+    expect(parseCert(r.body.data.certificate).subject).toBe("CN=v.example, 0.9.2342.19200300.100.1.1=mallory, 0.9.2342.19200300.100.1.1=eve");
+  });
+});
+
+describe("sign-intermediate: the spec table's parameters", () => {
+  let path = "";
+  let root = "";
+  beforeAll(async () => {
+    ({ path, root } = await pkiWithRoot({ keyType: "rsa", keyBits: 2048, cn: "RSA Signer" }));
+  });
+
+  it("use_csr_values keeps the CSR's whole subject and SANs; its key usage replaces the requested one; no extension twice", async () => {
+    const csr = await csrWith("CN=Int From CSR, O=Acme, OU=PKI, 2.5.4.5=SN-7", [
+      new x509.SubjectAlternativeNameExtension([{ type: "dns", value: "int.example" }, { type: "url", value: "spiffe://int" }]),
+      new x509.KeyUsagesExtension(F.digitalSignature, true),
+      new x509.ExtendedKeyUsageExtension([EKU_CLIENT]),
+      new x509.BasicConstraintsExtension(true, 5, true),
+    ]);
+    const r = await write(`${path}/root/sign-intermediate`, { csr, use_csr_values: true, ttl: "2h", key_usage: "KeyEncipherment", ext_key_usage: "ServerAuth" });
+    const cert = parseCert(r.body.data.certificate);
+    expect(cert.subject).toBe("CN=Int From CSR, O=Acme, OU=PKI, 2.5.4.5=SN-7");
+    expect(sans(cert)).toEqual(["dns:int.example", "url:spiffe://int"]);
+    expect(cert.getExtension(x509.KeyUsagesExtension)?.usages).toBe(F.digitalSignature | F.keyCertSign | F.cRLSign);
+    expect(cert.getExtension(x509.ExtendedKeyUsageExtension)?.usages).toEqual([EKU_CLIENT]);
+    // The CSR's basic constraints do not count: the CA profile decides them.
+    expect(cert.getExtension(x509.BasicConstraintsExtension)).toMatchObject({ ca: true });
+    expect(cert.getExtension(x509.BasicConstraintsExtension)?.pathLength).toBeUndefined();
+    const oids = cert.extensions.map((e) => e.type);
+    expect(new Set(oids).size).toBe(oids.length);
+  });
+
+  it("subject fields, serial_number, skid, not_before_duration, signature_bits and use_pss", async () => {
+    const csr = await csrWith("CN=ignored", []);
+    const r = await write(`${path}/root/sign-intermediate`, {
+      csr,
+      common_name: "Int CA",
+      organization: "Acme",
+      ou: "Ops,Sec",
+      country: "DE",
+      serial_number: "SN-42",
+      skid: "01:02:03:04",
+      not_before_duration: "2h",
+      ttl: "4h",
+      signature_bits: 384,
+    });
+    const cert = parseCert(r.body.data.certificate);
+    expect(cert.subject).toBe("C=DE, O=Acme, OU=Ops, OU=Sec, CN=Int CA, 2.5.4.5=SN-42");
+    expect(skiOf(cert)).toBe("01020304");
+    expect(Math.abs(Date.now() - cert.notBefore.getTime() - 2 * 3600_000)).toBeLessThan(60_000);
+    expect(cert.signatureAlgorithm).toMatchObject({ name: "RSASSA-PKCS1-v1_5", hash: { name: "SHA-384" } });
+    const pss = await write(`${path}/root/sign-intermediate`, { csr, common_name: "PSS Int", ttl: "1h", use_pss: true });
+    expect(parseCert(pss.body.data.certificate).signatureAlgorithm.name).toBe("RSA-PSS");
+    await expectSignedBy(pss.body.data.certificate, root);
+    expect((await write(`${path}/root/sign-intermediate`, { csr, common_name: "X", signature_bits: 128 }, {}, 400)).body.errors[0]).toContain("signature_bits");
+    expect((await write(`${path}/root/sign-intermediate`, { csr, common_name: "X", ext_key_usage_oids: "nope" }, {}, 400)).body.errors[0]).toContain("ext_key_usage_oids");
+  });
+});
+
+describe("AKI names the issuer's own SKI (imported CA with a non-standard SKI)", () => {
+  it("issue, sign-verbatim and sign-self-issued all use it", async () => {
+    const alg = { name: "ECDSA", namedCurve: "P-256", hash: "SHA-256" };
+    const keys = (await crypto.subtle.generateKey(alg, true, ["sign", "verify"])) as CryptoKeyPair;
+    const ca = await x509.X509CertificateGenerator.createSelfSigned({
+      serialNumber: "0a0b0c",
+      name: "CN=Imported Custom SKI",
+      notBefore: new Date(Date.now() - 60_000),
+      notAfter: new Date("2034-01-01T00:00:00Z"),
+      keys,
+      signingAlgorithm: alg,
+      extensions: [
+        new x509.BasicConstraintsExtension(true, undefined, true),
+        new x509.KeyUsagesExtension(F.keyCertSign | F.cRLSign | F.digitalSignature, true),
+        new x509.Extension("2.5.29.14", false, Uint8Array.from([0x04, 0x04, 0xde, 0xad, 0xbe, 0xef])),
+      ],
+    });
+    const pkcs8 = new Uint8Array((await crypto.subtle.exportKey("pkcs8", keys.privateKey)) as ArrayBuffer);
+    const keyPem = `-----BEGIN PRIVATE KEY-----\n${btoa(String.fromCharCode(...pkcs8))}\n-----END PRIVATE KEY-----`;
+    const m = await mount("pki");
+    await write(`${m}/config/ca`, { pem_bundle: `${keyPem}\n${ca.toString("pem")}` });
+    await write(`${m}/roles/any`, { allow_any_name: true, key_type: "ec", ttl: "1h" });
+    const leaf = parseCert((await write(`${m}/issue/any`, { common_name: "l.example" })).body.data.certificate);
+    expect(akiOf(leaf)).toBe("deadbeef");
+    const vb = parseCert((await write(`${m}/sign-verbatim`, { csr: await csrWith("CN=v", []), ttl: "1h" })).body.data.certificate);
+    expect(akiOf(vb)).toBe("deadbeef");
+    const other = await pkiWithRoot({ cn: "Someone" });
+    const si = parseCert((await write(`${m}/root/sign-self-issued`, { certificate: other.root })).body.data.certificate);
+    expect(akiOf(si)).toBe("deadbeef");
+  });
+});
