@@ -33,6 +33,9 @@ app.get("/v1/sys/health", (c) => {
   return jsonResponse(body, problem ? 503 : 200, c.get("requestId"));
 });
 
+// CONTRACT.md: an unsupported verb on an existing path is 405, also for the health path.
+app.all("/v1/sys/health", (c) => errorResponse(405, [`unsupported operation: ${c.req.method} sys/health`], c.get("requestId")));
+
 app.all("/v1/*", async (c) => {
   const cfg = loadConfig(c.env);
   return dispatch(c.req.raw, {

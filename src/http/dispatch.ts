@@ -38,7 +38,8 @@ interface Backend {
 }
 
 /**
- * Splits and checks a request path: no `.`/`..` segments, no empty segments but a trailing one.
+ * Splits and checks a request path: no `.` segments, no `..` anywhere in a segment, no empty
+ * segments but a trailing one.
  * An empty segment is reported rather than thrown, because a route with an opaque remainder
  * (RouteDef.opaqueRest) accepts it; the dispatcher refuses it for every other route.
  */
@@ -52,7 +53,9 @@ export function inspectPath(raw: string): { segs: string[]; decoded: string; emp
   const segs = decoded.split("/");
   if (segs.length > 1 && segs[segs.length - 1] === "") segs.pop();
   for (const s of segs) {
-    if (s === "." || s === "..") throw badRequest(`invalid path "${decoded}": '.' and '..' segments are not allowed`);
+    // Issue 2 "Bad input": names with ".." are refused anywhere in a segment, not only as a whole
+    // segment, so no mount, namespace or secret name can look like a relative path.
+    if (s === "." || s.includes("..")) throw badRequest(`invalid path "${decoded}": '.' segments and names containing '..' are not allowed`);
   }
   const empty = segs.some((s, i) => s === "" && !(i === 0 && segs.length === 1));
   return { segs, decoded, emptySegmentError: empty ? `invalid path "${decoded}": empty path segments are not allowed` : null };

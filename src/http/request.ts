@@ -45,7 +45,7 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
-      await reader.cancel();
+      await drain(reader, size);
       throw new ApiError(413, `request body too large: limit is ${limit} bytes`);
     }
     chunks.push(value);
@@ -57,6 +57,25 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
     off += c.byteLength;
   }
   return out;
+}
+
+/** How much of an oversized body is read and discarded before the stream is cancelled. */
+const DRAIN_LIMIT = 64 * 1024 * 1024;
+
+/**
+ * Reads and discards the rest of an oversized body. Cancelling a request stream the client is
+ * still sending breaks the keep-alive connection under the local runtime (the next request got
+ * a 503 "worker restarted mid-request"); draining lets the 413 arrive cleanly. Beyond
+ * DRAIN_LIMIT the stream is cancelled anyway, so a client cannot keep the request busy forever.
+ */
+async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, seen: number): Promise<void> {
+  let size = seen;
+  while (size <= DRAIN_LIMIT) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    size += value.byteLength;
+  }
+  await reader.cancel();
 }
 
 /** Decodes a JSON object body; an empty body is `{}`. */

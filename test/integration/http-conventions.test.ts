@@ -96,6 +96,39 @@ describe("HTTP conventions", () => {
     const r = await SELF.fetch("http://x/v1/sys//mounts", { headers: { "x-service-token": "test-root-token-0123456789" } });
     expect(r.status).toBe(400);
     expect((await write("sys/mounts/bad!name", { type: "kv" }, {}, 400)).body.errors[0]).toContain("path");
+    // ".." inside a name is refused as well, for mounts and for secret names (issue 2 "Bad input").
+    expect((await write("sys/mounts/a..b", { type: "pki" }, {}, 400)).body.errors[0]).toContain("'..'");
+    const mounts = await SELF.fetch("http://x/v1/sys/mounts", { headers: { "x-service-token": "test-root-token-0123456789" } });
+    expect(Object.keys(((await mounts.json()) as { data: Record<string, unknown> }).data)).not.toContain("a..b/");
+  });
+
+  it("answers other verbs on sys/health with 405", async () => {
+    for (const method of ["POST", "DELETE", "PUT"]) {
+      const r = await SELF.fetch("http://x/v1/sys/health", { method });
+      expect(r.status).toBe(405);
+      expect(((await r.json()) as { errors: string[] }).errors[0]).toContain("unsupported operation");
+    }
+    expect((await SELF.fetch("http://x/v1/sys/health")).status).toBe(200);
+  });
+
+  it("answers 413 to an oversized streamed body and keeps serving", async () => {
+    const chunk = new Uint8Array(256 * 1024).fill(0x61);
+    let sent = 0;
+    const body = new ReadableStream<Uint8Array>({
+      pull(ctrl) {
+        if (sent >= 8) return ctrl.close();
+        sent++;
+        ctrl.enqueue(chunk);
+      },
+    });
+    const r = await SELF.fetch("http://x/v1/sys/policies/acl/big", {
+      method: "POST",
+      headers: { "x-service-token": "test-root-token-0123456789", "content-type": "application/json" },
+      body,
+      duplex: "half",
+    } as RequestInit);
+    expect(r.status).toBe(413);
+    await write("sys/policies/acl/small", { policy: 'path "x" { capabilities = ["read"] }' }, {}, 204);
   });
 
   it("answers unknown top-level paths with 404 JSON", async () => {
