@@ -223,6 +223,16 @@ describe("external-policy/issue", () => {
     expect(d.issuing_ca).not.toContain("BEGIN");
   });
 
+  it("ed25519 keys: the CSR sent is signed by the Ed25519 key, the certificate binds it", async () => {
+    const r = await write(`${path}/external-policy/issue`, { common_name: "ed.example.com", key_type: "ed25519" });
+    const sent = fake.received.at(-1);
+    expect(sent?.csr.publicKey.algorithm.name).toBe("Ed25519");
+    const cert = await expectIssuedBy(r.body.data.certificate, root);
+    expect(b64(cert.publicKey.rawData)).toBe(b64(sent?.csr.publicKey.rawData ?? new ArrayBuffer(0)));
+    expect(r.body.data.private_key_type).toBe("ed25519");
+    expect(r.body.data.private_key).toMatch(/^-----BEGIN PRIVATE KEY-----/);
+  });
+
   it("refuses bad local parameters before calling the service", async () => {
     const before = fake.received.length;
     expect((await write(`${path}/external-policy/issue`, { key_type: "dsa" }, {}, 400)).body.errors[0]).toContain("key_type: unknown key type dsa");
