@@ -343,3 +343,20 @@ export async function deleteAppIfUnreferenced(db: Db, namespaceId: string, name:
     .run();
   return (res.meta.changes ?? 0) > 0;
 }
+
+// ---------------------------------------------------------------------------------------------
+// Namespaces (CONTRACT.md "a namespace is deleted only when empty")
+
+/** What secrets sync still holds in a namespace: destinations as `type/name`, app names. */
+export async function syncObjectsInNamespace(db: Db, namespaceId: string): Promise<{ destinations: string[]; apps: string[] }> {
+  const dests = await listDestinations(db, namespaceId);
+  return { destinations: dests.map((d) => `${d.type}/${d.name}`), apps: await listApps(db, namespaceId) };
+}
+
+/**
+ * Removes what is left of a namespace's associations once it has no destinations: only finished
+ * removals (tombstones) can remain then. Called when the namespace itself is deleted.
+ */
+export async function deleteNamespaceSyncRows(db: Db, namespaceId: string): Promise<void> {
+  await db.$client.prepare("DELETE FROM sync_associations WHERE namespace_id = ?").bind(namespaceId).run();
+}

@@ -1,6 +1,7 @@
 /**
  * sys/namespaces: child namespaces of the request's namespace. A namespace is deleted only when it
- * has no child namespaces and no mounts (CONTRACT.md); its policies and tokens go with it.
+ * is empty (CONTRACT.md): no child namespaces, no mounts, no sync destinations and no repohost
+ * apps; its policies, tokens and finished sync removals go with it.
  */
 import { deleteNamespaceRow, getNamespaceByPath, insertNamespace, listChildNamespaces, updateNamespaceMetadata, type NamespaceRow } from "../auth/namespace-store";
 import { deleteNamespacePolicies } from "../auth/policy-store";
@@ -9,6 +10,7 @@ import { badRequest, notFound } from "../http/errors";
 import { defineFields } from "../http/fields";
 import { route, type Req } from "../http/route";
 import { countMountsInNamespace, findMountForPath } from "./mount-store";
+import { deleteNamespaceSyncRows, syncObjectsInNamespace } from "../sync/store";
 
 const RESERVED = new Set(["root", "sys", "auth", "identity", "cubbyhole"]);
 const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -35,6 +37,15 @@ function stringMap(raw: Record<string, unknown>): Record<string, string> {
     out[k] = v;
   }
   return out;
+}
+
+/** "has sync destinations (a/b, ...) and repohost apps (x)": names only, at most five of each. */
+function syncLeftovers(left: { destinations: string[]; apps: string[] }): string {
+  const names = (xs: string[]) => `${xs.slice(0, 5).join(", ")}${xs.length > 5 ? `, and ${xs.length - 5} more` : ""}`;
+  const parts: string[] = [];
+  if (left.destinations.length > 0) parts.push(`sync destinations (${names(left.destinations)})`);
+  if (left.apps.length > 0) parts.push(`repohost apps (${names(left.apps)})`);
+  return `has ${parts.join(" and ")}`;
 }
 
 function view(row: NamespaceRow): Record<string, unknown> {
@@ -110,6 +121,9 @@ export const namespaceRoutes = [
         if ((await countMountsInNamespace(req.db, row.id)) > 0) {
           throw badRequest(`namespace "${row.path}" has mounts; disable them first`);
         }
+        const sync = await syncObjectsInNamespace(req.db, row.id);
+        if (sync.destinations.length > 0 || sync.apps.length > 0) throw badRequest(`namespace "${row.path}" ${syncLeftovers(sync)}; delete them first`);
+        await deleteNamespaceSyncRows(req.db, row.id);
         await deleteNamespacePolicies(req.db, [row.id]);
         await revokeNamespaceTokens(req.db, [row.id]);
         await deleteNamespaceRow(req.db, row.id);
