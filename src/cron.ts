@@ -3,6 +3,7 @@
  * job runs on its own: one failing job is logged and does not stop the others. Engines add
  * their jobs to JOBS (the PKI engine: CRL rebuild, tidy).
  */
+import { pkiCrlAutoRebuildJob } from "./pki/crl-cron";
 import { pkiAutoTidyJob } from "./pki/tidy-cron";
 import { syncReconcileJob } from "./sync/cron";
 
@@ -14,6 +15,7 @@ export interface CronJob {
 export const JOBS: CronJob[] = [
   { name: "sync-reconcile", run: (env) => syncReconcileJob(env) },
   { name: "pki-auto-tidy", run: (env) => pkiAutoTidyJob(env) },
+  { name: "pki-crl-auto-rebuild", run: (env) => pkiCrlAutoRebuildJob(env) },
 ];
 
 export async function runScheduled(controller: ScheduledController, env: Env): Promise<void> {

@@ -14,11 +14,16 @@
  * - A reserved serial that the caller never uses is simply a gap; nothing ever reuses it.
  * - The D1 unique index on (mount, serial) in pki_certs stays as a second guard.
  *
- * Part 2 of the engine adds CRL numbering and rebuild coordination here.
+ * - CRL rebuilds run here, one at a time and coalesced; a request is answered by a build that
+ *   started after it arrived, and CRL numbers only grow (invariants in ./crl-coordinator.ts).
  */
 import { DurableObject } from "cloudflare:workers";
+import { openDb } from "../db/client";
+import { autoRebuildDue, type CrlBuildReport, type CrlBuildRequest } from "../pki/crl-rebuild";
+import type { CrlConfig } from "../pki/store";
 import type { TidyParams, AutoTidyConfig } from "../pki/tidy";
 import type { MountRow } from "../sys/mount-store";
+import { CrlCoordinator, type CrlBuildRecord } from "./crl-coordinator";
 import { TidyRunner, type TidySnapshot } from "./tidy-runner";
 
 /** The most serials one call may reserve; callers batch below it. */
@@ -37,9 +42,13 @@ export function randomSerialHex(): string {
 }
 
 export class Authority extends DurableObject<Env> {
+  /** Lives as long as this instance: it holds the build queue (see ./crl-coordinator.ts). */
+  private readonly crl: CrlCoordinator;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.createTables();
+    this.crl = new CrlCoordinator(ctx.storage, env);
   }
 
   private createTables(): void {
@@ -75,6 +84,24 @@ export class Authority extends DurableObject<Env> {
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.createTables();
+  }
+
+  // -- CRLs (pki-engine.md §6.1–6.2; invariants in ./crl-coordinator.ts) ------------------------
+
+  /** Rebuilds the mount's CRLs; resolves once a build that started after this call finished. */
+  crlRebuild(mount: MountRow, req: CrlBuildRequest): Promise<CrlBuildReport> {
+    return this.crl.request(mount, req);
+  }
+
+  /** Called by the auto_rebuild cron job; builds what the schedule says is due. */
+  async crlAutoTick(mount: MountRow, config: CrlConfig): Promise<CrlBuildReport | null> {
+    const due = await autoRebuildDue(openDb(this.env.DB), mount, config);
+    return due ? this.crl.request(mount, { kind: due, force: false }) : null;
+  }
+
+  /** The builds this instance ran, oldest first (tests and diagnostics). */
+  crlBuildHistory(): CrlBuildRecord[] {
+    return this.crl.history;
   }
 
   // -- tidy (pki-engine.md §6.7; invariants in ./tidy-runner.ts) ------------------------------

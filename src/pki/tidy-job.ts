@@ -18,10 +18,7 @@ import { certVerdict, nextPhase, revokedExpired, stepSize, type TidyJob, type Ti
 import { deleteBySerial, listCertsPage, listRevokedPage, setRevokedIssuers } from "./tidy-store";
 import { isSignedBy, parseCertificate, type CertInfo } from "./x509";
 
-// PENDING-CRL: replaced by `import { rebuildCrls } from "./crl-rebuild"` once that file lands.
-async function rebuildCrls(_env: Env, _mount: MountRow): Promise<string[]> {
-  return [];
-}
+import { rebuildCrls } from "./crl-rebuild";
 
 /** Parses stored base64 DER; null when it is not a certificate (tidy_invalid_certs). */
 export function tryParse(derB64: string): CertInfo | null {

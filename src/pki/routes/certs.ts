@@ -8,6 +8,8 @@ import { route, type Req } from "../../http/route";
 import { base64ToBytes } from "../../util/encoding";
 import { certDerFromPem, chainPems } from "../issuers";
 import { normalizeSerial, toPem } from "../pem";
+import { getRevoked } from "../revocation-store";
+import { revocationData } from "../revoke";
 import { getAllConfig, getCert, listCertSerials, listIssuers, putConfigStmt, runBatch, type IssuerRow, type UrlsConfig } from "../store";
 import { mountOf, notModified, paginate, raw, withLastModified } from "./common";
 import { checkAiaUrls } from "./issuers";
@@ -54,7 +56,12 @@ async function readCert(req: Req) {
     return pemPart ? raw(toPem("CERTIFICATE", der), "application/pem-certificate-chain") : raw(der, "application/pkix-cert");
   }
   if (!row) throw notFound();
-  return { data: { certificate: toPem("CERTIFICATE", base64ToBytes(row.der)), ...emptyRevocation } };
+  // Revocation fields (pki-engine.md §5): time and issuer association once revoked.
+  const revoked = await getRevoked(req.db, mountOf(req).id, serial);
+  const revocation = revoked
+    ? { revocation_time: revoked.revocationTime, revocation_time_rfc3339: revocationData(revoked).revocation_time_rfc3339, ...(revoked.issuerId ? { issuer_id: revoked.issuerId } : {}) }
+    : emptyRevocation;
+  return { data: { certificate: toPem("CERTIFICATE", base64ToBytes(row.der)), ...revocation } };
 }
 
 const css = (description: string) => ({ type: "comma-string-slice" as const, description });

@@ -2,6 +2,8 @@
 import type { RouteDef } from "../../http/route";
 import { certMetadataRoutes } from "./cert-metadata";
 import { certRoutes } from "./certs";
+import { crlRoutes } from "./crl";
+import { revokeRoutes } from "./revoke";
 import { externalPolicyRoutes } from "./external-policy";
 import { generateRoutes } from "./generate";
 import { issueRoutes } from "./issue";
@@ -12,4 +14,4 @@ import { roleRoutes } from "./roles";
 import { signPrivilegedRoutes } from "./sign-privileged";
 import { tidyRoutes } from "./tidy";
 
-export const pkiRoutes: RouteDef[] = [...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...signPrivilegedRoutes, ...certMetadataRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...certRoutes, ...tidyRoutes, ...ocspRoutes];
+export const pkiRoutes: RouteDef[] = [...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...signPrivilegedRoutes, ...certMetadataRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...revokeRoutes, ...crlRoutes, ...certRoutes, ...tidyRoutes, ...ocspRoutes];

@@ -1,0 +1,217 @@
+/**
+ * The CRL as DER (RFC 5280 §5), hand-encoded: a pure builder with no I/O and no key handling.
+ * crl-rebuild.ts feeds it revocations and signs the TBSCertList it returns.
+ *
+ * The revoked-certificate list is written entry by entry into one growing byte buffer
+ * (`RevokedListWriter`) instead of one small array per entry: a 100,000-entry CRL is ~4 MB of
+ * DER, and per-entry objects would cost several times that in heap (Workers allow 128 MB).
+ */
+import { OID, akiExtension, distributionPointsExtension, type ExtensionDer } from "./asn1";
+import { TAG, bool, concat, ctxCons, int, nullValue, octets, oid, seq, time, tlv, uintBytes, bitString } from "./der";
+
+/** RFC 5280 §5.2.3 CRL Number, §5.2.4 Delta CRL Indicator. */
+export const CRL_OID = { crlNumber: "2.5.29.20", deltaCrlIndicator: "2.5.29.27" } as const;
+
+/** The signature algorithms an issuer's revocation_signature_algorithm can name (pki-engine.md §4.5). */
+export type RevocationAlgorithm =
+  | "SHA256WithRSA"
+  | "SHA384WithRSA"
+  | "SHA512WithRSA"
+  | "ECDSAWithSHA256"
+  | "ECDSAWithSHA384"
+  | "ECDSAWithSHA512"
+  | "SHA256WithRSAPSS"
+  | "SHA384WithRSAPSS"
+  | "SHA512WithRSAPSS"
+  | "Ed25519";
+
+export interface AlgorithmSpec {
+  family: "rsa" | "rsa-pss" | "ec" | "ed25519";
+  /** "SHA-256" etc.; "" for Ed25519. */
+  hash: string;
+}
+
+export function algorithmSpec(name: RevocationAlgorithm): AlgorithmSpec {
+  if (name === "Ed25519") return { family: "ed25519", hash: "" };
+  const bits = /SHA(\d{3})/.exec(name)?.[1] ?? "256";
+  const hash = `SHA-${bits}`;
+  if (name.startsWith("ECDSA")) return { family: "ec", hash };
+  return { family: name.endsWith("PSS") ? "rsa-pss" : "rsa", hash };
+}
+
+const HASH_OID: Record<string, string> = {
+  "SHA-256": "2.16.840.1.101.3.4.2.1",
+  "SHA-384": "2.16.840.1.101.3.4.2.2",
+  "SHA-512": "2.16.840.1.101.3.4.2.3",
+};
+
+const SIG_OID: Record<string, string> = {
+  "rsa/SHA-256": "1.2.840.113549.1.1.11",
+  "rsa/SHA-384": "1.2.840.113549.1.1.12",
+  "rsa/SHA-512": "1.2.840.113549.1.1.13",
+  "ec/SHA-256": "1.2.840.10045.4.3.2",
+  "ec/SHA-384": "1.2.840.10045.4.3.3",
+  "ec/SHA-512": "1.2.840.10045.4.3.4",
+};
+
+/**
+ * The signature AlgorithmIdentifier. RFC 4055 §5: PKCS#1 v1.5 carries NULL parameters; RFC 4055
+ * §3.1: RSASSA-PSS carries its hash, MGF1 with the same hash and a salt as long as the hash;
+ * RFC 5758 §3.2 and RFC 8410 §3: ECDSA and Ed25519 have no parameters.
+ */
+export function algorithmIdentifier(spec: AlgorithmSpec): Uint8Array<ArrayBuffer> {
+  if (spec.family === "ed25519") return seq(oid(OID.ed25519));
+  if (spec.family === "rsa-pss") {
+    const hashOid = HASH_OID[spec.hash];
+    if (!hashOid) throw new Error(`unsupported hash ${spec.hash}`);
+    const hashAlg = seq(oid(hashOid), nullValue());
+    const mgf = seq(oid("1.2.840.113549.1.1.8"), hashAlg);
+    const salt = Number(spec.hash.slice(4)) / 8;
+    return seq(oid("1.2.840.113549.1.1.10"), seq(ctxCons(0, hashAlg), ctxCons(1, mgf), ctxCons(2, int(salt))));
+  }
+  const id = SIG_OID[`${spec.family}/${spec.hash}`];
+  if (!id) throw new Error(`unsupported signature algorithm ${spec.family}/${spec.hash}`);
+  return spec.family === "rsa" ? seq(oid(id), nullValue()) : seq(oid(id));
+}
+
+/** WebCrypto's raw r‖s ECDSA signature → the DER Ecdsa-Sig-Value of RFC 3279 §2.2.3. */
+export function ecdsaSignatureDer(raw: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
+  const half = raw.length / 2;
+  return seq(uintBytes(raw.subarray(0, half)), uintBytes(raw.subarray(half)));
+}
+
+/** Appends DER bytes to one buffer that doubles when full. */
+class ByteBuffer {
+  private buf = new Uint8Array(4096);
+  length = 0;
+
+  private reserve(n: number): void {
+    if (this.length + n <= this.buf.length) return;
+    let size = this.buf.length * 2;
+    while (size < this.length + n) size *= 2;
+    const next = new Uint8Array(size);
+    next.set(this.buf.subarray(0, this.length));
+    this.buf = next;
+  }
+
+  byte(b: number): void {
+    this.reserve(1);
+    this.buf[this.length++] = b;
+  }
+
+  bytes(b: Uint8Array): void {
+    this.reserve(b.length);
+    this.buf.set(b, this.length);
+    this.length += b.length;
+  }
+
+  /** The written bytes (a view; no copy). */
+  view(): Uint8Array<ArrayBuffer> {
+    return this.buf.subarray(0, this.length);
+  }
+}
+
+const HEX = new Map<string, number>();
+for (let i = 0; i < 256; i++) HEX.set(i.toString(16).padStart(2, "0"), i);
+
+/**
+ * The revokedCertificates list (RFC 5280 §5.1.2.6): for each entry
+ * `SEQUENCE { userCertificate INTEGER, revocationDate Time }` with no entry extensions (upstream
+ * writes no reason codes, pki-engine.md §6.2).
+ */
+export class RevokedListWriter {
+  private readonly out = new ByteBuffer();
+  private lastSecond = -1;
+  private lastTime: Uint8Array<ArrayBuffer> = new Uint8Array(0);
+  private readonly scratch = new Uint8Array(20);
+  count = 0;
+
+  /** `serial` is colon (or plain) lowercase hex; `revokedAt` Unix seconds. */
+  add(serial: string, revokedAt: number): void {
+    const hex = serial.replaceAll(":", "");
+    const odd = hex.length % 2;
+    const n = (hex.length + odd) / 2;
+    if (n === 0 || n > 20) throw new Error(`invalid serial ${serial}`);
+    const raw = this.scratch;
+    for (let i = 0; i < n; i++) {
+      const pair = odd && i === 0 ? `0${hex[0] ?? ""}` : hex.slice(2 * i - odd, 2 * i - odd + 2);
+      const v = HEX.get(pair);
+      if (v === undefined) throw new Error(`invalid serial ${serial}`);
+      raw[i] = v;
+    }
+    // Minimal two's-complement encoding of a positive INTEGER (X.690 §8.3.2).
+    let start = 0;
+    while (start < n - 1 && raw[start] === 0) start++;
+    const pad = ((raw[start] ?? 0) & 0x80) !== 0 ? 1 : 0;
+    const intLen = n - start + pad;
+    if (revokedAt !== this.lastSecond) {
+      this.lastSecond = revokedAt;
+      this.lastTime = time(new Date(revokedAt * 1000));
+    }
+    // Every entry is shorter than 128 bytes (INTEGER ≤ 21 octets, GeneralizedTime 17), so both
+    // lengths fit the short form.
+    this.out.byte(TAG.SEQUENCE);
+    this.out.byte(2 + intLen + this.lastTime.length);
+    this.out.byte(TAG.INTEGER);
+    this.out.byte(intLen);
+    if (pad) this.out.byte(0);
+    this.out.bytes(raw.subarray(start, n));
+    this.out.bytes(this.lastTime);
+    this.count++;
+  }
+
+  /** The encoded SEQUENCE OF entries, or null when empty (RFC 5280 §5.1.2.6: then absent). */
+  finish(): Uint8Array<ArrayBuffer> | null {
+    return this.count === 0 ? null : tlv(TAG.SEQUENCE, this.out.view());
+  }
+}
+
+export interface TbsCertListParams {
+  algorithm: AlgorithmSpec;
+  /** DER of the issuer's subject Name. */
+  issuer: Uint8Array<ArrayBuffer>;
+  thisUpdate: Date;
+  nextUpdate: Date;
+  /** From RevokedListWriter.finish(). */
+  revoked: Uint8Array<ArrayBuffer> | null;
+  /** The issuer's Subject Key Identifier (AKI keyIdentifier, RFC 5280 §5.2.1). */
+  authorityKeyId: Uint8Array;
+  crlNumber: number;
+  /** Set for a delta CRL: the number of the complete CRL it updates (RFC 5280 §5.2.4). */
+  deltaOf?: number;
+  /** Delta CRL URLs for the Freshest CRL extension of a complete CRL (RFC 5280 §5.2.6). */
+  freshestCrlUrls?: string[];
+}
+
+function extensionDer(e: ExtensionDer): Uint8Array<ArrayBuffer> {
+  return e.critical ? seq(oid(e.oid), bool(true), octets(e.value)) : seq(oid(e.oid), octets(e.value));
+}
+
+/** TBSCertList (RFC 5280 §5.1.2): version v2, with AKI, CRL Number and, as applicable, delta extensions. */
+export function encodeTbsCertList(p: TbsCertListParams): Uint8Array<ArrayBuffer> {
+  const exts: ExtensionDer[] = [akiExtension(p.authorityKeyId), { oid: CRL_OID.crlNumber, critical: false, value: int(p.crlNumber) }];
+  if (p.deltaOf !== undefined) {
+    // RFC 5280 §5.2.4: the Delta CRL Indicator is critical.
+    exts.push({ oid: CRL_OID.deltaCrlIndicator, critical: true, value: int(p.deltaOf) });
+  } else if (p.freshestCrlUrls && p.freshestCrlUrls.length > 0) {
+    const fresh = distributionPointsExtension(p.freshestCrlUrls, "delta");
+    if (fresh) exts.push(fresh);
+  }
+  const parts: Uint8Array[] = [
+    int(1), // v2 (RFC 5280 §5.1.2.1: required when extensions are present)
+    algorithmIdentifier(p.algorithm),
+    p.issuer,
+    time(p.thisUpdate),
+    time(p.nextUpdate),
+  ];
+  if (p.revoked) parts.push(p.revoked);
+  parts.push(ctxCons(0, seq(...exts.map(extensionDer))));
+  return seq(...parts);
+}
+
+/** CertificateList (RFC 5280 §5.1.1) from a TBSCertList and its signature (ECDSA already DER). */
+export function assembleCertificateList(tbs: Uint8Array<ArrayBuffer>, algorithm: AlgorithmSpec, signature: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
+  return seq(tbs, algorithmIdentifier(algorithm), bitString(signature));
+}
+
+export { concat };
