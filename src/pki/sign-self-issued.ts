@@ -11,14 +11,13 @@ import { badRequest } from "../http/errors";
 import { defineFields, type FieldValues } from "../http/fields";
 import { base64ToBytes } from "../util/encoding";
 import { aiaExtension, akiExtension, distributionPointsExtension, publicKeyFacts, type ExtensionDer, type PublicKeyFacts } from "./asn1";
-import { DerError } from "./der";
 import { certDerFromPem } from "./issuers";
 import { issuerKeyId, signingIssuer, type IssueContext } from "./issue";
 import { unsealPrivateKey } from "./keystore";
 import { PemError, decodePemBlocks, toPem } from "./pem";
 import { resolveAia } from "./profile";
 import { encodeTbs, readTbs, replaceExtensions, type TbsParts } from "./resign";
-import { X509Error, importSigner, parseCertificate, signTbsCertificate, type CertInfo } from "./x509";
+import { importSigner, parseCertificate, signTbsCertificate, type CertInfo } from "./x509";
 
 export const signSelfIssuedFields = defineFields({
   issuer_ref: { type: "string", description: "Signing issuer (per-issuer path).", default: "default" },
@@ -46,8 +45,7 @@ function submittedCertificate(text: string): { info: CertInfo; parts: TbsParts }
     return { info: parseCertificate(der), parts: readTbs(der) };
   } catch (e) {
     // Whatever the parsers reject is the client's input, never a server fault.
-    const detail = e instanceof X509Error || e instanceof DerError || e instanceof Error ? e.message : String(e);
-    throw badRequest(`certificate: error parsing certificate: ${detail}`);
+    throw badRequest(`certificate: error parsing certificate: ${e instanceof Error ? e.message : String(e)}`);
   }
 }
 
