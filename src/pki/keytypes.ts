@@ -11,9 +11,9 @@ export interface KeySpec {
 
 /**
  * Validates and normalises key_type / key_bits / signature_bits: `0` bits means the type's
- * default; upstream's error messages are kept. `forGeneration` adds the runtime's own limit:
- * WebCrypto has no P-224 curve, so generating such a key is refused (a CSR with a P-224 key
- * is refused at parse time as well).
+ * default; upstream's error messages are kept. `forGeneration` refuses what cannot be generated
+ * (type "any"). Every listed EC size works: P-224, which WebCrypto lacks, is done in software
+ * (p224.ts).
  */
 export function validateKeySpec(keyType: string, keyBits: number, signatureBits: number, forGeneration = false): KeySpec {
   let bits = keyBits;
@@ -29,9 +29,6 @@ export function validateKeySpec(keyType: string, keyBits: number, signatureBits:
     case "ec":
       if (bits === 0) bits = 256;
       if (![224, 256, 384, 521].includes(bits)) throw badRequest(`key_bits: unsupported bit length for EC key: ${bits}`);
-      if (bits === 224 && forGeneration) {
-        throw badRequest("key_bits: EC P-224 keys cannot be generated here: the WebCrypto runtime supports only P-256, P-384 and P-521");
-      }
       sigBits = 0;
       break;
     case "ed25519":

@@ -16,7 +16,8 @@ import {
   type PublicKeyFacts,
   type SanSpec,
 } from "./asn1";
-import { DerError, TAG, bitString, bool, children, ctxCons, expectTag, int, nullValue, octets, oid, parse, seq, time, uintBytes } from "./der";
+import { DerError, TAG, bitString, bool, children, concat, ctxCons, decodeOid, expectTag, int, nullValue, octets, oid, parse, seq, set, time, uintBytes } from "./der";
+import { generateP224KeyPair, importP224PrivateKey, isP224Key, p224PublicKeyOf, verifyP224 } from "./p224";
 
 // Use the runtime's WebCrypto (workers-stack.md pitfall 7).
 x509.cryptoProvider.set(crypto);
@@ -31,10 +32,11 @@ export interface KeyPairDer {
 }
 
 /**
- * Generates a key pair. WebCrypto (and so workerd) has no P-224: the caller refuses it before
- * this point with a clear message.
+ * Generates a key pair. WebCrypto (and so workerd) has no P-224, so that curve is generated in
+ * software (p224.ts).
  */
 export async function generateKeyPair(type: KeyType, bits: number): Promise<KeyPairDer> {
+  if (type === "ec" && bits === 224) return generateP224KeyPair();
   let alg: SubtleCryptoGenerateKeyAlgorithm;
   if (type === "rsa") {
     alg = { name: "RSASSA-PKCS1-v1_5", modulusLength: bits, publicExponent: new Uint8Array([1, 0, 1]), hash: "SHA-256" };
@@ -51,7 +53,11 @@ export async function generateKeyPair(type: KeyType, bits: number): Promise<KeyP
   return { pkcs8, spki };
 }
 
-/** How a CA key signs: the WebCrypto key plus the parameters the generator needs. */
+/**
+ * How a CA key signs: the key plus the parameters the generator needs. `key` is a WebCrypto key,
+ * or for EC P-224 a software key of the same shape that crypto.subtle cannot use: sign through
+ * `signBytes`, never crypto.subtle.sign directly.
+ */
 export interface Signer {
   key: CryptoKey;
   algorithm: SubtleCryptoSignAlgorithm & { hash?: string; saltLength?: number };
@@ -89,20 +95,32 @@ export async function importSigner(pkcs8: Uint8Array<ArrayBuffer>, spki: Uint8Ar
     return { key, algorithm, facts };
   }
   if (facts.type === "ec") {
+    const algorithm = { name: "ECDSA", hash: signatureHash(facts, 0) };
+    if (curveBits === 224) return { key: importP224PrivateKey(pkcs8), algorithm, facts };
     const namedCurve = CURVE_NAME[curveBits];
     if (!namedCurve) throw new X509Error(`unsupported elliptic curve P-${curveBits}`);
     const key = await crypto.subtle.importKey("pkcs8", pkcs8, { name: "ECDSA", namedCurve }, false, ["sign"]);
-    return { key, algorithm: { name: "ECDSA", hash: signatureHash(facts, 0) }, facts };
+    return { key, algorithm, facts };
   }
   const key = await crypto.subtle.importKey("pkcs8", pkcs8, { name: "Ed25519" }, false, ["sign"]);
   return { key, algorithm: { name: "Ed25519" }, facts };
 }
 
+/**
+ * Signs `data` with a Signer; the result is in WebCrypto's format (raw r‖s for ECDSA), whichever
+ * implementation holds the key.
+ */
+export async function signBytes(signer: Signer, data: Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> {
+  if (isP224Key(signer.key)) return signer.key.sign(signer.algorithm.hash ?? "", data);
+  return new Uint8Array(await crypto.subtle.sign(signer.algorithm, signer.key, data));
+}
+
 /** Checks that a PKCS#8 private key and an SPKI public key are one pair, by a test signature. */
 export async function keyMatchesPublicKey(pkcs8: Uint8Array<ArrayBuffer>, spki: Uint8Array<ArrayBuffer>): Promise<boolean> {
   const signer = await importSigner(pkcs8, spki);
-  const data = new TextEncoder().encode("lanyard key check");
-  const sig = await crypto.subtle.sign(signer.algorithm, signer.key, data);
+  const data = Uint8Array.from(new TextEncoder().encode("lanyard key check"));
+  const sig = await signBytes(signer, data);
+  if (isP224Key(signer.key)) return verifyP224(spki, signer.algorithm.hash ?? "", data, sig, "compact");
   const verifyAlg = signer.facts.type === "rsa" ? { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } : signer.facts.type === "ec" ? { name: "ECDSA", namedCurve: CURVE_NAME[signer.facts.bits] ?? "" } : { name: "Ed25519" };
   const pub = await crypto.subtle.importKey("spki", spki, verifyAlg, false, ["verify"]);
   return crypto.subtle.verify(signer.algorithm, pub, sig, data);
@@ -111,6 +129,7 @@ export async function keyMatchesPublicKey(pkcs8: Uint8Array<ArrayBuffer>, spki: 
 /** Derives the SPKI of a PKCS#8 key (WebCrypto exports the public half through JWK). */
 export async function publicKeyOf(pkcs8: Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> {
   const { type, curveBits } = pkcs8Algorithm(pkcs8);
+  if (type === "ec" && curveBits === 224) return p224PublicKeyOf(pkcs8);
   const alg =
     type === "rsa"
       ? { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }
@@ -183,7 +202,7 @@ function extensionDer(e: ExtensionDer): Uint8Array<ArrayBuffer> {
 export async function signCertificate(p: CertificateParams, encoder: "direct" | "library" = "direct"): Promise<Uint8Array<ArrayBuffer>> {
   const alg = signatureAlgorithmDer(p.signer);
   // `encoder: "library"` exists for the benchmark's comparison (npm run bench).
-  if (!alg || encoder === "library") return signCertificateWithLibrary(p);
+  if (!alg || (encoder === "library" && !isP224Key(p.signer.key))) return signCertificateWithLibrary(p);
   const serialBytes = Uint8Array.from(p.serialHex.match(/../g) ?? [], (h) => parseInt(h, 16));
   const tbs = seq(
     ctxCons(0, int(2)), // version v3
@@ -195,7 +214,7 @@ export async function signCertificate(p: CertificateParams, encoder: "direct" | 
     p.spki,
     ...(p.extensions.length > 0 ? [ctxCons(3, seq(...p.extensions.map(extensionDer)))] : []),
   );
-  const sig = new Uint8Array(await crypto.subtle.sign(p.signer.algorithm, p.signer.key, tbs));
+  const sig = await signBytes(p.signer, tbs);
   return seq(tbs, alg, bitString(p.signer.algorithm.name === "ECDSA" ? ecdsaSigDer(sig) : sig));
 }
 
@@ -225,7 +244,7 @@ function anySignatureAlgorithmDer(signer: Signer): Uint8Array<ArrayBuffer> {
 export async function signTbsCertificate(buildTbs: (algorithm: Uint8Array<ArrayBuffer>) => Uint8Array<ArrayBuffer>, signer: Signer): Promise<Uint8Array<ArrayBuffer>> {
   const alg = anySignatureAlgorithmDer(signer);
   const tbs = buildTbs(alg);
-  const sig = new Uint8Array(await crypto.subtle.sign(signer.algorithm, signer.key, tbs));
+  const sig = await signBytes(signer, tbs);
   return seq(tbs, alg, bitString(signer.algorithm.name === "ECDSA" ? ecdsaSigDer(sig) : sig));
 }
 
@@ -254,6 +273,7 @@ export async function signCsr(
   usePss = false,
 ): Promise<Uint8Array<ArrayBuffer>> {
   const signer = await importSigner(pkcs8, spki, signatureBits, usePss);
+  if (isP224Key(signer.key)) return signCsrDirect(subject, extensions, spki, signer);
   const publicKey = await crypto.subtle.importKey(
     "spki",
     spki,
@@ -269,6 +289,47 @@ export async function signCsr(
   });
   return new Uint8Array(csr.rawData);
 }
+
+/**
+ * A PKCS#10 request encoded here (RFC 2986 §4): used for signers the library cannot drive
+ * (EC P-224). Extensions travel in one extensionRequest attribute (RFC 2985 §5.4.2).
+ */
+async function signCsrDirect(subject: Uint8Array<ArrayBuffer>, extensions: ExtensionDer[], spki: Uint8Array<ArrayBuffer>, signer: Signer): Promise<Uint8Array<ArrayBuffer>> {
+  const attributes = extensions.length > 0 ? [seq(oid("1.2.840.113549.1.9.14"), set(seq(...extensions.map(extensionDer))))] : [];
+  const info = seq(int(0), subject, spki, ctxCons(0, concat(attributes)));
+  const alg = anySignatureAlgorithmDer(signer);
+  const sig = await signBytes(signer, info);
+  return seq(info, alg, bitString(signer.algorithm.name === "ECDSA" ? ecdsaSigDer(sig) : sig));
+}
+
+/** ECDSA signature algorithm OIDs (RFC 5758 §3.2, RFC 3279 §2.2.3) → their hash. */
+const ECDSA_HASH: Record<string, string> = {
+  "1.2.840.10045.4.1": "SHA-1",
+  "1.2.840.10045.4.3.1": "SHA-224",
+  "1.2.840.10045.4.3.2": "SHA-256",
+  "1.2.840.10045.4.3.3": "SHA-384",
+  "1.2.840.10045.4.3.4": "SHA-512",
+};
+
+/**
+ * Verifies a signed structure (Certificate, CertificationRequest, CertificateList: all are
+ * SEQUENCE { tbs, AlgorithmIdentifier, BIT STRING }) by an EC P-224 key, which WebCrypto
+ * cannot import. False for anything malformed or not ECDSA.
+ */
+function verifySignedByP224(der: Uint8Array<ArrayBuffer>, spki: Uint8Array<ArrayBuffer>): boolean {
+  try {
+    const [tbs, algId, sig] = children(expectTag(parse(der), TAG.SEQUENCE, "signed data"));
+    const algOid = children(expectTag(algId, TAG.SEQUENCE, "signature algorithm"))[0];
+    const hash = ECDSA_HASH[decodeOid(expectTag(algOid, TAG.OID, "signature algorithm").content)];
+    const bits = expectTag(sig, TAG.BIT_STRING, "signature").content;
+    if (!hash || !tbs || bits[0] !== 0) return false;
+    return verifyP224(spki, hash, tbs.raw, bits.subarray(1), "der");
+  } catch {
+    return false;
+  }
+}
+
+const isP224Spki = (facts: PublicKeyFacts): boolean => facts.type === "ec" && facts.bits === 224;
 
 export interface CertInfo {
   der: Uint8Array<ArrayBuffer>;
@@ -341,6 +402,7 @@ export function parseCertificate(der: Uint8Array<ArrayBuffer>): CertInfo {
 /** Whether `childDer` carries a valid signature by the key in `parentSpki`. */
 export async function isSignedBy(childDer: Uint8Array<ArrayBuffer>, parentSpki: Uint8Array<ArrayBuffer>): Promise<boolean> {
   try {
+    if (isP224Spki(await publicKeyFacts(parentSpki))) return verifySignedByP224(childDer, parentSpki);
     const child = new x509.X509Certificate(childDer);
     return await child.verify({ publicKey: new x509.PublicKey(parentSpki), signatureOnly: true });
   } catch {
@@ -375,12 +437,10 @@ export async function parseCsr(der: Uint8Array<ArrayBuffer>): Promise<CsrInfo> {
   } catch (e) {
     throw new X509Error(`certificate request: ${e instanceof DerError ? e.message : "unsupported public key"}`);
   }
-  if (facts.type === "ec" && !CURVE_NAME[facts.bits]) {
-    throw new X509Error(`certificate request: EC P-${facts.bits} keys are not supported (the WebCrypto runtime supports P-256, P-384 and P-521)`);
-  }
   let valid = false;
   try {
-    valid = await csr.verify();
+    // WebCrypto cannot import a P-224 key: such requests are checked in software.
+    valid = isP224Spki(facts) ? verifySignedByP224(new Uint8Array(csr.rawData), spki) : await csr.verify();
   } catch {
     valid = false;
   }

@@ -54,7 +54,7 @@ const CASES: [string, string, unknown][] = [
   ["POST", "keys/import", { pem_bundle: pem("PRIVATE KEY", junk) }],
   ["POST", "keys/import", { pem_bundle: `${pem("PRIVATE KEY", junk)}\n${pem("PRIVATE KEY", junk)}` }],
   ["POST", "keys/import", { pem_bundle: rootPem }],
-  ["POST", "keys/generate/exported", { key_type: "ec", key_bits: 224 }],
+  ["POST", "keys/generate/exported", { key_type: "ec", key_bits: 225 }],
   ["POST", "key/default", { key_name: "default" }],
   ["POST", "config/keys", {}],
   ["POST", "config/issuers", { default: "" }],

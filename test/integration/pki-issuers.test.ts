@@ -27,7 +27,7 @@ describe("root generation", () => {
     const cases: [string, Record<string, unknown>, string][] = [
       ["root/generate/sideways", {}, 'the "exported" path parameter must be'],
       ["root/generate/kms", {}, "kms"],
-      ["root/generate/internal", { key_type: "ec", key_bits: 224 }, "P-224"],
+      ["root/generate/internal", { key_type: "ec", key_bits: 225 }, "unsupported bit length for EC key: 225"],
       ["root/generate/internal", { key_type: "rsa", key_bits: 1000 }, "RSA keys < 2048 bits"],
       ["root/generate/internal", { key_type: "any" }, "any"],
       ["root/generate/internal", { format: "cbor" }, 'the "format" path parameter must be "pem", "der", or "pem_bundle"'],
