@@ -127,8 +127,14 @@ async function main() {
   const watcher = watch(fake);
   const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
   execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir], { cwd: root, stdio: "ignore" });
+  // Bundle once up front and run that bundle: the dev server's own bundler watches src/ whatever
+  // dev.watch says, and a source edit mid-run would reload the Worker under the measurement.
+  const buildDir = path.join(dir, "build");
+  execFileSync(wrangler, ["deploy", "--dry-run", "--outdir", buildDir], { cwd: root, stdio: "ignore" });
   const worker = await unstable_startWorker({
     config: path.join(root, "wrangler.toml"),
+    entrypoint: path.join(buildDir, "index.js"),
+    build: { bundle: false },
     bindings: {
       ENVIRONMENT: { type: "plain_text", value: "development" },
       ROOT_TOKEN: { type: "plain_text", value: TOKEN },

@@ -217,13 +217,55 @@ export async function countPending(db: Db, exceptId = ""): Promise<number> {
   return r?.n ?? 0;
 }
 
-/** Ids of the PENDING associations (to enqueue once syncing is re-enabled). */
-export async function pendingIds(db: Db, limit: number): Promise<string[]> {
-  const rows = await db.$client
-    .prepare("SELECT id FROM sync_associations WHERE sync_status = 'PENDING' ORDER BY updated_at LIMIT ?")
-    .bind(limit)
-    .all<{ id: string }>();
+/**
+ * One page of the associations with unfinished work (an intent newer than the last final
+ * outcome: parked while disabled, dropped when the queue was full, or in flight), ordered by id
+ * and starting after `after`; optionally only those of one mount. Re-enabling and mount disable
+ * walk them page by page (./operations.ts sweepUnfinished).
+ */
+export async function unfinishedIds(db: Db, after: string, limit: number, mountId?: string): Promise<string[]> {
+  const stmt = mountId
+    ? db.$client
+        .prepare("SELECT id FROM sync_associations WHERE done_generation < generation AND mount_id = ? AND id > ? ORDER BY id LIMIT ?")
+        .bind(mountId, after, limit)
+    : db.$client.prepare("SELECT id FROM sync_associations WHERE done_generation < generation AND id > ? ORDER BY id LIMIT ?").bind(after, limit);
+  const rows = await stmt.all<{ id: string }>();
   return rows.results.map((r) => r.id);
+}
+
+/**
+ * The mount is being disabled: every association of it that still wants its secret synced gets
+ * an unsync intent (the secret is going away), in one statement. Returns how many changed.
+ */
+export async function unsyncMountAssociations(db: Db, mountId: string, now: number): Promise<number> {
+  const res = await db.$client
+    .prepare(
+      `UPDATE sync_associations SET generation = generation + 1, desired = 'unsynced', sync_status = 'PENDING', updated_at = ?,
+         attempts = 0 WHERE mount_id = ? AND desired = 'synced'`,
+    )
+    .bind(now, mountId)
+    .run();
+  return res.meta.changes ?? 0;
+}
+
+/**
+ * An association by the mount it was made with, for when that mount is gone (disabled): `mount`
+ * matches the stored mount path ("a/b/") or accessor. A live association wins over a finished
+ * removal; among several, the newest.
+ */
+export async function findAssociationByStoredMount(
+  db: Db,
+  l: { namespaceId: string; destinationType: DestinationType; destinationName: string; mount: string; secretName: string },
+): Promise<Association | null> {
+  const path = `${l.mount.replace(/^\/+|\/+$/g, "")}/`;
+  const r = await db.$client
+    .prepare(
+      `SELECT * FROM sync_associations WHERE namespace_id = ? AND destination_type = ? AND destination_name = ? AND secret_name = ?
+       AND (mount_path = ? OR mount_accessor = ?) ORDER BY ${TOMBSTONE_SQL}, updated_at DESC LIMIT 1`,
+    )
+    .bind(l.namespaceId, l.destinationType, l.destinationName, l.secretName, path, l.mount)
+    .first<Row>();
+  return r ? toAssociation(r) : null;
 }
 
 /**

@@ -19,7 +19,7 @@ import { loadConfig } from "../config";
 import { openDb } from "../db/client";
 import { drive, type EngineDeps } from "./engine";
 import { MAX_ATTEMPTS, backoffSeconds, parseMessage } from "./messages";
-import { processPurge } from "./operations";
+import { processPurge, sweepUnfinished } from "./operations";
 
 /** Delay before looking again at an association another worker holds. */
 const BUSY_DELAY_SECONDS = 2;
@@ -32,6 +32,11 @@ async function handle(deps: EngineDeps, msg: Message<unknown>): Promise<void> {
     return;
   }
   const final = msg.attempts >= MAX_ATTEMPTS;
+  if (m.kind === "sweep") {
+    await sweepUnfinished(deps, m.after, m.mountId);
+    msg.ack();
+    return;
+  }
   if (m.kind === "purge") {
     const r = await processPurge(deps, { namespaceId: m.namespaceId, type: m.type, name: m.name }, final, msg.attempts);
     if (r.retry) msg.retry({ delaySeconds: r.delaySeconds });

@@ -6,7 +6,11 @@
 import type { DestinationKey } from "./store";
 import { isDestinationType } from "./destinations/types";
 
-export type SyncMessage = { kind: "association"; id: string } | { kind: "purge"; namespaceId: string; type: DestinationKey["type"]; name: string };
+export type SyncMessage =
+  | { kind: "association"; id: string }
+  | { kind: "purge"; namespaceId: string; type: DestinationKey["type"]; name: string }
+  /** Queue every association with unfinished work whose id sorts after `after` (of one mount, when given), a page at a time. */
+  | { kind: "sweep"; after: string; mountId?: string };
 
 /** Narrows an untrusted message body; null when it is not one of ours. */
 export function parseMessage(body: unknown): SyncMessage | null {
@@ -15,6 +19,9 @@ export function parseMessage(body: unknown): SyncMessage | null {
   if (b.kind === "association" && typeof b.id === "string") return { kind: "association", id: b.id };
   if (b.kind === "purge" && typeof b.namespaceId === "string" && typeof b.type === "string" && isDestinationType(b.type) && typeof b.name === "string") {
     return { kind: "purge", namespaceId: b.namespaceId, type: b.type, name: b.name };
+  }
+  if (b.kind === "sweep" && typeof b.after === "string" && (b.mountId === undefined || typeof b.mountId === "string")) {
+    return b.mountId === undefined ? { kind: "sweep", after: b.after } : { kind: "sweep", after: b.after, mountId: b.mountId };
   }
   return null;
 }

@@ -16,7 +16,8 @@ import {
   findAssociation,
   getAssociation,
   isTombstone,
-  pendingIds,
+  unfinishedIds,
+  unsyncMountAssociations,
   reconcileCandidates,
   recordIntent,
   type Association,
@@ -148,12 +149,46 @@ export async function processPurge(deps: EngineDeps, key: DestinationKey, final:
   return { finished: false, retry: retryable && !final, delaySeconds: backoffSeconds(attempt, retryAfter) };
 }
 
-/** Sync was re-enabled: queue every parked operation and every unfinished purge. */
-export async function resumePending(deps: EngineDeps): Promise<number> {
-  const ids = await pendingIds(deps.db, 100_000);
+/** Associations one sweep message queues (ten sendBatch calls of 100). */
+export const SWEEP_PAGE = 1000;
+
+/**
+ * Sync was re-enabled: queue every unfinished purge and a sweep that queues every association
+ * with unfinished work: the PENDING backlog, and the KV changes that were dropped because the
+ * queue was full (INTERNAL_VAULT_ERROR with a generation newer than the last outcome). The sweep
+ * walks them a page per queue message, so re-enabling stays one cheap request at any backlog size.
+ */
+export async function resumePending(deps: EngineDeps): Promise<void> {
   const purges = await listPurging(deps.db);
-  await enqueue(deps.env, [...ids.map(assocMessage), ...purges.map((k): SyncMessage => ({ kind: "purge", ...k }))]);
+  await enqueue(deps.env, [{ kind: "sweep", after: "" }, ...purges.map((k): SyncMessage => ({ kind: "purge", ...k }))]);
+}
+
+/**
+ * One sweep message: queues the next page of associations with unfinished work and, when the
+ * page was full, the message for the page after it. While disabled it does nothing (re-enabling
+ * starts a new sweep). Queuing an association twice is harmless (./engine.ts), so a retried
+ * sweep message may repeat a page.
+ */
+export async function sweepUnfinished(deps: EngineDeps, after: string, mountId?: string): Promise<number> {
+  if ((await getSyncConfig(deps.db)).disabled) return 0;
+  const ids = await unfinishedIds(deps.db, after, SWEEP_PAGE, mountId);
+  const msgs = ids.map(assocMessage);
+  const last = ids[ids.length - 1];
+  if (ids.length === SWEEP_PAGE && last !== undefined) msgs.push(mountId === undefined ? { kind: "sweep", after: last } : { kind: "sweep", after: last, mountId });
+  await enqueue(deps.env, msgs);
   return ids.length;
+}
+
+/**
+ * A KV-v2 mount is being disabled: its secrets are going away, so every association of it is
+ * unsynced (the provider copies deleted, the associations end UNSYNCED) through the queue. The
+ * associations keep the mount's path and accessor, so a later associations/remove still finds
+ * them. While disabled, the intents wait as PENDING like any other.
+ */
+export async function unsyncMount(deps: EngineDeps, mountId: string): Promise<number> {
+  const n = await unsyncMountAssociations(deps.db, mountId, Date.now());
+  if (n > 0 && !(await getSyncConfig(deps.db)).disabled) await enqueue(deps.env, [{ kind: "sweep", after: "", mountId }]);
+  return n;
 }
 
 /** Unfinished work nobody touched for this long is re-queued by reconciliation. */

@@ -1,13 +1,16 @@
 /**
  * sys/mounts: enable, read, tune and disable secrets engines (CONTRACT.md "System paths").
- * Enable, tune and disable answer 204. Disabling removes the engine's data for that mount.
+ * Enable, tune and disable answer 204. Disabling removes the engine's data for that mount, and
+ * for a KV-v2 mount first unsyncs the secrets-sync associations of its secrets.
  */
 import { getNamespaceByPath } from "../auth/namespace-store";
+import { loadConfig } from "../config";
 import { ENGINES } from "../engines/registry";
 import { formatGoDuration, parseDurationSeconds as parseTtl } from "../http/duration";
 import { badRequest, notFound } from "../http/errors";
 import { defineFields } from "../http/fields";
 import { route, type Req } from "../http/route";
+import { unsyncMount } from "../sync/operations";
 import { randomHex } from "../util/encoding";
 import { deleteMountRow, findMountForPath, getMount, insertMount, listMounts, updateMount, type MountRow } from "./mount-store";
 
@@ -186,6 +189,9 @@ export const mountRoutes = [
       async delete(req) {
         const mount = await getMount(req.db, req.ns.id, normalizeMountPath(req.params.path ?? ""));
         if (!mount) return null;
+        // Its secrets are going away: the sync engine unsyncs their associations (through the
+        // queue), so no provider copy outlives the mount and no association stays SYNCED.
+        if (mount.type === "kv") await unsyncMount({ env: req.env, db: req.db, keys: loadConfig(req.env).seal }, mount.id);
         const engine = ENGINES[mount.type];
         if (engine) await engine.purge(req.db, mount, req.env);
         await deleteMountRow(req.db, mount.id);

@@ -9,7 +9,7 @@ import { defineFields } from "../../http/fields";
 import { route, type Req, type RouteDef } from "../../http/route";
 import * as kvStore from "../../kv/store";
 import { findMountForPath, getMount, type MountRow } from "../../sys/mount-store";
-import { associationsOfDestination, associationsOfNamespace, type Association, type Link } from "../association-store";
+import { associationsOfDestination, associationsOfNamespace, findAssociationByStoredMount, type Association, type Link } from "../association-store";
 import { isDestinationType, type DestinationType } from "../destinations/types";
 import { removeAssociation, setAssociation } from "../operations";
 import { destinationExists, getDestination } from "../store";
@@ -95,6 +95,21 @@ async function resolveLink(req: Req, forSet: boolean): Promise<Link> {
   const dest = await getDestination(req.db, loadConfig(req.env).seal, key);
   if (!dest) throw notFound();
   if (forSet && dest.purgeInitiatedAt != null) throw badRequest(`destination "${key.type}/${key.name}" is being purged; no new associations`);
+  if (!forSet && !(await getMount(req.db, req.ns.id, mountPath))) {
+    // The mount was disabled: the association is found by the mount path (or accessor) it was
+    // made with, so it can still be removed.
+    const a = await findAssociationByStoredMount(req.db, {
+      namespaceId: req.ns.id,
+      destinationType: key.type,
+      destinationName: key.name,
+      mount: String(req.fields.mount ?? "").replace(/^\/+|\/+$/g, ""),
+      secretName,
+    });
+    if (a) {
+      const { namespaceId, destinationType, destinationName, mountId, mountPath: path, mountAccessor, secretName: name } = a;
+      return { namespaceId, destinationType, destinationName, mountId, mountPath: path, mountAccessor, secretName: name };
+    }
+  }
   const m = await kvMount(req, mountPath);
   if (forSet) {
     // reference §1.9: the caller must be able to read the secret (checked at set time only).
