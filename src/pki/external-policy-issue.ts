@@ -15,7 +15,7 @@ import { buildCiepsRequest, callPolicyService, usableConfig, type CiepsResponse,
 import { checkTemplateKind, readTemplate, signatureChoice, templateExtensions, templateValidity } from "./external-policy-template";
 import { certOutput, checkFormat, checkPrivateKeyFormat, formatPrivateKey, responseChain } from "./format";
 import { certDerFromPem } from "./issuers";
-import { loadCsr, signingIssuerFrom, type IssueContext } from "./issue";
+import { issuerKeyId, loadCsr, signingIssuerFrom, type IssueContext } from "./issue";
 import { unsealPrivateKey } from "./keystore";
 import { validateKeySpec } from "./keytypes";
 import { colonHex, toPem } from "./pem";
@@ -176,11 +176,14 @@ export async function issueWithExternalPolicy(ctx: IssueContext, r: ExternalPoli
   if (keyReplaced) warnings.push("the policy service's template carried another public key; the certificate binds the requester's key");
 
   const issuerSpki = base64ToBytes(issuer.publicKey);
-  const [serialHex, pkcs8, issuerFacts, subjectFacts] = await Promise.all([
+  // The AKI is the issuer's own SKI (issuerKeyId), so leaves of an imported CA whose SKI is not
+  // the SHA-1 of its key still chain (RFC 5280 §4.2.1.1).
+  const [serialHex, pkcs8, issuerFacts, subjectFacts, issuerSki] = await Promise.all([
     reserveSerial(ctx.env, ctx.mount),
     unsealPrivateKey(ctx.env, issuerKey),
     publicKeyFacts(issuerSpki),
     publicKeyFacts(key.spki),
+    issuerKeyId(issuer),
   ]);
   const choice = signatureChoice(template, issuerFacts.type);
   const signer = await importSigner(pkcs8, issuerSpki, choice.signatureBits, choice.usePss);
@@ -196,7 +199,7 @@ export async function issueWithExternalPolicy(ctx: IssueContext, r: ExternalPoli
       mode: r.mode,
       ski: subjectFacts.ski,
       keyReplaced,
-      issuerSki: issuerFacts.ski,
+      issuerSki,
       aia: resolveAia(issuer.id, issuer.aia, state.config.urls, state.config.cluster),
     }),
     signer,
