@@ -24,6 +24,11 @@ function b64urlDecode(s: string): Uint8Array<ArrayBuffer> {
 export class FakeCloudthree {
   private readonly accounts = new Map<string, CryptoKey>();
   private readonly issued = new Set<string>();
+
+  /** Forgets every access token issued so far (as a provider does on revocation): they now get 401. */
+  revokeIssuedTokens(): void {
+    this.issued.clear();
+  }
   /** "<project>/<id>" → secret; values are the decoded payloads. */
   readonly secrets = new Map<string, Secret>();
   readonly faults: Fault[] = [];

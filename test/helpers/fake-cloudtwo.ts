@@ -21,6 +21,11 @@ export class FakeCloudtwo {
   /** tenant/client_id → client secret. */
   readonly clients = new Map<string, string>();
   private readonly issued = new Set<string>();
+
+  /** Forgets every access token issued so far (as a provider does on revocation): they now get 401. */
+  revokeIssuedTokens(): void {
+    this.issued.clear();
+  }
   /** Lower-cased name → secret (names are case-insensitive). */
   readonly secrets = new Map<string, Secret>();
   readonly faults: Fault[] = [];

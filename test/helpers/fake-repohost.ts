@@ -31,6 +31,11 @@ export class FakeRepohost {
   readonly tokens = new Set<string>();
   private readonly apps = new Map<string, CryptoKey>();
   private readonly installationTokens = new Map<string, number>();
+
+  /** Forgets every access token issued so far (as a provider does on revocation): they now get 401. */
+  revokeIssuedTokens(): void {
+    this.installationTokens.clear();
+  }
   private readonly scopes = new Map<string, Scope>();
   readonly faults: Fault[] = [];
   tokenRequests = 0;

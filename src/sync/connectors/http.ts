@@ -51,11 +51,42 @@ const EARLY_REFRESH_MS = 5 * 60_000;
  * its expiry in ms). The key must identify the credentials (a hash of them), never contain them.
  */
 export async function cachedToken(key: string, fetchToken: () => Promise<CachedToken>, now = Date.now()): Promise<string> {
+  return (await tokenWithOrigin(key, fetchToken, now)).token;
+}
+
+/** As cachedToken, and whether the token came from the cache (`cached`) or was fetched now. */
+export async function tokenWithOrigin(key: string, fetchToken: () => Promise<CachedToken>, now = Date.now()): Promise<{ token: string; cached: boolean }> {
   const hit = tokens.get(key);
-  if (hit && hit.expiresAt - EARLY_REFRESH_MS > now) return hit.token;
+  if (hit && hit.expiresAt - EARLY_REFRESH_MS > now) return { token: hit.token, cached: true };
   const fresh = await fetchToken();
   tokens.set(key, fresh);
-  return fresh.token;
+  return { token: fresh.token, cached: false };
+}
+
+/** A bearer token for one call, where it came from, and its cache key. */
+export interface BearerToken {
+  token: string;
+  key: string;
+  cached: boolean;
+}
+
+/**
+ * Sends a call with a provider token; when the provider answers 401 to a token that came from
+ * the cache (revoked, rotated, or the provider forgot it before its stated expiry), the token is
+ * dropped, a fresh one obtained and the call sent once more. A 401 to a fresh token is the
+ * caller's problem (credentials, permissions) and is returned as it is, the token dropped.
+ */
+export async function withTokenRetry(getToken: () => Promise<BearerToken>, callWith: (token: string) => Promise<Response>): Promise<Response> {
+  let t = await getToken();
+  let res = await callWith(t.token);
+  if (res.status === 401 && t.cached) {
+    await res.body?.cancel();
+    dropToken(t.key);
+    t = await getToken();
+    res = await callWith(t.token);
+  }
+  if (res.status === 401) dropToken(t.key);
+  return res;
 }
 
 /** Forgets a cached token (after the provider rejected it). */

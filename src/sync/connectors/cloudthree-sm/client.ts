@@ -1,12 +1,12 @@
 /**
  * Requests to the secret manager (reference §2.3): the service account's RS256 JWT exchanged for
  * an access token at the key's token_uri (or CLOUDTHREE_ENDPOINT/token), cached until near
- * expiry and dropped on 401; API calls under CLOUDTHREE_ENDPOINT or the public host; failures
+ * expiry (a 401 to a cached token drops it and retries once with a fresh one); API calls under CLOUDTHREE_ENDPOINT or the public host; failures
  * (`{error:{code,message,status}}`) turned into ConnectorErrors.
  */
 import { envVar, str } from "../../destinations/types";
 import { parsePem } from "../../rsa";
-import { cachedToken, clip, dropToken, kindOf, parseRetryAfter, send, signJwtRs256, tokenKey } from "../http";
+import { clip, kindOf, parseRetryAfter, send, signJwtRs256, tokenKey, tokenWithOrigin, withTokenRetry, type BearerToken } from "../http";
 import { ConnectorError, type ConnectorContext } from "../types";
 
 const PROVIDER = "secret manager";
@@ -64,11 +64,11 @@ async function errorOf(res: Response, what: string): Promise<ConnectorError> {
   return new ConnectorError(kindOf(res.status), status, `${PROVIDER} ${what}: ${clip(message)}`, parseRetryAfter(res.headers.get("retry-after")));
 }
 
-async function accessToken(ctx: ConnectorContext): Promise<{ token: string; key: string }> {
+async function accessToken(ctx: ConnectorContext): Promise<BearerToken> {
   const sa = account(ctx);
   const url = tokenEndpoint(ctx.env, sa.token_uri);
   const key = await tokenKey("cloudthree", url, sa.client_email, sa.private_key_id, sa.private_key);
-  const token = await cachedToken(key, async () => {
+  const { token, cached } = await tokenWithOrigin(key, async () => {
     let der: Uint8Array<ArrayBuffer>;
     try {
       der = parsePem(sa.private_key).der;
@@ -84,17 +84,21 @@ async function accessToken(ctx: ConnectorContext): Promise<{ token: string; key:
     if (typeof b.access_token !== "string") throw new ConnectorError("external", "MalformedResponse", `${PROVIDER}: unexpected token answer`);
     return { token: b.access_token, expiresAt: Date.now() + (typeof b.expires_in === "number" ? b.expires_in : 3600) * 1000 };
   });
-  return { token, key };
+  return { token, key, cached };
 }
 
 /** One API call under /v1/projects/{project}; statuses in `ok` are returned as they are. */
 export async function request(ctx: ConnectorContext, method: string, path: string, body?: unknown, ok: number[] = []): Promise<Response> {
-  const { token, key } = await accessToken(ctx);
-  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-  if (body !== undefined) headers["content-type"] = "application/json";
   const url = `${apiBase(ctx.env)}/v1/projects/${encodeURIComponent(projectOf(ctx))}${path}`;
-  const res = await send(PROVIDER, url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const res = await withTokenRetry(
+    () => accessToken(ctx),
+    (token) => {
+      const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+      if (payload !== undefined) headers["content-type"] = "application/json";
+      return send(PROVIDER, url, { method, headers, body: payload });
+    },
+  );
   if (res.ok || ok.includes(res.status)) return res;
-  if (res.status === 401) dropToken(key);
   throw await errorOf(res, method);
 }

@@ -1,11 +1,11 @@
 /**
  * Requests to the key vault (reference §2.2): a client-credentials token per cloud (cached until
- * near expiry, dropped on 401), the vault URI (its scheme, host and port replaced by
+ * near expiry; a 401 to a cached token drops it and retries once with a fresh one), the vault URI (its scheme, host and port replaced by
  * CLOUDTWO_ENDPOINT when set), api-version 7.4, and `{error:{code,message,innererror}}` failures
  * turned into ConnectorErrors.
  */
 import { envVar, str } from "../../destinations/types";
-import { cachedToken, clip, dropToken, kindOf, parseRetryAfter, send, tokenKey } from "../http";
+import { clip, kindOf, parseRetryAfter, send, tokenKey, tokenWithOrigin, withTokenRetry, type BearerToken } from "../http";
 import { ConnectorError, type ConnectorContext } from "../types";
 
 const PROVIDER = "key vault";
@@ -78,13 +78,13 @@ export class KeyVaultError extends ConnectorError {
   }
 }
 
-async function accessToken(ctx: ConnectorContext): Promise<{ token: string; key: string }> {
+async function accessToken(ctx: ConnectorContext): Promise<BearerToken> {
   const c = ctx.dest.connection;
   const [authority, resource] = cloudOf(ctx);
   const tenant = str(c, "tenant_id");
   const url = tokenUrl(ctx.env, authority, tenant);
   const key = await tokenKey("cloudtwo", url, str(c, "client_id"), str(c, "client_secret"), resource);
-  const token = await cachedToken(key, async () => {
+  const { token, cached } = await tokenWithOrigin(key, async () => {
     const body = new URLSearchParams({ grant_type: "client_credentials", client_id: str(c, "client_id"), client_secret: str(c, "client_secret"), scope: `${resource}/.default` });
     const res = await send("identity provider", url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: body.toString() });
     if (!res.ok) {
@@ -95,17 +95,21 @@ async function accessToken(ctx: ConnectorContext): Promise<{ token: string; key:
     if (typeof b.access_token !== "string") throw new ConnectorError("external", "MalformedResponse", "identity provider: unexpected token answer");
     return { token: b.access_token, expiresAt: Date.now() + (typeof b.expires_in === "number" ? b.expires_in : 3600) * 1000 };
   });
-  return { token, key };
+  return { token, key, cached };
 }
 
 /** One vault call; statuses in `ok` are returned as they are. */
 export async function request(ctx: ConnectorContext, method: string, path: string, body?: unknown, ok: number[] = []): Promise<Response> {
-  const { token, key } = await accessToken(ctx);
   const url = `${vaultBase(ctx.env, str(ctx.dest.connection, "key_vault_uri"))}${path}?api-version=${API_VERSION}`;
-  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-  if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await send(PROVIDER, url, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const res = await withTokenRetry(
+    () => accessToken(ctx),
+    (token) => {
+      const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+      if (payload !== undefined) headers["content-type"] = "application/json";
+      return send(PROVIDER, url, { method, headers, body: payload });
+    },
+  );
   if (res.ok || ok.includes(res.status)) return res;
-  if (res.status === 401) dropToken(key);
   throw new KeyVaultError(res.status, await parseError(res), parseRetryAfter(res.headers.get("retry-after")));
 }

@@ -6,7 +6,7 @@
  */
 import { envVar, str } from "../../destinations/types";
 import { parsePem } from "../../rsa";
-import { cachedToken, clip, dropToken, kindOf, parseRetryAfter, send, signJwtRs256, tokenKey } from "../http";
+import { clip, kindOf, parseRetryAfter, send, signJwtRs256, tokenKey, tokenWithOrigin, withTokenRetry, type BearerToken } from "../http";
 import { ConnectorError, type ConnectorContext } from "../types";
 
 const PROVIDER = "repository host";
@@ -38,11 +38,11 @@ const baseHeaders = {
 };
 
 /** An installation token for the destination's app, cached until 5 minutes before expiry. */
-async function installationToken(ctx: ConnectorContext, appName: string, installationId: string): Promise<{ token: string; key: string }> {
+async function installationToken(ctx: ConnectorContext, appName: string, installationId: string): Promise<BearerToken> {
   const app = await ctx.loadApp(appName);
   if (!app) throw new ConnectorError("client", "AppNotFound", `${PROVIDER}: the repository-host app "${appName}" is not configured`);
   const key = await tokenKey("repohost-app", apiBase(ctx.env), String(app.appId), app.fingerprint, installationId);
-  const token = await cachedToken(key, async () => {
+  const { token, cached } = await tokenWithOrigin(key, async () => {
     const now = Math.floor(Date.now() / 1000);
     const jwt = await signJwtRs256(parsePem(app.privateKey).der, { alg: "RS256", typ: "JWT" }, { iat: now - 60, exp: now + 540, iss: String(app.appId) });
     const res = await send(PROVIDER, `${apiBase(ctx.env)}/app/installations/${encodeURIComponent(installationId)}/access_tokens`, {
@@ -55,23 +55,22 @@ async function installationToken(ctx: ConnectorContext, appName: string, install
     const exp = typeof b.expires_at === "string" ? Date.parse(b.expires_at) : NaN;
     return { token: b.token, expiresAt: Number.isNaN(exp) ? Date.now() + 3_600_000 : exp };
   });
-  return { token, key };
+  return { token, key, cached };
 }
 
 /** One API call; `okStatuses` beyond 2xx (404 for deletes) are returned, not thrown. */
 export async function request(ctx: ConnectorContext, method: string, path: string, body?: unknown, okStatuses: number[] = []): Promise<Response> {
   const conn = ctx.dest.connection;
-  let bearer = str(conn, "access_token");
-  let cacheKey: string | null = null;
-  if (bearer === "") {
-    const t = await installationToken(ctx, str(conn, "app_name"), str(conn, "installation_id"));
-    bearer = t.token;
-    cacheKey = t.key;
-  }
-  const headers: Record<string, string> = { ...baseHeaders, authorization: `Bearer ${bearer}` };
-  if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await send(PROVIDER, `${apiBase(ctx.env)}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const accessToken = str(conn, "access_token");
+  const payload = body === undefined ? undefined : JSON.stringify(body);
+  const callWith = (bearer: string) => {
+    const headers: Record<string, string> = { ...baseHeaders, authorization: `Bearer ${bearer}` };
+    if (payload !== undefined) headers["content-type"] = "application/json";
+    return send(PROVIDER, `${apiBase(ctx.env)}${path}`, { method, headers, body: payload });
+  };
+  // A configured access token is used as it is; an app's installation token is cached, so a 401
+  // to it gets one retry with a fresh one (../http.ts withTokenRetry).
+  const res = accessToken !== "" ? await callWith(accessToken) : await withTokenRetry(() => installationToken(ctx, str(conn, "app_name"), str(conn, "installation_id")), callWith);
   if (res.ok || okStatuses.includes(res.status)) return res;
-  if (res.status === 401 && cacheKey) dropToken(cacheKey);
   throw await errorFrom(res, `${method} ${path.replace(/\/secrets\/[^/]+$/, "/secrets/…")}`);
 }
