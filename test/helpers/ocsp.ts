@@ -102,11 +102,14 @@ export function parseResponse(der: Uint8Array): ParsedOcsp {
   return { status: res.responseStatus, basic, tbsRaw: sequenceChildren(inner)[0] ?? null };
 }
 
-const SIG_ALGS: Record<string, { params: RsaHashedImportParams | EcKeyImportParams | Algorithm; sign: Algorithm | EcdsaParams }> = {
-  "1.2.840.10045.4.3.2": { params: { name: "ECDSA", namedCurve: "P-256" } as EcKeyImportParams, sign: { name: "ECDSA", hash: "SHA-256" } as EcdsaParams },
-  "1.2.840.10045.4.3.3": { params: { name: "ECDSA", namedCurve: "P-384" } as EcKeyImportParams, sign: { name: "ECDSA", hash: "SHA-384" } as EcdsaParams },
-  "1.2.840.113549.1.1.11": { params: { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as RsaHashedImportParams, sign: { name: "RSASSA-PKCS1-v1_5" } },
-  "1.2.840.113549.1.1.12": { params: { name: "RSASSA-PKCS1-v1_5", hash: "SHA-384" } as RsaHashedImportParams, sign: { name: "RSASSA-PKCS1-v1_5" } },
+type ImportAlg = Parameters<SubtleCrypto["importKey"]>[2];
+type SignAlg = Parameters<SubtleCrypto["verify"]>[0];
+
+const SIG_ALGS: Record<string, { params: ImportAlg; sign: SignAlg; curve?: string }> = {
+  "1.2.840.10045.4.3.2": { params: { name: "ECDSA", namedCurve: "P-256" }, sign: { name: "ECDSA", hash: "SHA-256" }, curve: "P-256" },
+  "1.2.840.10045.4.3.3": { params: { name: "ECDSA", namedCurve: "P-384" }, sign: { name: "ECDSA", hash: "SHA-384" }, curve: "P-384" },
+  "1.2.840.113549.1.1.11": { params: { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, sign: { name: "RSASSA-PKCS1-v1_5" } },
+  "1.2.840.113549.1.1.12": { params: { name: "RSASSA-PKCS1-v1_5", hash: "SHA-384" }, sign: { name: "RSASSA-PKCS1-v1_5" } },
   "1.3.101.112": { params: { name: "Ed25519" }, sign: { name: "Ed25519" } },
 };
 
@@ -119,7 +122,7 @@ export async function verifySignature(parsed: ParsedOcsp, signerPem: string): Pr
   const cert = new x509.X509Certificate(signerPem);
   const key = await crypto.subtle.importKey("spki", cert.publicKey.rawData, alg.params, false, ["verify"]);
   let sig = new Uint8Array(parsed.basic.signature);
-  if (alg.sign.name === "ECDSA") sig = new Uint8Array(new x509.AsnEcSignatureFormatter().toWebSignature(alg.params as EcKeyAlgorithm, sig) ?? new ArrayBuffer(0));
+  if (alg.curve) sig = new Uint8Array(new x509.AsnEcSignatureFormatter().toWebSignature({ name: "ECDSA", namedCurve: alg.curve } as Parameters<x509.AsnEcSignatureFormatter["toWebSignature"]>[0], sig) ?? new ArrayBuffer(0));
   if (!(await crypto.subtle.verify(alg.sign, key, sig, parsed.tbsRaw))) throw new Error("OCSP response signature does not verify");
   return oid;
 }
