@@ -22,8 +22,8 @@ import type { Db } from "../db/client";
 import { openDb } from "../db/client";
 import { parseDurationSeconds } from "../http/duration";
 import type { MountRow } from "../sys/mount-store";
-import { base64ToBytes, bytesToBase64 } from "../util/encoding";
-import { RevokedListWriter, assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList } from "./crl";
+import { base64ToBytes } from "../util/encoding";
+import { RevokedListWriter, assembleCertificateList, derToBase64, ecdsaSignatureDer, encodeTbsCertList } from "./crl";
 import { crlGroups, crlSigner, type CrlGroup } from "./crl-groups";
 import { certDerFromPem } from "./issuers";
 import { resolveAia } from "./profile";
@@ -152,7 +152,7 @@ async function signCrl(env: Env, group: CrlGroup, keys: Map<string, KeyRow>, war
   const tbs = encodeTbsCertList({ ...tbsParams, algorithm: s.algorithm, issuer: s.issuerName, authorityKeyId: s.facts.ski });
   const raw = new Uint8Array(await crypto.subtle.sign(s.signer.algorithm, s.signer.key, tbs));
   const sig = s.algorithm.family === "ec" ? ecdsaSignatureDer(raw) : raw;
-  return bytesToBase64(assembleCertificateList(tbs, s.algorithm, sig));
+  return derToBase64(assembleCertificateList(tbs, s.algorithm, sig));
 }
 
 /**

@@ -13,7 +13,7 @@ import { and, asc, eq, gt, lte, max, notInArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { mounts, pkiConfig, pkiCrlChunks, pkiCrls, pkiRevoked } from "../db/schema";
 import type { MountRow } from "../sys/mount-store";
-import { base64ToBytes } from "../util/encoding";
+import { base64ToDer } from "./crl";
 import { CONFIG_DEFAULTS, type CrlConfig, type Stmt } from "./store";
 
 /** Base64 characters per stored slice: well below D1's 2,000,000-byte value limit. */
@@ -132,7 +132,7 @@ export async function getCrlDer(db: Db, mountId: string, issuerId: string, kind:
   if (!row) return null;
   const b64 = row.der !== "" ? row.der : chunks.map((c) => c.data).join("");
   const { der: _der, ...meta } = row;
-  return { row: meta, der: base64ToBytes(b64) };
+  return { row: meta, der: base64ToDer(b64) };
 }
 
 /** Metadata of every stored CRL of the mount (no DER): the cron's due check. */
