@@ -29,7 +29,13 @@ const KV_SAMPLES = Number(process.env.BENCH_KV_SAMPLES ?? "100");
 const KV_RATE = Number(process.env.BENCH_KV_RATE ?? "10");
 const ASSOCIATIONS = Number(process.env.BENCH_ASSOCIATIONS ?? "1000");
 const WAIT_MS = 120_000;
-for (const [k, v] of Object.entries({ WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" })) {
+for (const [k, v] of Object.entries({
+  WRANGLER_SEND_METRICS: "false",
+  CLOUDFLARE_CF_FETCH_ENABLED: "false",
+  WRANGLER_HIDE_BANNER: "true",
+  // Others may edit the checkout while this runs: do not reload on wrangler.toml changes either.
+  WRANGLER_CI_DISABLE_CONFIG_WATCHING: "true",
+})) {
   process.env[k] = v;
 }
 
@@ -102,6 +108,7 @@ function watch(fake) {
       if (fake.value(name) === value) return Promise.resolve(performance.now());
       return new Promise((resolve, reject) => {
         const timer = setTimeout(() => reject(new Error(`timed out waiting for ${name} at the fake`)), WAIT_MS);
+        if (waiters.has(name)) throw new Error(`already waiting for ${name}`);
         waiters.set(name, {
           value,
           resolve: (t) => {
@@ -134,7 +141,8 @@ async function main() {
   const worker = await unstable_startWorker({
     config: path.join(root, "wrangler.toml"),
     entrypoint: path.join(buildDir, "index.js"),
-    build: { bundle: false },
+    // The runner watches moduleRoot (else the project) for changes: point it at the bundle's own directory.
+    build: { bundle: false, moduleRoot: buildDir },
     bindings: {
       ENVIRONMENT: { type: "plain_text", value: "development" },
       ROOT_TOKEN: { type: "plain_text", value: TOKEN },
@@ -179,14 +187,19 @@ async function main() {
     }
     rows.push(latencyRow("associations/set → value at fake", setLat));
 
-    // (2) KV write → value at the fake, through the queue; open loop at KV_RATE writes/s.
+    // (2) KV write → value at the fake, through the queue; open loop at KV_RATE writes/s, one
+    // secret per sample (associated beforehand) so no write overtakes another's measurement.
+    await pool(KV_SAMPLES, 4, async (i) => {
+      await writeSecret(`kv/${i}`, { value: "initial" });
+      await set(`kv/${i}`);
+    });
     const kvLat = [];
     const gap = 1000 / KV_RATE;
     const tStart = performance.now();
     await Promise.all(
       Array.from({ length: KV_SAMPLES }, async (_, i) => {
         await new Promise((r) => setTimeout(r, Math.max(0, tStart + i * gap - performance.now())));
-        const secret = `set/${i % SET_SAMPLES}`;
+        const secret = `kv/${i}`;
         const data = { value: crypto.randomUUID(), i };
         const arrived = watcher.arrival(external(secret), payload(data));
         const t0 = performance.now();
