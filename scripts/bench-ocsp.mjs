@@ -9,7 +9,7 @@
 // request when the previous one answers; every answer is checked to be a 200 OCSP response.
 //   BENCH_SECONDS=5 (per run)   BENCH_CONCURRENCY=1,8
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -69,6 +69,38 @@ async function load(send, concurrency, seconds) {
   return { latencies, errors, wall: (performance.now() - start) / 1000 };
 }
 
+/**
+ * CPU time (ms) used so far by each workerd process this script started, by pid (Linux /proc;
+ * null elsewhere). Wall-clock rates swing with whatever else the machine runs; CPU per response does
+ * not, and it bounds what one workerd thread can serve.
+ */
+function workerdCpuMs() {
+  try {
+    const procs = readdirSync("/proc").filter((d) => /^\d+$/.test(d));
+    const info = new Map();
+    for (const pid of procs) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        const close = stat.lastIndexOf(")");
+        const comm = stat.slice(stat.indexOf("(") + 1, close);
+        const f = stat.slice(close + 2).split(" ");
+        info.set(pid, { comm, ppid: f[1], ticks: Number(f[11]) + Number(f[12]) });
+      } catch {
+        // the process ended meanwhile
+      }
+    }
+    const mine = (pid) => {
+      for (let p = pid, i = 0; p && p !== "0" && i < 50; p = info.get(p)?.ppid, i++) if (p === String(process.pid)) return true;
+      return false;
+    };
+    const out = new Map();
+    for (const [pid, v] of info) if (v.comm.startsWith("workerd") && mine(pid)) out.set(pid, v.ticks * 10); // USER_HZ is 100 on Linux
+    return out;
+  } catch {
+    return null;
+  }
+}
+
 function pct(sorted, p) {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
 }
@@ -96,9 +128,12 @@ async function main() {
     const post = (mount, der) => () => fetch(`${base}/v1/${mount}/ocsp`, { method: "POST", headers: { "content-type": "application/ocsp-request" }, body: der });
     const getUrl = `${base}/v1/ocsp-ec/ocsp/${encodeURIComponent(ec.der.toString("base64"))}`;
     const scenarios = [
-      // References: the HTTP stack alone, then a public PKI read with the same pipeline D1 work
-      // (namespace and mount lookups) plus one read of the mount's config and issuers.
+      // References: the HTTP stack alone (no D1); the /v1 pipeline's namespace and mount lookups
+      // alone (a mount that does not exist: 403); those plus one config read (a malformed OCSP
+      // request); and a public PKI read (config and issuers) for comparison.
       { name: "(ref) GET sys/health", send: () => fetch(`${base}/v1/sys/health`), seconds: Math.min(SECONDS, 2), ref: true },
+      { name: "(ref) GET nomount/ocsp (lookups only)", send: () => fetch(`${base}/v1/nomount/ocsp`), seconds: Math.min(SECONDS, 2), ref: true },
+      { name: "(ref) POST ocsp, malformed", send: post("ocsp-ec", Buffer.from([1, 2, 3])), seconds: Math.min(SECONDS, 2), ref: true },
       { name: "(ref) GET ocsp-ec/ca/pem", send: () => fetch(`${base}/v1/ocsp-ec/ca/pem`), seconds: Math.min(SECONDS, 2), ref: true },
       { name: "(a) POST ocsp, EC P-256 issuer", send: post("ocsp-ec", ec.der) },
       { name: "(b) GET ocsp/<base64>, EC P-256 issuer", send: () => fetch(getUrl) },
@@ -118,8 +153,13 @@ async function main() {
     const rows = [];
     for (const s of scenarios) {
       for (const c of CONCURRENCY) {
+        const cpu0 = workerdCpuMs();
         const r = await load(s.send, c, s.seconds ?? SECONDS);
+        const cpu1 = workerdCpuMs();
         const sorted = [...r.latencies].sort((x, y) => x - y);
+        let cpuMs = 0;
+        for (const [pid, ms] of cpu1 ?? []) cpuMs += ms - (cpu0?.get(pid) ?? ms);
+        const cpuPer = cpu0 === null || cpu1 === null ? NaN : cpuMs / r.latencies.length;
         rows.push({
           scenario: s.name,
           concurrency: c,
@@ -128,11 +168,13 @@ async function main() {
           "resp/s": +(r.latencies.length / r.wall).toFixed(1),
           "p50 ms": +pct(sorted, 50).toFixed(1),
           "p99 ms": +pct(sorted, 99).toFixed(1),
+          "workerd CPU ms/resp": +cpuPer.toFixed(2),
         });
       }
     }
     console.log("\nLanyard OCSP benchmark (local workerd, this machine; target >= 500 resp/s at concurrency 8)\n");
     console.table(rows);
+    console.log("workerd CPU ms/resp: CPU time of the local runtime (Worker, D1 and Durable Objects) per response; 1000 / it is what one idle core could serve.");
   } finally {
     await worker.dispose();
     rmSync(dir, { recursive: true, force: true });

@@ -9,7 +9,6 @@ import { SELF, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { openDb } from "../../src/db/client";
 import { insertRevoked } from "../../src/pki/revocation-store";
-import { putConfigStmt, runBatch, CONFIG_DEFAULTS, type CrlConfig } from "../../src/pki/store";
 import { patch, read, write } from "../helpers/api";
 import { buildRequest, certId, Extension, OctetString, parseResponse, requestFor, serialOf, toBase64, verifySignature } from "../helpers/ocsp";
 import { parseCert, pkiWithRoot } from "../helpers/pki";
@@ -49,15 +48,21 @@ async function issue(path: string, cn = "leaf.example") {
   return { pem: r.body.data.certificate as string, serial: r.body.data.serial_number as string };
 }
 
-/** Records a revocation directly (src/pki/revocation-store.ts), as the revoke endpoint does. */
-async function revoke(mountId: string, serial: string, issuerId: string, revocationTime: number, leafPem: string) {
+/** Revokes through the API; returns the recorded revocation time (Unix seconds). */
+async function revoke(path: string, serial: string): Promise<number> {
+  return (await write(`${path}/revoke`, { serial_number: serial })).body.data.revocation_time as number;
+}
+
+/**
+ * Records a revocation directly (src/pki/revocation-store.ts), for entries the API cannot make:
+ * one that names an issuer other than the certificate's.
+ */
+async function insertRevocation(mountId: string, serial: string, issuerId: string, revocationTime: number, leafPem: string) {
   const der = toBase64(new Uint8Array(parseCert(leafPem).rawData));
   await insertRevoked(openDb(env.DB), { mountId, serial, issuerId, revocationTime, notAfter: revocationTime + 3600, der, createdAt: Date.now() });
 }
 
-async function setCrlConfig(mountId: string, patchValue: Partial<CrlConfig>) {
-  await runBatch(openDb(env.DB), [putConfigStmt(openDb(env.DB), mountId, "crl", { ...CONFIG_DEFAULTS.crl, ...patchValue })]);
-}
+const setCrlConfig = (path: string, body: Record<string, unknown>) => write(`${path}/config/crl`, body);
 
 function single(parsed: ReturnType<typeof parseResponse>, i = 0) {
   const r = parsed.basic?.tbsResponseData.responses[i];
@@ -103,11 +108,10 @@ describe("OCSP: good, revoked and unknown", () => {
   });
 
   it("revoked: revocationTime as recorded and reason unspecified; other serials stay good", async () => {
-    const { path, root, issuerId, mountId } = await setup();
+    const { path, root } = await setup();
     const leaf = await issue(path);
     const other = await issue(path, "other.example");
-    const when = Math.floor(Date.now() / 1000) - 120;
-    await revoke(mountId, leaf.serial, issuerId, when, leaf.pem);
+    const when = await revoke(path, leaf.serial);
     for (const res of [await post(path, await requestFor(root, leaf.pem)), await get(path, await requestFor(root, leaf.pem))]) {
       expect(res.status).toBe(200);
       const parsed = parseResponse(res.der);
@@ -123,7 +127,7 @@ describe("OCSP: good, revoked and unknown", () => {
     const { path, root, mountId } = await setup();
     const leaf = await issue(path);
     // The entry names an issuer that does not exist (any more): the CertID's issuer does not own it.
-    await revoke(mountId, leaf.serial, "00000000-0000-0000-0000-000000000000", Math.floor(Date.now() / 1000), leaf.pem);
+    await insertRevocation(mountId, leaf.serial, "00000000-0000-0000-0000-000000000000", Math.floor(Date.now() / 1000), leaf.pem);
     const parsed = parseResponse((await post(path, await requestFor(root, leaf.pem))).der);
     expect(parsed.status).toBe(0);
     expect(single(parsed).certStatus.unknown).toBeNull();
@@ -154,10 +158,10 @@ describe("OCSP: good, revoked and unknown", () => {
   });
 
   it("every CertID of a request is answered: good, revoked and unknown together", async () => {
-    const { path, root, issuerId, mountId } = await setup();
+    const { path, root } = await setup();
     const a = await issue(path, "a.example");
     const b = await issue(path, "b.example");
-    await revoke(mountId, b.serial, issuerId, Math.floor(Date.now() / 1000), b.pem);
+    await revoke(path, b.serial);
     const foreign = await pkiWithRoot({ cn: "Elsewhere" });
     const req = buildRequest([await certId(root, serialOf(a.pem)), await certId(root, serialOf(b.pem), "SHA-256"), await certId(foreign.root, serialOf(foreign.root))]);
     const parsed = parseResponse((await post(path, req)).der);
@@ -231,16 +235,16 @@ describe("OCSP: nonce", () => {
 
 describe("OCSP: refusals", () => {
   it("ocsp_disable answers unauthorized (30 03 0a 01 06) with status 401, even for garbage", async () => {
-    const { path, root, mountId } = await setup();
+    const { path, root } = await setup();
     const leaf = await issue(path);
-    await setCrlConfig(mountId, { ocsp_disable: true });
+    await setCrlConfig(path, { ocsp_disable: true });
     const req = await requestFor(root, leaf.pem);
     for (const res of [await post(path, req), await get(path, req), await post(path, new Uint8Array([1, 2, 3]))]) {
       expect(res.status).toBe(401);
       expect(res.headers.get("content-type")).toBe("application/ocsp-response");
       expect([...res.der]).toEqual(UNAUTHORIZED);
     }
-    await setCrlConfig(mountId, { ocsp_disable: false });
+    await setCrlConfig(path, { ocsp_disable: false });
     expect((await post(path, req)).status).toBe(200);
   });
 
@@ -320,14 +324,14 @@ describe("OCSP: GET form and caching", () => {
   });
 
   it("ocsp_expiry 0 leaves nextUpdate out, and caches must revalidate", async () => {
-    const { path, root, mountId } = await setup();
+    const { path, root } = await setup();
     const leaf = await issue(path);
-    await setCrlConfig(mountId, { ocsp_expiry: "0" });
+    await setCrlConfig(path, { ocsp_expiry: "0" });
     const res = await get(path, await requestFor(root, leaf.pem));
     expect(single(parseResponse(res.der)).nextUpdate).toBeUndefined();
     expect(res.headers.get("cache-control")).toBe("no-cache, no-transform");
     expect(res.headers.get("expires")).toBeNull();
-    await setCrlConfig(mountId, { ocsp_expiry: "1h" });
+    await setCrlConfig(path, { ocsp_expiry: "1h" });
     const s = single(parseResponse((await get(path, await requestFor(root, leaf.pem))).der));
     expect((s.nextUpdate?.getTime() ?? 0) - s.thisUpdate.getTime()).toBe(3600 * 1000);
   });
