@@ -169,12 +169,12 @@ export async function resumePending(deps: EngineDeps): Promise<void> {
  * starts a new sweep). Queuing an association twice is harmless (./engine.ts), so a retried
  * sweep message may repeat a page.
  */
-export async function sweepUnfinished(deps: EngineDeps, after: string, mountId?: string): Promise<number> {
+export async function sweepUnfinished(deps: EngineDeps, after: string, mountId?: string, page = SWEEP_PAGE): Promise<number> {
   if ((await getSyncConfig(deps.db)).disabled) return 0;
-  const ids = await unfinishedIds(deps.db, after, SWEEP_PAGE, mountId);
+  const ids = await unfinishedIds(deps.db, after, page, mountId);
   const msgs = ids.map(assocMessage);
   const last = ids[ids.length - 1];
-  if (ids.length === SWEEP_PAGE && last !== undefined) msgs.push(mountId === undefined ? { kind: "sweep", after: last } : { kind: "sweep", after: last, mountId });
+  if (ids.length === page && last !== undefined) msgs.push(mountId === undefined ? { kind: "sweep", after: last } : { kind: "sweep", after: last, mountId });
   await enqueue(deps.env, msgs);
   return ids.length;
 }
