@@ -6,10 +6,13 @@
  * PEM) and refuses a wrong key, 100 concurrent revocations across two issuers all land on the
  * CRLs, and bad input is a 4xx.
  */
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { describe, expect, it } from "vitest";
+import { promisify } from "node:util";
+import { describe, expect, inject, it } from "vitest";
+import { E2E_ROOT_TOKEN } from "./env";
 import { openssl, opensslCsr } from "../helpers/openssl";
 import { CA_NOT_AFTER, call, ok, pkiMount } from "./client";
 
@@ -200,5 +203,28 @@ describe("bad input is a 4xx", () => {
       expect(r.status).toBeLessThan(500);
       expect(r.body.errors.length).toBeGreaterThan(0);
     }
+  });
+});
+
+describe("docs/pki-revocation-crl.md", () => {
+  it("the walk-through runs as written and ends with CRLs openssl verifies", async () => {
+    const doc = await readFile(path.resolve(import.meta.dirname, "../../docs/pki-revocation-crl.md"), "utf8");
+    const block = /<!-- crl-walkthrough:start -->\s*```bash\n([\s\S]*?)```\s*<!-- crl-walkthrough:end -->/.exec(doc)?.[1];
+    expect(block, "the doc has the walk-through block").toBeTruthy();
+    await inDir({}, async (p) => {
+      const { stdout } = await promisify(execFile)("bash", ["-euo", "pipefail", "-c", block ?? ""], {
+        cwd: path.dirname(p("x")),
+        env: { ...process.env, LANYARD: inject("baseUrl"), ROOT: E2E_ROOT_TOKEN, M: `pki_rev_${crypto.randomUUID().slice(0, 6)}` },
+        timeout: 60_000,
+      }).catch((e: { stdout?: string; stderr?: string }) => {
+        throw new Error(`walk-through failed\nstdout:\n${e.stdout ?? ""}\nstderr:\n${e.stderr ?? ""}`);
+      });
+      const lines = stdout.trim().split("\n");
+      expect(lines.slice(0, 2)).toEqual(["revoked", "revoked"]);
+      expect(stdout).toContain("verify OK");
+      expect(stdout).toContain("certificate revoked");
+      expect(stdout).toContain("c.pem: OK");
+      expect(stdout).toMatch(/X509v3 Delta CRL Indicator: critical/);
+    });
   });
 });
