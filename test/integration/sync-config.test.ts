@@ -48,6 +48,12 @@ describe("sys/sync/config", () => {
     expect(s.body.errors[0]).toContain('"disabled"');
     const t = await patch("sys/sync/config", { queue_capacity: "lots" }, {}, 400);
     expect(t.body.errors[0]).toContain('"queue_capacity"');
+    for (const bad of [1e20, "1e20", -5, "-5", 2 ** 53, "9007199254740993"]) {
+      const u = await patch("sys/sync/config", { disabled: true, queue_capacity: bad }, {}, 400);
+      expect(u.body.errors[0], String(bad)).toContain("queue_capacity");
+    }
+    expect((await patch("sys/sync/config", { queue_capacity: Number.MAX_SAFE_INTEGER })).body.data.queue_capacity).toBe(Number.MAX_SAFE_INTEGER);
+    await del("sys/sync/config");
     expect((await read("sys/sync/config")).body.data).toEqual({ disabled: false, queue_capacity: 1000000 });
   });
 

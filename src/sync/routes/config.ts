@@ -40,7 +40,9 @@ export const configRoutes = [
         else if (req.body.disabled === null) next.disabled = DEFAULT_SYNC_CONFIG.disabled;
         if (req.has("queue_capacity")) {
           const cap = req.fields.queue_capacity ?? 0;
-          if (cap < 1) throw badRequest("queue_capacity: must be a positive integer");
+          // The bound is compared with row counts and stored as an integer: a positive safe
+          // integer (1e20 would lose precision and overflow the column).
+          if (!Number.isSafeInteger(cap) || cap < 1) throw badRequest(`queue_capacity: must be a positive integer no larger than ${Number.MAX_SAFE_INTEGER}`);
           next.queueCapacity = cap;
         } else if (req.body.queue_capacity === null) {
           next.queueCapacity = DEFAULT_SYNC_CONFIG.queueCapacity;
