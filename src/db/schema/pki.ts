@@ -150,7 +150,10 @@ export const pkiCrls = sqliteTable(
     number: integer("number").notNull(),
     /** base64 DER of the signed CRL. */
     der: text("der").notNull(),
-    /** The highest pki_revoked.id covered by the complete CRL this one belongs to. */
+    /**
+     * The highest pki_revoked.id the CRL covers: a complete CRL lists every revocation up to it;
+     * a delta lists those above its complete CRL's max_seq, up to its own (src/pki/crl-rebuild.ts).
+     */
     maxSeq: integer("max_seq").notNull(),
     /** Unix milliseconds. */
     thisUpdate: integer("this_update").notNull(),
