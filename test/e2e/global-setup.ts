@@ -27,6 +27,8 @@ export default async function setup(project: TestProject) {
   await run(path.join(root, "node_modules/.bin/wrangler"), ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir], { cwd: root, env });
   process.env.WRANGLER_SEND_METRICS = "false";
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
+  // The Worker is started once for the whole run: never reload it because a file changed.
+  process.env.WRANGLER_CI_DISABLE_CONFIG_WATCHING = "true";
   const worker = await unstable_startWorker({
     config: path.join(root, "wrangler.toml"),
     bindings: {
