@@ -37,19 +37,34 @@ describe("cloudone-sm", () => {
     expect(stored).not.toContain(SECRETS.awsKey);
   });
 
-  it("accepts no credentials at all (environment chain): they read as empty, not asterisks", async () => {
+  it("requires both keys, each named (a Worker has no environment credential chain); nothing is stored", async () => {
     const name = `aws-${uid()}`;
-    const r = await write(path("cloudone-sm", name), {});
-    expect(r.body.data.connection_details).toMatchObject({ access_key_id: "", secret_access_key: "", region: "" });
+    const keys = { access_key_id: SECRETS.awsKey, secret_access_key: SECRETS.awsSecret };
+    for (const field of ["access_key_id", "secret_access_key"] as const) {
+      const missing: Record<string, string> = { ...keys, region: "us-east-1" };
+      delete missing[field];
+      const r = await write(path("cloudone-sm", name), missing, {}, 400);
+      expect(r.body.errors[0]).toContain(field);
+      const empty = await write(path("cloudone-sm", name), { ...keys, [field]: "" }, {}, 400);
+      expect(empty.body.errors[0]).toMatch(new RegExp(`^${field}: is required`));
+      expect(empty.text).not.toContain(SECRETS.awsSecret);
+    }
+    expect((await write(path("cloudone-sm", name), {}, {}, 400)).body.errors[0]).toContain("access_key_id");
+    await read(path("cloudone-sm", name), {}, 404);
+    // Nor can a PATCH take them away.
+    await write(path("cloudone-sm", name), BODIES["cloudone-sm"]);
+    expect((await patch(path("cloudone-sm", name), { access_key_id: null }, {}, 400)).body.errors[0]).toContain("access_key_id");
+    expect((await patch(path("cloudone-sm", name), { secret_access_key: "" }, {}, 400)).body.errors[0]).toContain("secret_access_key");
   });
 
   it("POST on an existing name is a full update; region stays immutable", async () => {
     const name = `aws-${uid()}`;
     await write(path("cloudone-sm", name), { ...BODIES["cloudone-sm"], custom_tags: { a: "1" }, granularity: "secret-key" });
-    const u = await write(path("cloudone-sm", name), { role_arn: "arn:aws:iam::123456789012:role/sync" });
-    expect(u.body.data.connection_details).toEqual({ access_key_id: "", secret_access_key: "", role_arn: "arn:aws:iam::123456789012:role/sync", external_id: "", region: "us-east-1" });
+    const keys = { access_key_id: SECRETS.awsKey, secret_access_key: SECRETS.awsSecret };
+    const u = await write(path("cloudone-sm", name), { ...keys, role_arn: "arn:aws:iam::123456789012:role/sync" });
+    expect(u.body.data.connection_details).toEqual({ access_key_id: "*****", secret_access_key: "*****", role_arn: "arn:aws:iam::123456789012:role/sync", external_id: "", region: "us-east-1" });
     expect(u.body.data.options).toEqual({ granularity_level: "secret-path", secret_name_template: "vault/{{ .MountAccessor }}/{{ .SecretPath }}", custom_tags: {} });
-    const bad = await write(path("cloudone-sm", name), { region: "eu-west-1" }, {}, 400);
+    const bad = await write(path("cloudone-sm", name), { ...keys, region: "eu-west-1" }, {}, 400);
     expect(bad.body.errors).toEqual(["region: cannot be changed after the destination is created"]);
     expect((await read(path("cloudone-sm", name))).body.data.connection_details.region).toBe("us-east-1");
   });

@@ -5,7 +5,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { api, del, list, patch, read, tokenWithPolicy, write } from "../helpers/api";
-import { BODIES, uid } from "../helpers/sync-bodies";
+import { BODIES, SECRETS, uid } from "../helpers/sync-bodies";
 
 const path = (type: string, name: string) => `sys/sync/destinations/${type}/${name}`;
 
@@ -47,8 +47,8 @@ describe("destination lists", () => {
     const b = `b${uid()}`;
     await write(`sys/namespaces/${a}`);
     await write(`sys/namespaces/${b}`);
-    await write(path("cloudone-sm", "same"), { region: "us-east-1" }, { namespace: a });
-    await write(path("cloudone-sm", "same"), { region: "eu-west-1" }, { namespace: b });
+    await write(path("cloudone-sm", "same"), { access_key_id: SECRETS.awsKey, secret_access_key: SECRETS.awsSecret, region: "us-east-1" }, { namespace: a });
+    await write(path("cloudone-sm", "same"), { access_key_id: SECRETS.awsKey, secret_access_key: SECRETS.awsSecret, region: "eu-west-1" }, { namespace: b });
     expect((await read(path("cloudone-sm", "same"), { namespace: a })).body.data.connection_details.region).toBe("us-east-1");
     expect((await read(`${b}/${path("cloudone-sm", "same")}`)).body.data.connection_details.region).toBe("eu-west-1");
     await del(path("cloudone-sm", "same"), { namespace: a });
@@ -70,21 +70,21 @@ describe("unknown types", () => {
 describe("tags, options and templates", () => {
   it("PATCH merges custom_tags, removes with null and with tags_to_remove; POST replaces", async () => {
     const name = `t-${uid()}`;
-    await write(path("cloudone-sm", name), { custom_tags: { a: "1", b: "2", c: "3" } });
+    await write(path("cloudone-sm", name), { ...BODIES["cloudone-sm"], custom_tags: { a: "1", b: "2", c: "3" } });
     const p = await patch(path("cloudone-sm", name), { custom_tags: { b: "20", d: "4", a: null }, tags_to_remove: ["c"] });
     expect(p.body.data.options.custom_tags).toEqual({ b: "20", d: "4" });
     const q = await patch(path("cloudone-sm", name), { tags_to_remove: "b,d" });
     expect(q.body.data.options.custom_tags).toEqual({});
-    const w = await write(path("cloudone-sm", name), { custom_tags: { z: "26" }, tags_to_remove: ["z"] });
+    const w = await write(path("cloudone-sm", name), { ...BODIES["cloudone-sm"], custom_tags: { z: "26" }, tags_to_remove: ["z"] });
     expect(w.body.data.options.custom_tags).toEqual({ z: "26" });
     expect(w.body.warnings).toEqual(["tags_to_remove is only used by PATCH; it was ignored"]);
-    await write(path("cloudone-sm", name), { custom_tags: { k: 1 } }, {}, 400);
-    await write(path("cloudone-sm", name), { custom_tags: "k=v" }, {}, 400);
+    expect((await write(path("cloudone-sm", name), { ...BODIES["cloudone-sm"], custom_tags: { k: 1 } }, {}, 400)).body.errors[0]).toContain("custom_tags");
+    expect((await write(path("cloudone-sm", name), { ...BODIES["cloudone-sm"], custom_tags: "k=v" }, {}, 400)).body.errors[0]).toContain("custom_tags");
   });
 
   it("the reported default template follows the granularity until a template is set", async () => {
     const name = `t-${uid()}`;
-    await write(path("cloudone-sm", name), {});
+    await write(path("cloudone-sm", name), BODIES["cloudone-sm"]);
     const k = await patch(path("cloudone-sm", name), { granularity: "secret-key" });
     expect(k.body.data.options).toMatchObject({
       granularity_level: "secret-key",
@@ -94,14 +94,14 @@ describe("tags, options and templates", () => {
     expect(t.body.data.options.secret_name_template).toBe("app-{{ .SecretKey | lowercase }}");
     const back = await patch(path("cloudone-sm", name), { granularity: "secret-path", secret_name_template: null });
     expect(back.body.data.options.secret_name_template).toBe("vault/{{ .MountAccessor }}/{{ .SecretPath }}");
-    const bad = await write(path("cloudone-sm", name), { granularity: "secret-everything" }, {}, 400);
+    const bad = await write(path("cloudone-sm", name), { ...BODIES["cloudone-sm"], granularity: "secret-everything" }, {}, 400);
     expect(bad.body.errors[0]).toContain('"granularity"');
-    const loop = await write(path("cloudone-sm", name), { secret_name_template: "{{ range .SecretPath }}x{{ end }}" }, {}, 400);
+    const loop = await write(path("cloudone-sm", name), { ...BODIES["cloudone-sm"], secret_name_template: "{{ range .SecretPath }}x{{ end }}" }, {}, 400);
     expect(loop.body.errors[0]).toMatch(/^secret_name_template: secret name template is invalid: .*control structures/);
   });
 
   it("unknown fields are ignored with a warning", async () => {
-    const r = await write(path("cloudone-sm", `t-${uid()}`), { region: "us-east-1", colour: "red", bogus: 1 });
+    const r = await write(path("cloudone-sm", `t-${uid()}`), { ...BODIES["cloudone-sm"], colour: "red", bogus: 1 });
     expect(r.body.warnings).toEqual(["Endpoint ignored these unrecognized parameters: [bogus colour]"]);
   });
 });
@@ -148,7 +148,7 @@ describe("deleting with associations and purge", () => {
 
   it("associations of another namespace or destination do not block a delete", async () => {
     const name = `p-${uid()}`;
-    await write(path("cloudone-sm", name), {});
+    await write(path("cloudone-sm", name), BODIES["cloudone-sm"]);
     await associate("cloudone-sm", name, "someother");
     await associate("cloudtwo-kv", name);
     await del(path("cloudone-sm", name));
@@ -162,10 +162,11 @@ describe("policies (reference §1.17)", () => {
     const creator = await tokenWithPolicy(`path "sys/sync/destinations/cloudone-sm/*" { capabilities = ["create", "read"] }`);
     const updater = await tokenWithPolicy(`path "sys/sync/destinations/cloudone-sm/*" { capabilities = ["update"] }`);
     const patcher = await tokenWithPolicy(`path "sys/sync/destinations/cloudone-sm/*" { capabilities = ["patch"] }`);
-    expect((await api("POST", path("cloudone-sm", name), { token: updater, body: {} })).status).toBe(403);
-    expect((await api("POST", path("cloudone-sm", name), { token: creator, body: {} })).status).toBe(200);
-    expect((await api("POST", path("cloudone-sm", name), { token: creator, body: {} })).status).toBe(403);
-    expect((await api("POST", path("cloudone-sm", name), { token: updater, body: { region: "" } })).status).toBe(200);
+    const keys = BODIES["cloudone-sm"];
+    expect((await api("POST", path("cloudone-sm", name), { token: updater, body: keys })).status).toBe(403);
+    expect((await api("POST", path("cloudone-sm", name), { token: creator, body: keys })).status).toBe(200);
+    expect((await api("POST", path("cloudone-sm", name), { token: creator, body: keys })).status).toBe(403);
+    expect((await api("POST", path("cloudone-sm", name), { token: updater, body: { ...keys, region: "us-east-1" } })).status).toBe(200);
     expect((await api("PATCH", path("cloudone-sm", name), { token: updater, body: { role_arn: "" } })).status).toBe(403);
     expect((await api("PATCH", path("cloudone-sm", name), { token: patcher, body: { role_arn: "" } })).status).toBe(200);
     expect((await api("GET", path("cloudone-sm", name), { token: creator })).status).toBe(200);

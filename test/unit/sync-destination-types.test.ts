@@ -129,16 +129,17 @@ describe("custom tag limits", () => {
 });
 
 describe("cloudone-sm rules", () => {
-  const base: Connection = { access_key_id: "", secret_access_key: "", role_arn: "", external_id: "", region: "" };
+  const base: Connection = { access_key_id: "AKIAIOSFODNN7EXAMPLE", secret_access_key: "wJalrXUtnFEMI/K7MDENG", role_arn: "", external_id: "", region: "" };
 
-  it("accepts no credentials (environment chain) and a complete key pair", async () => {
+  it("accepts a complete key pair", async () => {
     await DESTINATIONS["cloudone-sm"].validate(base, ctx());
-    await DESTINATIONS["cloudone-sm"].validate({ ...base, access_key_id: "AKIAIOSFODNN7EXAMPLE", secret_access_key: "wJalrXUtnFEMI/K7MDENG", region: "us-gov-west-1" }, ctx());
+    await DESTINATIONS["cloudone-sm"].validate({ ...base, region: "us-gov-west-1" }, ctx());
   });
 
-  it("refuses half a key pair, bad regions, bad role ARNs, an external id without a role", async () => {
-    expect(await refusal("cloudone-sm", { ...base, access_key_id: "AKIAIOSFODNN7EXAMPLE" })).toMatch(/^secret_access_key: /);
-    expect(await refusal("cloudone-sm", { ...base, secret_access_key: "x" })).toMatch(/^access_key_id: /);
+  it("refuses missing keys (no environment chain in a Worker), half a key pair, bad regions, bad role ARNs, an external id without a role", async () => {
+    expect(await refusal("cloudone-sm", { ...base, access_key_id: "", secret_access_key: "" })).toMatch(/^access_key_id: is required: .*no environment credential chain/);
+    expect(await refusal("cloudone-sm", { ...base, secret_access_key: "" })).toMatch(/^secret_access_key: is required/);
+    expect(await refusal("cloudone-sm", { ...base, access_key_id: "" })).toMatch(/^access_key_id: /);
     expect(await refusal("cloudone-sm", { ...base, region: "Mars" })).toMatch(/^region: /);
     expect(await refusal("cloudone-sm", { ...base, role_arn: "arn:aws:iam::123:role/x" })).toMatch(/^role_arn: /);
     expect(await refusal("cloudone-sm", { ...base, external_id: "abc" })).toMatch(/^external_id: .*role_arn/);
@@ -151,7 +152,7 @@ describe("cloudone-sm rules", () => {
   });
 
   it("never echoes the secret access key", async () => {
-    const msg = await refusal("cloudone-sm", { ...base, access_key_id: "AKIAIOSFODNN7EXAMPLE", secret_access_key: "has space secret" });
+    const msg = await refusal("cloudone-sm", { ...base, secret_access_key: "has space secret" });
     expect(msg).not.toContain("has space secret");
   });
 });

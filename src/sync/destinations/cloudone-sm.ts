@@ -1,8 +1,10 @@
 /**
  * `cloudone-sm`: a secrets manager with JSON 1.1 + SigV4 (spec "cloudone-sm"; reference §1.4,
- * §2.1). Without keys the connector falls back to the environment's credential chain, so both
- * keys may be empty, but not only one of them. `region` is immutable; `role_arn` may change only
- * to a role in the same account (§1.4, Terraform docs).
+ * §2.1). Both keys are required: upstream falls back to the environment's default credential
+ * chain when they are omitted (spec table "cloudone-sm"), but a Worker has no such chain (no
+ * instance metadata, no credential files, no AWS_* environment), so a destination without keys
+ * could never sync; it is refused at once instead. `region` is immutable (empty means
+ * us-east-1); `role_arn` may change only to a role in the same account (§1.4, Terraform docs).
  */
 import { defineFields } from "../../http/fields";
 import { invalid, str, type DestinationDef } from "./types";
@@ -17,11 +19,11 @@ function account(arn: string): string | null {
 export const cloudoneSm: DestinationDef = {
   type: "cloudone-sm",
   fields: defineFields({
-    access_key_id: { type: "string", default: "", description: "Access key id; empty to use the environment's credential chain." },
-    secret_access_key: { type: "string", default: "", description: "Secret access key; empty to use the environment's credential chain." },
+    access_key_id: { type: "string", required: true, description: "Access key id (required: a Worker has no environment credential chain)." },
+    secret_access_key: { type: "string", required: true, description: "Secret access key (required, like access_key_id)." },
     role_arn: { type: "string", default: "", description: "Role to assume (temporary credentials); may be in another account." },
     external_id: { type: "string", default: "", description: "External id the role's trust policy requires." },
-    region: { type: "string", default: "", description: "Region of the secrets manager; empty to infer it. Immutable." },
+    region: { type: "string", default: "", description: "Region of the secrets manager; empty means us-east-1. Immutable." },
   }),
   sensitive: ["access_key_id", "secret_access_key"],
   immutable: ["region"],
@@ -47,9 +49,10 @@ export const cloudoneSm: DestinationDef = {
   async validate(conn, ctx) {
     const akid = str(conn, "access_key_id");
     const secret = str(conn, "secret_access_key");
-    if (akid !== "" && secret === "") throw invalid("secret_access_key", "is required when access_key_id is set");
-    if (secret !== "" && akid === "") throw invalid("access_key_id", "is required when secret_access_key is set");
-    if (akid !== "" && !/^\w{16,128}$/.test(akid)) throw invalid("access_key_id", "must be 16 to 128 letters or digits");
+    const noChain = "is required: this service runs on Cloudflare Workers, which have no environment credential chain to fall back on";
+    if (akid === "") throw invalid("access_key_id", noChain);
+    if (secret === "") throw invalid("secret_access_key", noChain);
+    if (!/^\w{16,128}$/.test(akid)) throw invalid("access_key_id", "must be 16 to 128 letters or digits");
     if (secret.length > 512 || /\s/.test(secret)) throw invalid("secret_access_key", "is not a valid secret access key");
     const region = str(conn, "region");
     if (region !== "" && !REGION.test(region)) throw invalid("region", `"${region}" is not a region name such as us-east-1`);
