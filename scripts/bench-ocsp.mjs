@@ -109,8 +109,15 @@ async function main() {
   const dir = mkdtempSync(path.join(tmpdir(), "lanyard-bench-ocsp-"));
   const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
   execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir], { cwd: root, stdio: "ignore" });
+  // Bundle once up front and run that bundle (as scripts/bench-sync.mjs does): the dev server's
+  // bundler watches src/ whatever dev.watch says, and an edit mid-run would reload the Worker
+  // under the measurement.
+  const buildDir = path.join(dir, "build");
+  execFileSync(wrangler, ["deploy", "--dry-run", "--outdir", buildDir], { cwd: root, stdio: "ignore" });
   const worker = await unstable_startWorker({
     config: path.join(root, "wrangler.toml"),
+    entrypoint: path.join(buildDir, "index.js"),
+    build: { bundle: false, moduleRoot: buildDir },
     bindings: {
       ENVIRONMENT: { type: "plain_text", value: "development" },
       ROOT_TOKEN: { type: "plain_text", value: TOKEN },
