@@ -1,19 +1,23 @@
 #!/usr/bin/env node
-// `npm run bench`: starts the Worker in the local runtime (wrangler's programmatic API, a
-// throwaway D1/DO state directory), drives it over HTTP and prints requests/s and p50/p99
-// latency for
+// PKI issuance benchmark (`npm run bench -- issue`; scripts/run-bench.mjs runs every bench):
+// starts the Worker in the local runtime (wrangler's programmatic API, a throwaway D1/DO state
+// directory), drives it over HTTP with autocannon and prints requests/s and p50/p99 latency for
 //   (a) issue with a fresh EC P-256 key, (b) sign a pre-made EC P-256 CSR, (c) issue RSA-2048,
 // at concurrency 1 and 8, plus the WebCrypto floor of (a) and the engine's own CPU per
-// certificate, both measured inside workerd (scripts/bench-floor-worker.ts).
-// The load generator is a small closed loop over Node's fetch (keep-alive): each of C workers
-// sends its next request when the previous one answers.
-//   BENCH_SECONDS=5 (per run)   BENCH_RSA_SECONDS=5   BENCH_CONCURRENCY=1,8
+// certificate, both measured inside workerd (scripts/bench-floor-worker.ts), and the CPU the
+// Worker's workerd process spent per request during each run (read from /proc, Linux only).
+// The Worker is bundled once into a temporary directory first, so edits to src/ during a run
+// cannot reload it. By default the load goes straight to the Worker's workerd socket: wrangler's
+// dev proxy (a second workerd hop in front of it) cost about as much as the Worker itself in the
+// profile; BENCH_TARGET=proxy measures through the proxy instead.
+//   BENCH_SECONDS=5 (per run)   BENCH_RSA_SECONDS=5   BENCH_CONCURRENCY=1,8   BENCH_TARGET=direct|proxy
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { unstable_startWorker } from "wrangler";
+import autocannon from "autocannon";
+import { unstable_DevEnv, unstable_startWorker } from "wrangler";
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const TOKEN = "bench-root-token-0123456789";
@@ -21,6 +25,7 @@ const SEAL_KEY = Buffer.alloc(32, 7).toString("base64");
 const SECONDS = Number(process.env.BENCH_SECONDS ?? "5");
 const RSA_SECONDS = Number(process.env.BENCH_RSA_SECONDS ?? SECONDS);
 const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,8").split(",").map(Number);
+const TARGET = process.env.BENCH_TARGET === "proxy" ? "proxy" : "direct";
 for (const [k, v] of Object.entries({ WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" })) {
   process.env[k] = v;
 }
@@ -36,40 +41,88 @@ async function call(base, method, p, body, token = TOKEN) {
   return text ? JSON.parse(text) : null;
 }
 
-/** Closed-loop load: `concurrency` loops for `seconds`; returns latencies (ms) and the wall time. */
+/**
+ * Closed-loop load with autocannon: `concurrency` connections, each sending its next request
+ * when the previous one answers, for `seconds`.
+ */
 async function load(base, p, body, concurrency, seconds, method = "POST") {
-  const latencies = [];
-  let errors = 0;
-  const end = performance.now() + seconds * 1000;
-  const start = performance.now();
-  const json = JSON.stringify(body);
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (performance.now() < end) {
-        const t = performance.now();
-        const res = await fetch(`${base}/v1/${p}`, {
-          method,
-          headers: { "x-service-token": TOKEN, "content-type": "application/json" },
-          body: method === "GET" ? undefined : json,
-        });
-        await res.arrayBuffer();
-        if (res.status !== 200) errors++;
-        latencies.push(performance.now() - t);
-      }
-    }),
-  );
-  return { latencies, errors, wall: (performance.now() - start) / 1000 };
+  const result = await autocannon({
+    url: `${base}/v1/${p}`,
+    method,
+    headers: { "x-service-token": TOKEN, "content-type": "application/json" },
+    body: method === "GET" ? undefined : JSON.stringify(body),
+    connections: concurrency,
+    duration: seconds,
+  });
+  const requests = result.requests.total;
+  return {
+    requests,
+    errors: result.errors + result.timeouts + result.non2xx,
+    rps: requests / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+  };
 }
 
-function pct(sorted, p) {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
+/** CPU seconds (user + system) used so far by each workerd child of this process; {} off Linux. */
+function workerdCpu() {
+  const out = {};
+  if (!existsSync("/proc/self/stat")) return out;
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[1]) !== process.pid || !readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("workerd")) continue;
+      out[pid] = (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks (USER_HZ = 100)
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return out;
+}
+
+/** The busiest workerd's CPU per request between two readings (the Worker's own process). */
+function cpuPerRequest(before, after, requests) {
+  let most = 0;
+  for (const [pid, t] of Object.entries(after)) most = Math.max(most, t - (before[pid] ?? t));
+  return requests > 0 ? (most * 1000) / requests : NaN;
+}
+
+/** Bundles the Worker once, so the benchmark runs a fixed build whatever happens in src/. */
+function bundle(outdir) {
+  const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
+  execFileSync(wrangler, ["deploy", "--dry-run", "--outdir", outdir, "-c", path.join(root, "wrangler.toml")], { cwd: root, stdio: "ignore" });
+  return path.join(outdir, "index.js");
+}
+
+/**
+ * Starts the bundled Worker; resolves with the proxy URL and the Worker's own workerd URL
+ * (taken from the dev environment's reloadComplete event, which wrangler does not expose).
+ */
+async function startBundled(entrypoint, options) {
+  const devEnv = new unstable_DevEnv();
+  let resolveDirect;
+  const direct = new Promise((resolve) => (resolveDirect = resolve));
+  const dispatchEvent = devEnv.dispatch.bind(devEnv);
+  devEnv.dispatch = (event) => {
+    if (event.type === "reloadComplete") {
+      const u = event.proxyData.userWorkerUrl;
+      resolveDirect(`${u.protocol}//${u.hostname}:${u.port}`);
+    }
+    return dispatchEvent(event);
+  };
+  const worker = await devEnv.startWorker({ ...options, entrypoint, build: { bundle: false } });
+  await worker.ready;
+  const proxyUrl = (await worker.url).toString().replace(/\/$/, "");
+  return { worker, proxyUrl, directUrl: await direct };
 }
 
 async function main() {
   const dir = mkdtempSync(path.join(tmpdir(), "lanyard-bench-"));
   const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
   execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir], { cwd: root, stdio: "ignore" });
-  const worker = await unstable_startWorker({
+  const entrypoint = bundle(path.join(dir, "bundle"));
+  const { worker, proxyUrl, directUrl } = await startBundled(entrypoint, {
     config: path.join(root, "wrangler.toml"),
     bindings: {
       ENVIRONMENT: { type: "plain_text", value: "development" },
@@ -83,9 +136,8 @@ async function main() {
     dev: { persist: false, server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: "error" },
   });
   try {
-    await worker.ready;
     await floorWorker.ready;
-    const base = (await worker.url).toString().replace(/\/$/, "");
+    const base = TARGET === "proxy" ? proxyUrl : directUrl;
     const floorBase = (await floorWorker.url).toString().replace(/\/$/, "");
 
     // Set-up: one mount, an EC P-256 root, three roles, and a CSR made by openssl.
@@ -108,25 +160,26 @@ async function main() {
       { name: "(c) issue RSA-2048", path: "bench/issue/rsa", body: { common_name: "c.bench.example" }, seconds: RSA_SECONDS },
     ];
     // Warm-up: first requests compile code paths and open the D1/DO connections.
-    for (const s of scenarios) await load(base, s.path, s.body, 2, 0.5, s.method);
+    for (const s of scenarios) await load(base, s.path, s.body, 2, 1, s.method);
 
     const rows = [];
     for (const s of scenarios) {
       for (const c of CONCURRENCY) {
+        const cpu0 = workerdCpu();
         const r = await load(base, s.path, s.body, c, s.seconds, s.method);
-        const sorted = [...r.latencies].sort((x, y) => x - y);
         rows.push({
           scenario: s.name,
           concurrency: c,
-          requests: r.latencies.length,
+          requests: r.requests,
           errors: r.errors,
-          "req/s": +(r.latencies.length / r.wall).toFixed(1),
-          "p50 ms": +pct(sorted, 50).toFixed(1),
-          "p99 ms": +pct(sorted, 99).toFixed(1),
+          "req/s": +r.rps.toFixed(1),
+          "p50 ms": +r.p50.toFixed(1),
+          "p99 ms": +r.p99.toFixed(1),
+          "workerd CPU ms/req": +cpuPerRequest(cpu0, workerdCpu(), r.requests).toFixed(2),
         });
       }
     }
-    console.log("\nLanyard PKI benchmark (local workerd, this machine)\n");
+    console.log(`\nLanyard PKI benchmark (local workerd, this machine; load by autocannon ${TARGET === "proxy" ? "through wrangler's dev proxy" : "straight to the Worker's workerd socket, bypassing wrangler's dev proxy"})\n`);
     console.table(rows);
     const floor = await (await fetch(`${floorBase}/?n=2000`)).json();
     console.log(`\nIn-runtime CPU per EC P-256 leaf (workerd, ${floor.iterations} iterations, no I/O):`);

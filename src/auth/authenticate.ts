@@ -2,7 +2,7 @@
 import type { Db } from "../db/client";
 import { ROOT_NAMESPACE } from "../sys/mount-store";
 import { sha256Hex, timingSafeEqual } from "../util/encoding";
-import { getTokenByHash, type TokenEntry } from "./token-store";
+import { getTokenByHash, type TokenEntry, type TokenRow } from "./token-store";
 
 /** The token of a request: `X-Service-Token`, else `Authorization: Bearer` (CONTRACT.md). */
 export function presentedToken(headers: Headers): string | null {
@@ -38,9 +38,18 @@ export function rootEntry(presented: string): TokenEntry {
 
 export async function authenticate(db: Db, rootToken: string, presented: string, now: number): Promise<TokenEntry | null> {
   if (presented === "") return null;
-  if (rootToken !== "" && timingSafeEqual(presented, rootToken)) return rootEntry(presented);
+  if (isRootToken(rootToken, presented)) return rootEntry(presented);
   // The lookup is by SHA-256 of the token, so timing reveals nothing about stored tokens.
-  const row = await getTokenByHash(db, await sha256Hex(presented));
+  return tokenEntryOf(await getTokenByHash(db, await sha256Hex(presented)), presented, now);
+}
+
+/** Whether the presented token is the configured ROOT_TOKEN (constant-time comparison). */
+export function isRootToken(rootToken: string, presented: string): boolean {
+  return rootToken !== "" && timingSafeEqual(presented, rootToken);
+}
+
+/** The caller for a stored token row looked up by hash; null when expired or out of uses. */
+export function tokenEntryOf(row: TokenRow | null | undefined, presented: string, now: number): TokenEntry | null {
   if (!row) return null;
   if (row.expireTime !== null && row.expireTime <= now) return null;
   if (row.numUses > 0 && row.usesLeft <= 0) return null;

@@ -11,12 +11,13 @@ export async function findNamespaces(db: Db, paths: string[]): Promise<Namespace
   const wanted = paths.filter((p) => p !== "");
   const found: NamespaceRef[] = paths.includes("") ? [ROOT_NAMESPACE] : [];
   if (wanted.length === 0) return found;
-  const rows = await db
-    .select({ id: namespaces.id, path: namespaces.path })
-    .from(namespaces)
-    .where(inArray(namespaces.path, wanted));
+  const rows = await namespacesQuery(db, wanted);
   return [...found, ...rows];
 }
+
+/** The unexecuted lookup of namespaces by full path (the root is implicit, never a row). */
+export const namespacesQuery = (db: Db, paths: string[]) =>
+  db.select({ id: namespaces.id, path: namespaces.path }).from(namespaces).where(inArray(namespaces.path, paths));
 
 export async function getNamespaceByPath(db: Db, path: string): Promise<NamespaceRow | null> {
   const rows = await db.select().from(namespaces).where(eq(namespaces.path, path));

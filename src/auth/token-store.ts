@@ -17,9 +17,12 @@ export interface TokenEntry extends TokenRow {
 }
 
 export async function getTokenByHash(db: Db, hash: string): Promise<TokenRow | null> {
-  const rows = await db.select().from(tokens).where(eq(tokens.hash, hash));
+  const rows = await tokenByHashQuery(db, hash);
   return rows[0] ?? null;
 }
+
+/** The unexecuted lookup, for a request's first D1 batch (src/http/dispatch.ts). */
+export const tokenByHashQuery = (db: Db, hash: string) => db.select().from(tokens).where(eq(tokens.hash, hash));
 
 export async function getTokenByAccessor(db: Db, accessor: string): Promise<TokenRow | null> {
   const rows = await db.select().from(tokens).where(eq(tokens.accessor, accessor));

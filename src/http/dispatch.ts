@@ -6,14 +6,15 @@
  * token an unknown path is 404.
  */
 import { isAllowed, type Operation } from "../auth/acl";
-import { authenticate, presentedToken } from "../auth/authenticate";
-import { findNamespaces, getNamespaceById } from "../auth/namespace-store";
+import { isRootToken, presentedToken, rootEntry, tokenEntryOf } from "../auth/authenticate";
+import { getNamespaceById, namespacesQuery } from "../auth/namespace-store";
 import { aclFor } from "../auth/policies";
-import { revokeTree, spendUse, type TokenEntry } from "../auth/token-store";
+import { revokeTree, spendUse, tokenByHashQuery, type TokenEntry } from "../auth/token-store";
 import { ENGINES } from "../engines/registry";
 import { BACKEND_ROUTES } from "./backends";
 import type { Db } from "../db/client";
-import { findMountForPath, ROOT_NAMESPACE, type MountRow, type NamespaceRef } from "../sys/mount-store";
+import { findMountForPath, longestMount, mountCandidates, mountsQuery, ROOT_NAMESPACE, type MountRow, type NamespaceRef } from "../sys/mount-store";
+import { sha256Hex } from "../util/encoding";
 import { ApiError, badRequest, notFound, permissionDenied } from "./errors";
 import { envelope, jsonResponse } from "./envelope";
 import { parseFields, unknownFieldsWarning } from "./fields";
@@ -67,41 +68,75 @@ export function splitPath(raw: string): string[] {
   return segs;
 }
 
-/** Resolves the namespace from the header and the longest matching path prefix. */
-async function resolveNamespace(
-  db: Db,
-  header: string | null,
-  segs: string[],
-): Promise<{ ns: NamespaceRef | null; rest: string[] }> {
+interface FirstRound {
+  ns: NamespaceRef | null;
+  rest: string[];
+  found: TokenEntry | null;
+  /** The backend, when the batch could already settle it; undefined when it must be looked up. */
+  backend?: Backend | null;
+}
+
+/**
+ * The request's first D1 round trip, as one batch (`npm run bench` showed each D1 round trip
+ * costing more than the certificate itself): the namespaces the path could be in (the longest
+ * match wins), the presented token, and, without a namespace header, the mount as seen from
+ * the root namespace. That mount lookup is speculative: it is used only when no child namespace
+ * matches the path (the common case); otherwise the mount is looked up in the namespace found.
+ * Nothing is cached across requests: every request reads tokens, namespaces and mounts afresh.
+ */
+async function firstRound(db: Db, rootToken: string, header: string | null, segs: string[], presented: string | null): Promise<FirstRound> {
   const base = (header ?? "")
     .split("/")
     .filter((s) => s !== "")
     .map((s) => `${s}/`)
     .join("");
   const candidates = [base];
-  for (let i = 1; i < segs.length; i++) candidates.push(base + segs.slice(0, i).map((s) => `${s}/`).join(""));
-  // sys/ and auth/ can never be namespace names, so skip the lookup on the common path.
+  // sys/ and auth/ can never be namespace names, so only the header's namespace is looked up.
   const first = segs[0];
-  const found = first === "sys" || first === "auth" ? await findNamespaces(db, [base]) : await findNamespaces(db, candidates);
-  let best: NamespaceRef | null = null;
-  for (const ns of found) if (!best || ns.path.length > best.path.length) best = ns;
-  if (!best) return { ns: null, rest: segs };
+  const system = first === "sys" || first === "auth";
+  if (!system) for (let i = 1; i < segs.length; i++) candidates.push(base + segs.slice(0, i).map((s) => `${s}/`).join(""));
+  const fullPath = segs.join("/");
+  const speculate = base === "" && systemBackend(fullPath) === null;
+
+  const root = presented !== null && presented !== "" && isRootToken(rootToken, presented);
+  const tokenHash = presented && !root ? await sha256Hex(presented) : "";
+  // Empty lists and an empty hash make the unneeded parts of the batch match nothing.
+  const [nsRows, tokenRows, mountRows] = await db.batch([
+    namespacesQuery(db, candidates.filter((p) => p !== "")),
+    tokenByHashQuery(db, tokenHash),
+    mountsQuery(db, ROOT_NAMESPACE.id, speculate ? mountCandidates(fullPath) : []),
+  ]);
+  const found = root && presented ? rootEntry(presented) : tokenHash && presented ? tokenEntryOf(tokenRows[0], presented, Date.now()) : null;
+
+  let best: NamespaceRef | null = base === "" ? ROOT_NAMESPACE : null;
+  for (const ns of nsRows) if (!best || ns.path.length > best.path.length) best = ns;
+  if (!best) return { ns: null, rest: segs, found };
   const used = best.path.slice(base.length).split("/").filter((s) => s !== "").length;
-  return { ns: best, rest: segs.slice(used) };
+  const rest = segs.slice(used);
+  if (speculate && best.id === ROOT_NAMESPACE.id) return { ns: best, rest, found, backend: mountBackend(longestMount(mountRows), fullPath) };
+  return { ns: best, rest, found };
 }
 
-async function resolveBackend(db: Db, ns: NamespaceRef, path: string): Promise<Backend | null> {
+/** The built-in backends (sys/, auth/token/), or null for a path that belongs to a mount. */
+function systemBackend(path: string): Backend | null {
   if (path === "sys" || path.startsWith("sys/")) {
     return { mountType: "system", routes: BACKEND_ROUTES.sys, mount: null, relPath: path.slice(4) };
   }
   if (path === "auth/token" || path.startsWith("auth/token/")) {
     return { mountType: "token", routes: BACKEND_ROUTES.token, mount: null, relPath: path.slice(11) };
   }
-  const mount = await findMountForPath(db, ns.id, path);
+  return null;
+}
+
+function mountBackend(mount: MountRow | null, path: string): Backend | null {
   if (!mount) return null;
   const engine = ENGINES[mount.type];
   if (!engine) return null;
   return { mountType: mount.type, routes: engine.routes, mount, relPath: path.slice(mount.path.length) };
+}
+
+async function resolveBackend(db: Db, ns: NamespaceRef, path: string): Promise<Backend | null> {
+  return systemBackend(path) ?? mountBackend(await findMountForPath(db, ns.id, path), path);
 }
 
 /** ACL path of a request: relative to the token's namespace, with a trailing "/" for lists. */
@@ -117,17 +152,16 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   const method = request.method.toUpperCase();
   let op = operationOf(method, url.searchParams);
 
-  // Two rounds of independent D1 reads, each run concurrently: (namespace, token), then
-  // (mount, the token's namespace, the token's policies). The token is looked up even where the
-  // operation turns out to be public; that costs one read and keeps the rounds at two.
+  // At most two rounds of D1 reads: one batch (namespace, token and, speculatively, the mount;
+  // see firstRound), then what depends on them, concurrently: the mount when the batch could
+  // not settle it, the token's namespace and its policies (none of which the configured root
+  // token needs). The token is looked up even where the operation turns out to be public; that
+  // costs nothing extra in the batch.
   const presented = presentedToken(request.headers);
-  const [{ ns, rest }, found] = await Promise.all([
-    resolveNamespace(db, request.headers.get("x-service-namespace"), segs),
-    presented ? authenticate(db, cfg.rootToken, presented, Date.now()) : Promise.resolve(null),
-  ]);
+  const { ns, rest, found, backend: settled } = await firstRound(db, cfg.rootToken, request.headers.get("x-service-namespace"), segs, presented);
   const path = rest.join("/");
   const [backend, tokenNs, acl] = await Promise.all([
-    ns ? resolveBackend(db, ns, path) : Promise.resolve(null),
+    settled !== undefined ? Promise.resolve(settled) : ns ? resolveBackend(db, ns, path) : Promise.resolve(null),
     found ? tokenNamespacePath(db, found) : Promise.resolve(null),
     found ? aclFor(db, found.namespaceId, found.policies) : Promise.resolve(null),
   ]);

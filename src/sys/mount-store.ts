@@ -15,17 +15,28 @@ export type MountRow = typeof mounts.$inferSelect;
 
 /** The mount whose path is the longest prefix of `path` (segment-wise) in a namespace. */
 export async function findMountForPath(db: Db, nsId: string, path: string): Promise<MountRow | null> {
+  const candidates = mountCandidates(path);
+  if (candidates.length === 0) return null;
+  return longestMount(await mountsQuery(db, nsId, candidates));
+}
+
+/** The mount paths that could hold `path`: each of its prefixes, with a trailing slash. */
+export function mountCandidates(path: string): string[] {
   const segs = path.split("/");
   const candidates: string[] = [];
   for (let i = 1; i <= segs.length; i++) {
     const p = segs.slice(0, i).join("/");
     if (p !== "") candidates.push(`${p}/`);
   }
-  if (candidates.length === 0) return null;
-  const rows = await db
-    .select()
-    .from(mounts)
-    .where(and(eq(mounts.namespaceId, nsId), inArray(mounts.path, candidates)));
+  return candidates;
+}
+
+/** The unexecuted lookup of candidate mounts, for a request's first D1 batch (src/http/dispatch.ts). */
+export const mountsQuery = (db: Db, nsId: string, candidates: string[]) =>
+  db.select().from(mounts).where(and(eq(mounts.namespaceId, nsId), inArray(mounts.path, candidates)));
+
+/** The longest (most specific) of the candidate mounts found. */
+export function longestMount(rows: MountRow[]): MountRow | null {
   let best: MountRow | null = null;
   for (const r of rows) if (!best || r.path.length > best.path.length) best = r;
   return best;
