@@ -35,6 +35,8 @@ for (const [k, v] of Object.entries({
   WRANGLER_HIDE_BANNER: "true",
   // Others may edit the checkout while this runs: do not reload on wrangler.toml changes either.
   WRANGLER_CI_DISABLE_CONFIG_WATCHING: "true",
+  // Without this the local queue logs one line per consumed batch (hundreds per run).
+  WRANGLER_LOG: process.env.BENCH_LOG ?? "error",
 })) {
   process.env[k] = v;
 }
