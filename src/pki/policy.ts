@@ -38,6 +38,15 @@ export interface CertSubject {
 }
 
 /** A role that allows everything: CA generation and similar paths (§3 "synthetic role"). */
+/**
+ * A URI SAN is an IA5String (RFC 5280 §4.2.1.6): ASCII only. Non-ASCII characters are
+ * percent-encoded as UTF-8 (RFC 3987 §3.1), as upstream's url.String() does, after the role's
+ * globs have matched the value as the user wrote it.
+ */
+export function asciiUri(u: string): string {
+  return u.replace(/[^\x21-\x7e]/gu, (ch) => encodeURIComponent(ch));
+}
+
 export function permissiveRole(base: Role): Role {
   return {
     ...base,
@@ -177,6 +186,6 @@ export function applyRole(role: Role, req: NameRequest, csr: CsrInfo | null): Ce
       serialNumber: serial,
       userIds: uniq(userIds),
     },
-    sans: { dns: names.dns, email: names.email, ip: ips, uri: uniq(uris), otherNames: otherSans },
+    sans: { dns: names.dns, email: names.email, ip: ips, uri: uniq(uris.map(asciiUri)), otherNames: otherSans },
   };
 }

@@ -74,6 +74,9 @@ describe("name policy through the API", () => {
     });
     const ok = await issue("ip", { common_name: "h.example", ip_sans: "10.1.2.3", uri_sans: "spiffe://cluster/ns/a" });
     expect(sans(parseCert(ok.body.data.certificate))).toEqual(["dns:h.example", "url:spiffe://cluster/ns/a", "ip:10.1.2.3"]);
+    // A URI SAN is an IA5String (RFC 5280 §4.2.1.6): non-ASCII goes in percent-encoded.
+    const idn = await issue("ip", { common_name: "h.example", uri_sans: "spiffe://cluster/é" });
+    expect(sans(parseCert(idn.body.data.certificate))).toContain("url:spiffe://cluster/%C3%A9");
     expect((await issue("ip", { common_name: "h.example", ip_sans: "192.168.0.1" }, 400)).body.errors).toEqual([
       'the IP address "192.168.0.1" is not allowed in this role',
     ]);
