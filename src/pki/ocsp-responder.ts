@@ -32,8 +32,8 @@ import {
   type OcspRequest,
   type SingleAnswer,
 } from "./ocsp";
-import { getRevoked, type RevokedRow } from "./revocation-store";
-import { getConfig, loadIssuanceState, type IssuerRow, type KeyRow } from "./store";
+import { loadStateAndRevoked, type RevokedRow } from "./revocation-store";
+import { getConfig, type IssuerRow, type KeyRow } from "./store";
 import { importSigner, signTbsCertificate, type Signer } from "./x509";
 
 export interface OcspContext {
@@ -130,7 +130,7 @@ export async function answerOcsp(ctx: OcspContext, der: Uint8Array<ArrayBuffer> 
   }
 
   const serials = [...new Set(request.certIds.map((c) => c.serial))];
-  const [state, revokedRows] = await Promise.all([loadIssuanceState(db, mount.id, null), Promise.all(serials.map((s) => getRevoked(db, mount.id, s)))]);
+  const { state, revoked: revokedRows } = await loadStateAndRevoked(db, mount.id, serials);
   const crl = state.config.crl;
   if (crl.ocsp_disable) return UNAUTHORIZED();
   let expirySeconds: number;
@@ -140,7 +140,7 @@ export async function answerOcsp(ctx: OcspContext, der: Uint8Array<ArrayBuffer> 
     return UNAUTHORIZED(); // "config unreadable" row of §6.8
   }
   const revoked = new Map<string, RevokedRow>();
-  for (const row of revokedRows) if (row) revoked.set(row.serial, row);
+  for (const row of revokedRows) revoked.set(row.serial, row);
   const keys = new Map(state.keys.map((k) => [k.id, k]));
   const issuers = new Map(state.issuers.map((i) => [i.id, i]));
   const keyOf = (i: IssuerRow): KeyRow | undefined => (i.keyId ? keys.get(i.keyId) : undefined);

@@ -9,12 +9,12 @@
  * in CHUNK_CHARS slices with pki_crls.der = "". Writer and reader each use one D1 batch (one
  * transaction), so a reader sees either the old CRL or the new one, never slices of both.
  */
-import { and, asc, eq, gt, lte, max, notInArray, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, lte, max, notInArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { mounts, pkiConfig, pkiCrlChunks, pkiCrls, pkiRevoked } from "../db/schema";
 import type { MountRow } from "../sys/mount-store";
 import { base64ToDer } from "./crl";
-import { CONFIG_DEFAULTS, type CrlConfig, type Stmt } from "./store";
+import { CONFIG_DEFAULTS, issuanceStateOf, issuanceStateQueries, type CrlConfig, type IssuanceState, type Stmt } from "./store";
 
 /** Base64 characters per stored slice: well below D1's 2,000,000-byte value limit. */
 export const CHUNK_CHARS = 1_000_000;
@@ -26,6 +26,23 @@ export type CrlRow = typeof pkiCrls.$inferSelect;
 export async function getRevoked(db: Db, mountId: string, serial: string): Promise<RevokedRow | null> {
   const rows = await db.select().from(pkiRevoked).where(and(eq(pkiRevoked.mountId, mountId), eq(pkiRevoked.serial, serial)));
   return rows[0] ?? null;
+}
+
+/**
+ * The mount's issuance state plus the revocation entries of `serials`, in one D1 round trip: the
+ * OCSP responder's whole read (pki-engine.md §6.8), kept to one batch because a local D1 round
+ * trip costs about as much CPU as the rest of a response (npm run bench -- ocsp).
+ */
+export async function loadStateAndRevoked(db: Db, mountId: string, serials: string[]): Promise<{ state: IssuanceState; revoked: RevokedRow[] }> {
+  const [roles, issuers, config, keys] = issuanceStateQueries(db, mountId, null);
+  const [r, i, c, k, revoked] = await db.batch([
+    roles,
+    issuers,
+    config,
+    keys,
+    db.select().from(pkiRevoked).where(and(eq(pkiRevoked.mountId, mountId), inArray(pkiRevoked.serial, serials.length > 0 ? serials : [""]))),
+  ]);
+  return { state: issuanceStateOf(null, r, i, c, k), revoked };
 }
 
 /**

@@ -176,12 +176,27 @@ export interface IssuanceState {
 }
 
 export async function loadIssuanceState(db: Db, mountId: string, roleName: string | null): Promise<IssuanceState> {
-  const [roles, issuers, config, keys] = await db.batch([
+  const [roles, issuers, config, keys] = await db.batch(issuanceStateQueries(db, mountId, roleName));
+  return issuanceStateOf(roleName, roles, issuers, config, keys);
+}
+
+/**
+ * The queries behind loadIssuanceState, for callers that add statements of their own to the same
+ * D1 batch (the OCSP responder adds its revocation lookup: one round trip per response).
+ */
+export function issuanceStateQueries(db: Db, mountId: string, roleName: string | null) {
+  return [
     db.select().from(pkiRoles).where(and(eq(pkiRoles.mountId, mountId), eq(pkiRoles.name, roleName ?? ""))),
     db.select().from(pkiIssuers).where(eq(pkiIssuers.mountId, mountId)).orderBy(asc(pkiIssuers.id)),
     db.select().from(pkiConfig).where(eq(pkiConfig.mountId, mountId)),
     db.select().from(pkiKeys).where(eq(pkiKeys.mountId, mountId)),
-  ]);
+  ] as const;
+}
+
+type RoleRow = typeof pkiRoles.$inferSelect;
+type ConfigRow = typeof pkiConfig.$inferSelect;
+
+export function issuanceStateOf(roleName: string | null, roles: RoleRow[], issuers: IssuerRow[], config: ConfigRow[], keys: KeyRow[]): IssuanceState {
   const out: ConfigShapes = structuredClone(CONFIG_DEFAULTS);
   for (const r of config) if (r.name in out) Object.assign(out[r.name as keyof ConfigShapes], r.value);
   return { role: roleName === null ? null : (roles[0]?.data ?? null), issuers, keys, config: out };
