@@ -38,7 +38,7 @@ import {
 } from "./revocation-store";
 import { authorityOf } from "./serials";
 import { getAllConfig, listIssuers, listKeys, runBatch, type ConfigShapes, type CrlConfig, type IssuerRow, type KeyRow } from "./store";
-import { isSignedBy } from "./x509";
+import { isSignedBy, signBytes } from "./x509";
 
 /** Rows per D1 page while streaming revocations into the CRLs. */
 const PAGE = 5000;
@@ -150,7 +150,8 @@ async function signCrl(env: Env, group: CrlGroup, keys: Map<string, KeyRow>, war
   if (!key) throw new Error(`key ${group.representative.keyId} of issuer ${group.representative.id} is missing`);
   const s = await crlSigner(env, group, key, warnings);
   const tbs = encodeTbsCertList({ ...tbsParams, algorithm: s.algorithm, issuer: s.issuerName, authorityKeyId: s.facts.ski });
-  const raw = new Uint8Array(await crypto.subtle.sign(s.signer.algorithm, s.signer.key, tbs));
+  // signBytes, not crypto.subtle: EC P-224 keys are signed in software (x509.ts Signer).
+  const raw = await signBytes(s.signer, tbs);
   const sig = s.algorithm.family === "ec" ? ecdsaSignatureDer(raw) : raw;
   return derToBase64(assembleCertificateList(tbs, s.algorithm, sig));
 }

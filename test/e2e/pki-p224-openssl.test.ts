@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keyMatchesCert, openssl, verify, x509Text } from "../helpers/openssl";
-import { CA_NOT_AFTER, ok, pkiMount } from "./client";
+import { CA_NOT_AFTER, call, ok, pkiMount } from "./client";
 
 let dir = "";
 beforeAll(async () => {
@@ -70,6 +70,22 @@ describe("EC P-224, judged by openssl", () => {
       expect(await ossl(["pkey", "-in", keyPath, "-noout", "-text"])).toContain("ASN1 OID: secp224r1");
       expect(await keyMatchesCert(r.body.data.private_key, cert)).toBe(true);
     }
+  });
+
+  it("revokes a leaf: openssl verifies the P-224 root's CRL and finds the serial on it", async () => {
+    await ok("POST", `${mount}/roles/crl`, { allow_any_name: true, key_type: "ec", ttl: "1h" });
+    const leaf = await ok("POST", `${mount}/issue/crl`, { common_name: "revoked.example.com" });
+    await ok("POST", `${mount}/revoke`, { serial_number: leaf.body.data.serial_number });
+    const crl = await call("GET", `${mount}/crl/pem`, undefined, null);
+    expect(crl.status, crl.text).toBe(200);
+    const crlPath = await file("root.crl", crl.text);
+    const rootPath = await file("root-for-crl.pem", root);
+    const r = await openssl(["crl", "-in", crlPath, "-CAfile", rootPath, "-noout", "-text"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(`${r.stdout}${r.stderr}`).toContain("verify OK");
+    expect(r.stdout).toContain("Signature Algorithm: ecdsa-with-SHA256");
+    const serial = (leaf.body.data.serial_number as string).replace(/:/g, "").toUpperCase().replace(/^0+/, "");
+    expect(r.stdout.replace(/^0+/gm, "")).toContain(serial);
   });
 
   it("signs an openssl-made P-224 CSR", async () => {

@@ -7,7 +7,7 @@
 import { ecdsa, weierstrass } from "@noble/curves/abstract/weierstrass.js";
 import { sha256 } from "@noble/hashes/sha2.js";
 import { describe, expect, it } from "vitest";
-import { mount, read, write } from "../helpers/api";
+import { api, mount, read, write } from "../helpers/api";
 import { expectSignedBy, parseCert, x509 } from "../helpers/pki";
 
 // Made with: openssl ecparam -name secp224r1 -genkey -noout; openssl req -x509 -new -sha256
@@ -56,7 +56,7 @@ const SECP224R1 = "1.3.132.0.33";
 const ECDSA_SHA256 = "1.2.840.10045.4.3.2";
 
 function derOf(pem: string): Uint8Array {
-  const b64 = pem.replace(/-----[A-Z ]+-----/g, "").replace(/\s+/g, "");
+  const b64 = pem.replace(/-----[A-Z0-9 ]+-----/g, "").replace(/\s+/g, "");
   return Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
 }
 
@@ -121,6 +121,18 @@ describe("EC P-224", () => {
     expect(issuer.body.data.revocation_signature_algorithm).toBe("ECDSAWithSHA256");
     const keys = await read(`${path}/key/${issuer.body.data.key_id}`);
     expect(keys.body.data.key_type).toBe("ec");
+  });
+
+  it("revokes under a P-224 root: the CRL is ECDSA-SHA256-signed by the root and lists the serial", async () => {
+    const { path, root } = await mountWithP224Root();
+    await write(`${path}/roles/p`, { allow_any_name: true, key_type: "ec", ttl: "1h" });
+    const leaf = await write(`${path}/issue/p`, { common_name: "gone.example.com" });
+    await write(`${path}/revoke`, { serial_number: leaf.body.data.serial_number });
+    const crl = await api("GET", `${path}/crl/pem`, { token: null });
+    expect(crl.status, crl.text).toBe(200);
+    expectP224Signed(crl.text, root);
+    const serial = (leaf.body.data.serial_number as string).replace(/:/g, "");
+    expect(new x509.X509Crl(crl.text).entries.map((e) => e.serialNumber.toLowerCase().replace(/^0+/, ""))).toContain(serial.replace(/^0+/, ""));
   });
 
   it("issues P-224 leaves from a role with key_bits 224, under P-224 and P-256 issuers", async () => {
