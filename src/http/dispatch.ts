@@ -13,13 +13,14 @@ import { revokeTree, spendUse, tokenByHashQuery, type TokenEntry } from "../auth
 import { ENGINES } from "../engines/registry";
 import { BACKEND_ROUTES } from "./backends";
 import type { Db } from "../db/client";
-import { findMountForPath, longestMount, mountCandidates, mountsQuery, ROOT_NAMESPACE, type MountRow, type NamespaceRef } from "../sys/mount-store";
+import { findMountForPath, longestMount, mountCandidates, mountIdSql, mountsQuery, ROOT_NAMESPACE, type MountRow, type NamespaceRef } from "../sys/mount-store";
 import { sha256Hex } from "../util/encoding";
 import { ApiError, badRequest, notFound, permissionDenied } from "./errors";
 import { envelope, jsonResponse } from "./envelope";
 import { parseFields, unknownFieldsWarning } from "./fields";
 import { decodeJsonObject, operationOf, queryData, readBody } from "./request";
-import { matchRoute, type CompiledRoute, type Req } from "./route";
+import { matchRoute, type CompiledRoute, type Req, type RouteDef } from "./route";
+import type { BatchItem } from "drizzle-orm/batch";
 
 export interface DispatchConfig {
   db: Db;
@@ -74,6 +75,34 @@ interface FirstRound {
   found: TokenEntry | null;
   /** The backend, when the batch could already settle it; undefined when it must be looked up. */
   backend?: Backend | null;
+  /** Reads a route asked for (RouteDef.prefetch), made for a guessed mount. */
+  prefetch?: Prefetch;
+}
+
+/** A route's prefetched reads, valid only if the request turns out to reach `def` on the guessed mount. */
+interface Prefetch {
+  mountPath: string;
+  mountType: string;
+  def: RouteDef;
+  results: unknown[];
+}
+
+/**
+ * The guess behind RouteDef.prefetch: the mount is the path's first segment in the root
+ * namespace (the usual layout, e.g. "pki/issue/web"). Returns the route's extra statements and
+ * what they are for, or null when no route of any engine there asks for reads.
+ */
+function prefetchPlan(db: Db, segs: string[]): { mountPath: string; mountType: string; def: RouteDef; statements: BatchItem<"sqlite">[] } | null {
+  if (segs.length < 2) return null;
+  const mountPath = `${segs[0]}/`;
+  const relPath = segs.slice(1).join("/");
+  for (const [mountType, engine] of Object.entries(ENGINES)) {
+    const m = matchRoute(engine.routes, relPath);
+    if (!m?.route.def.prefetch) continue;
+    const statements = m.route.def.prefetch(db, mountIdSql(ROOT_NAMESPACE.id, mountPath, mountType), m.params);
+    if (statements.length > 0) return { mountPath, mountType, def: m.route.def, statements };
+  }
+  return null;
 }
 
 /**
@@ -100,12 +129,15 @@ async function firstRound(db: Db, rootToken: string, header: string | null, segs
 
   const root = presented !== null && presented !== "" && isRootToken(rootToken, presented);
   const tokenHash = presented && !root ? await sha256Hex(presented) : "";
+  const plan = speculate ? prefetchPlan(db, segs) : null;
   // Empty lists and an empty hash make the unneeded parts of the batch match nothing.
-  const [nsRows, tokenRows, mountRows] = await db.batch([
+  const [nsRows, tokenRows, mountRows, ...extra] = await db.batch([
     namespacesQuery(db, candidates.filter((p) => p !== "")),
     tokenByHashQuery(db, tokenHash),
     mountsQuery(db, ROOT_NAMESPACE.id, speculate ? mountCandidates(fullPath) : []),
+    ...(plan?.statements ?? []),
   ]);
+  const prefetch = plan ? { mountPath: plan.mountPath, mountType: plan.mountType, def: plan.def, results: extra } : undefined;
   const found = root && presented ? rootEntry(presented) : tokenHash && presented ? tokenEntryOf(tokenRows[0], presented, Date.now()) : null;
 
   let best: NamespaceRef | null = base === "" ? ROOT_NAMESPACE : null;
@@ -113,7 +145,7 @@ async function firstRound(db: Db, rootToken: string, header: string | null, segs
   if (!best) return { ns: null, rest: segs, found };
   const used = best.path.slice(base.length).split("/").filter((s) => s !== "").length;
   const rest = segs.slice(used);
-  if (speculate && best.id === ROOT_NAMESPACE.id) return { ns: best, rest, found, backend: mountBackend(longestMount(mountRows), fullPath) };
+  if (speculate && best.id === ROOT_NAMESPACE.id) return { ns: best, rest, found, backend: mountBackend(longestMount(mountRows), fullPath), prefetch };
   return { ns: best, rest, found };
 }
 
@@ -158,7 +190,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   // token needs). The token is looked up even where the operation turns out to be public; that
   // costs nothing extra in the batch.
   const presented = presentedToken(request.headers);
-  const { ns, rest, found, backend: settled } = await firstRound(db, cfg.rootToken, request.headers.get("x-service-namespace"), segs, presented);
+  const { ns, rest, found, backend: settled, prefetch } = await firstRound(db, cfg.rootToken, request.headers.get("x-service-namespace"), segs, presented);
   const path = rest.join("/");
   const [backend, tokenNs, acl] = await Promise.all([
     settled !== undefined ? Promise.resolve(settled) : ns ? resolveBackend(db, ns, path) : Promise.resolve(null),
@@ -211,6 +243,10 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
     warnings,
     waitUntil: cfg.waitUntil,
   };
+  // Prefetched reads count only if the guess behind them was right (see prefetchPlan).
+  if (prefetch && def === prefetch.def && backend?.mount?.path === prefetch.mountPath && backend.mount.type === prefetch.mountType) {
+    req.prefetched = prefetch.results;
+  }
 
   if (op === "update" && def?.exists && def.handlers.create) {
     if (!(await def.exists(req))) op = "create";

@@ -3,6 +3,8 @@
  * which of them are public or need `sudo`. Engines export arrays of these; the dispatcher
  * (src/http/dispatch.ts) matches, authorizes, coerces fields and calls the handler.
  */
+import type { SQL } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
 import type { Acl, Operation } from "../auth/acl";
 import type { TokenEntry } from "../auth/token-store";
 import type { Db } from "../db/client";
@@ -37,6 +39,11 @@ export interface Req<F extends FieldSchema = FieldSchema> {
   op: Operation;
   warnings: string[];
   waitUntil(p: Promise<unknown>): void;
+  /**
+   * Results of the route's `prefetch` reads, in the order `prefetch` returned them, when the
+   * dispatcher could send them in the request's first D1 batch; absent otherwise.
+   */
+  prefetched?: unknown[];
 }
 
 export interface AuthBlock {
@@ -98,6 +105,13 @@ export interface RouteDef<F extends FieldSchema = FieldSchema> {
    * trailing slashes are kept (OCSP GET carries base64, where "//" and a final "/" occur).
    */
   opaqueRest?: boolean;
+  /**
+   * Reads the handler will need, sent with the request's first D1 batch when the dispatcher can
+   * guess the mount (src/http/dispatch.ts firstRound): `mountId` is an SQL expression for the
+   * guessed mount's id. The handler gets the results as `req.prefetched` only if the guess was
+   * right, and must do the reads itself otherwise.
+   */
+  prefetch?(db: Db, mountId: SQL, params: Record<string, string>): BatchItem<"sqlite">[];
 }
 
 export interface CompiledRoute {

@@ -3,7 +3,7 @@
  * land together are returned as statements for `db.batch` (D1 has no interactive transactions,
  * workers-stack.md pitfall 8), so an issuer and its key are never half-written.
  */
-import { and, asc, eq, inArray } from "drizzle-orm";
+import { and, asc, eq, inArray, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { pkiCerts, pkiConfig, pkiIssuers, pkiKeys, pkiRoles } from "../db/schema";
@@ -184,7 +184,7 @@ export async function loadIssuanceState(db: Db, mountId: string, roleName: strin
  * The queries behind loadIssuanceState, for callers that add statements of their own to the same
  * D1 batch (the OCSP responder adds its revocation lookup: one round trip per response).
  */
-export function issuanceStateQueries(db: Db, mountId: string, roleName: string | null) {
+export function issuanceStateQueries(db: Db, mountId: string | SQL, roleName: string | null) {
   return [
     db.select().from(pkiRoles).where(and(eq(pkiRoles.mountId, mountId), eq(pkiRoles.name, roleName ?? ""))),
     db.select().from(pkiIssuers).where(eq(pkiIssuers.mountId, mountId)).orderBy(asc(pkiIssuers.id)),
@@ -195,6 +195,17 @@ export function issuanceStateQueries(db: Db, mountId: string, roleName: string |
 
 type RoleRow = typeof pkiRoles.$inferSelect;
 type ConfigRow = typeof pkiConfig.$inferSelect;
+
+/**
+ * The IssuanceState from results of issuanceStateQueries that ran in someone else's batch
+ * (RouteDef.prefetch, src/http/dispatch.ts); null when they are not all there.
+ */
+export function issuanceStateFromResults(roleName: string | null, results: readonly unknown[]): IssuanceState | null {
+  const [roles, issuers, config, keys] = results;
+  if (results.length !== 4 || !Array.isArray(roles) || !Array.isArray(issuers) || !Array.isArray(config) || !Array.isArray(keys)) return null;
+  // The same four queries in the same order (issuanceStateQueries), so the rows are theirs.
+  return issuanceStateOf(roleName, roles as RoleRow[], issuers as IssuerRow[], config as ConfigRow[], keys as KeyRow[]);
+}
 
 export function issuanceStateOf(roleName: string | null, roles: RoleRow[], issuers: IssuerRow[], config: ConfigRow[], keys: KeyRow[]): IssuanceState {
   const out: ConfigShapes = structuredClone(CONFIG_DEFAULTS);

@@ -1,5 +1,5 @@
 /** Storage of mounts (secrets engines): the only module that touches the `mounts` table. */
-import { and, eq, inArray } from "drizzle-orm";
+import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { mounts } from "../db/schema";
 
@@ -34,6 +34,10 @@ export function mountCandidates(path: string): string[] {
 /** The unexecuted lookup of candidate mounts, for a request's first D1 batch (src/http/dispatch.ts). */
 export const mountsQuery = (db: Db, nsId: string, candidates: string[]) =>
   db.select().from(mounts).where(and(eq(mounts.namespaceId, nsId), inArray(mounts.path, candidates)));
+
+/** An SQL expression for the id of the mount at `path` of `type` (NULL when there is none). */
+export const mountIdSql = (nsId: string, path: string, type: string): SQL =>
+  sql`(SELECT ${mounts.id} FROM ${mounts} WHERE ${mounts.namespaceId} = ${nsId} AND ${mounts.path} = ${path} AND ${mounts.type} = ${type})`;
 
 /** The longest (most specific) of the candidate mounts found. */
 export function longestMount(rows: MountRow[]): MountRow | null {
