@@ -33,7 +33,7 @@ import {
   type SingleAnswer,
 } from "./ocsp";
 import { loadStateAndRevoked, type RevokedRow } from "./revocation-store";
-import { getConfig, type IssuerRow, type KeyRow } from "./store";
+import { getConfig, type IssuanceState, type IssuerRow, type KeyRow } from "./store";
 import { importSigner, signTbsCertificate, type Signer } from "./x509";
 
 export interface OcspContext {
@@ -115,7 +115,12 @@ async function statusOf(id: OcspCertId, signer: IssuerRow, rev: RevokedRow | und
  * content type). Throws only on internal failures (storage, a broken stored key): the route
  * answers those with internalError.
  */
-export async function answerOcsp(ctx: OcspContext, der: Uint8Array<ArrayBuffer> | null, now = new Date()): Promise<OcspOutcome> {
+export async function answerOcsp(
+  ctx: OcspContext,
+  der: Uint8Array<ArrayBuffer> | null,
+  now = new Date(),
+  preloaded: { state: IssuanceState; revoked: RevokedRow[] } | null = null,
+): Promise<OcspOutcome> {
   const { db, env, mount } = ctx;
   let request: OcspRequest | null = null;
   try {
@@ -130,7 +135,8 @@ export async function answerOcsp(ctx: OcspContext, der: Uint8Array<ArrayBuffer> 
   }
 
   const serials = [...new Set(request.certIds.map((c) => c.serial))];
-  const { state, revoked: revokedRows } = await loadStateAndRevoked(db, mount.id, serials);
+  // A GET's reads arrive with the request's first D1 batch (routes/ocsp.ts prefetch).
+  const { state, revoked: revokedRows } = preloaded ?? (await loadStateAndRevoked(db, mount.id, serials));
   const crl = state.config.crl;
   if (crl.ocsp_disable) return UNAUTHORIZED();
   let expirySeconds: number;
