@@ -12,34 +12,14 @@
 // profile; BENCH_TARGET=proxy measures through the proxy instead.
 //   BENCH_SECONDS=5 (per run)   BENCH_RSA_SECONDS=5   BENCH_CONCURRENCY=1,8   BENCH_TARGET=direct|proxy
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
-import { unstable_DevEnv, unstable_startWorker } from "wrangler";
+import { unstable_startWorker } from "wrangler";
+import { CONCURRENCY, SECONDS, TARGET, TOKEN, call, cpuPerRequest, root, startBenchWorker, workerdCpu } from "./lib/bench-common.mjs";
 
-const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const TOKEN = "bench-root-token-0123456789";
-const SEAL_KEY = Buffer.alloc(32, 7).toString("base64");
-const SECONDS = Number(process.env.BENCH_SECONDS ?? "5");
 const RSA_SECONDS = Number(process.env.BENCH_RSA_SECONDS ?? SECONDS);
-const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,8").split(",").map(Number);
-const TARGET = process.env.BENCH_TARGET === "proxy" ? "proxy" : "direct";
-for (const [k, v] of Object.entries({ WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" })) {
-  process.env[k] = v;
-}
-
-async function call(base, method, p, body, token = TOKEN) {
-  const res = await fetch(`${base}/v1/${p}`, {
-    method,
-    headers: { "x-service-token": token, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
 
 /**
  * Closed-loop load with autocannon: `concurrency` connections, each sending its next request
@@ -64,80 +44,14 @@ async function load(base, p, body, concurrency, seconds, method = "POST") {
   };
 }
 
-/** CPU seconds (user + system) used so far by each workerd child of this process; {} off Linux. */
-function workerdCpu() {
-  const out = {};
-  if (!existsSync("/proc/self/stat")) return out;
-  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[1]) !== process.pid || !readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("workerd")) continue;
-      out[pid] = (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks (USER_HZ = 100)
-    } catch {
-      // The process ended between the listing and the read.
-    }
-  }
-  return out;
-}
-
-/** The busiest workerd's CPU per request between two readings (the Worker's own process). */
-function cpuPerRequest(before, after, requests) {
-  let most = 0;
-  for (const [pid, t] of Object.entries(after)) most = Math.max(most, t - (before[pid] ?? t));
-  return requests > 0 ? (most * 1000) / requests : NaN;
-}
-
-/** Bundles the Worker once, so the benchmark runs a fixed build whatever happens in src/. */
-function bundle(outdir) {
-  const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
-  execFileSync(wrangler, ["deploy", "--dry-run", "--outdir", outdir, "-c", path.join(root, "wrangler.toml")], { cwd: root, stdio: "ignore" });
-  return path.join(outdir, "index.js");
-}
-
-/**
- * Starts the bundled Worker; resolves with the proxy URL and the Worker's own workerd URL
- * (taken from the dev environment's reloadComplete event, which wrangler does not expose).
- */
-async function startBundled(entrypoint, options) {
-  const devEnv = new unstable_DevEnv();
-  let resolveDirect;
-  const direct = new Promise((resolve) => (resolveDirect = resolve));
-  const dispatchEvent = devEnv.dispatch.bind(devEnv);
-  devEnv.dispatch = (event) => {
-    if (event.type === "reloadComplete") {
-      const u = event.proxyData.userWorkerUrl;
-      resolveDirect(`${u.protocol}//${u.hostname}:${u.port}`);
-    }
-    return dispatchEvent(event);
-  };
-  const worker = await devEnv.startWorker({ ...options, entrypoint, build: { bundle: false } });
-  await worker.ready;
-  const proxyUrl = (await worker.url).toString().replace(/\/$/, "");
-  return { worker, proxyUrl, directUrl: await direct };
-}
-
 async function main() {
-  const dir = mkdtempSync(path.join(tmpdir(), "lanyard-bench-"));
-  const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
-  execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir], { cwd: root, stdio: "ignore" });
-  const entrypoint = bundle(path.join(dir, "bundle"));
-  const { worker, proxyUrl, directUrl } = await startBundled(entrypoint, {
-    config: path.join(root, "wrangler.toml"),
-    bindings: {
-      ENVIRONMENT: { type: "plain_text", value: "development" },
-      ROOT_TOKEN: { type: "plain_text", value: TOKEN },
-      SEAL_KEY: { type: "plain_text", value: SEAL_KEY },
-    },
-    dev: { persist: dir, server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: process.env.BENCH_LOG ?? "error" },
-  });
+  const { worker, dir, base } = await startBenchWorker();
   const floorWorker = await unstable_startWorker({
     config: path.join(root, "scripts", "bench-floor.wrangler.toml"),
     dev: { persist: false, server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: "error" },
   });
   try {
     await floorWorker.ready;
-    const base = TARGET === "proxy" ? proxyUrl : directUrl;
     const floorBase = (await floorWorker.url).toString().replace(/\/$/, "");
 
     // Set-up: one mount, an EC P-256 root, three roles, and a CSR made by openssl.

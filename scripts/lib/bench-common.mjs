@@ -1,0 +1,102 @@
+// Shared by the benchmarks (scripts/bench*.mjs): quiet wrangler, the root-token API call, the
+// Worker bundled once and started in the local runtime with its direct workerd URL, and the
+// workerd CPU reading from /proc. Not a benchmark itself (run-bench.mjs runs scripts/bench*.mjs).
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { unstable_DevEnv } from "wrangler";
+
+export const root = path.dirname(path.dirname(path.dirname(fileURLToPath(import.meta.url))));
+export const TOKEN = "bench-root-token-0123456789";
+export const SEAL_KEY = Buffer.alloc(32, 7).toString("base64");
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? "5");
+export const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,8").split(",").map(Number);
+export const TARGET = process.env.BENCH_TARGET === "proxy" ? "proxy" : "direct";
+for (const [k, v] of Object.entries({ WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" })) {
+  process.env[k] = v;
+}
+
+/** A JSON API call with the bench's root token; throws on any status >= 300. */
+export async function call(base, method, p, body, token = TOKEN) {
+  const res = await fetch(`${base}/v1/${p}`, {
+    method,
+    headers: { "x-service-token": token, "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+/** CPU seconds (user + system) used so far by each workerd child of this process; {} off Linux. */
+export function workerdCpu() {
+  const out = {};
+  if (!existsSync("/proc/self/stat")) return out;
+  for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (Number(fields[1]) !== process.pid || !readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("workerd")) continue;
+      out[pid] = (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks (USER_HZ = 100)
+    } catch {
+      // The process ended between the listing and the read.
+    }
+  }
+  return out;
+}
+
+/** The busiest workerd's CPU per request between two readings (the Worker's own process). */
+export function cpuPerRequest(before, after, requests) {
+  let most = 0;
+  for (const [pid, t] of Object.entries(after)) most = Math.max(most, t - (before[pid] ?? t));
+  return requests > 0 ? (most * 1000) / requests : NaN;
+}
+
+/** Bundles the Worker once, so the benchmark runs a fixed build whatever happens in src/. */
+function bundle(outdir) {
+  const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
+  execFileSync(wrangler, ["deploy", "--dry-run", "--outdir", outdir, "-c", path.join(root, "wrangler.toml")], { cwd: root, stdio: "ignore" });
+  return path.join(outdir, "index.js");
+}
+
+/**
+ * Applies the migrations to a throwaway state directory, bundles the Worker and starts it in
+ * development mode with the bench's token and seal key (plus `bindings`). Resolves with the
+ * state directory, the proxy URL, the Worker's own workerd URL (taken from the dev environment's
+ * reloadComplete event, which wrangler does not expose) and `base`, the one BENCH_TARGET picks.
+ */
+export async function startBenchWorker(bindings = {}) {
+  const dir = mkdtempSync(path.join(tmpdir(), "lanyard-bench-"));
+  const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
+  execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir], { cwd: root, stdio: "ignore" });
+  const entrypoint = bundle(path.join(dir, "bundle"));
+  const devEnv = new unstable_DevEnv();
+  let resolveDirect;
+  const direct = new Promise((resolve) => (resolveDirect = resolve));
+  const dispatchEvent = devEnv.dispatch.bind(devEnv);
+  devEnv.dispatch = (event) => {
+    if (event.type === "reloadComplete") {
+      const u = event.proxyData.userWorkerUrl;
+      resolveDirect(`${u.protocol}//${u.hostname}:${u.port}`);
+    }
+    return dispatchEvent(event);
+  };
+  const worker = await devEnv.startWorker({
+    config: path.join(root, "wrangler.toml"),
+    entrypoint,
+    build: { bundle: false },
+    bindings: {
+      ENVIRONMENT: { type: "plain_text", value: "development" },
+      ROOT_TOKEN: { type: "plain_text", value: TOKEN },
+      SEAL_KEY: { type: "plain_text", value: SEAL_KEY },
+      ...bindings,
+    },
+    dev: { persist: dir, server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: process.env.BENCH_LOG ?? "error" },
+  });
+  await worker.ready;
+  const proxyUrl = (await worker.url).toString().replace(/\/$/, "");
+  const directUrl = await direct;
+  return { worker, dir, proxyUrl, directUrl, base: TARGET === "proxy" ? proxyUrl : directUrl };
+}
