@@ -59,12 +59,22 @@ export function crlConfigView(c: CrlConfigFull): Record<string, unknown> {
   };
 }
 
+/**
+ * The longest Go time.Duration (2^63 - 1 ns) in whole seconds: upstream's parser refuses anything
+ * longer, and a nextUpdate further out than thisUpdate + this would not fit the 4-digit year of a
+ * GeneralizedTime (RFC 5280 §4.1.2.5.2), so the CRL or OCSP response would be unreadable.
+ */
+const MAX_DURATION_SECONDS = 9_223_372_036;
+
 function decode(field: string, value: string): number {
+  let seconds: number;
   try {
-    return parseDurationSeconds(value);
+    seconds = parseDurationSeconds(value);
   } catch (e) {
     throw badRequest(`given ${field} could not be decoded: ${e instanceof Error ? e.message : String(e)}`);
   }
+  if (seconds > MAX_DURATION_SECONDS) throw badRequest(`given ${field} could not be decoded: time: invalid duration "${value}"`);
+  return seconds;
 }
 
 /** Applies a partial update; throws 400 with upstream's message when the result is invalid. */

@@ -172,6 +172,21 @@ describe("config/crl", () => {
     expect((crl.nextUpdate?.getTime() ?? 0) - crl.thisUpdate.getTime()).toBe(48 * 3600 * 1000);
   });
 
+  it("refuses durations past Go's time.Duration range, so nextUpdate always has a 4-digit year", async () => {
+    const { path } = await setup();
+    for (const field of ["expiry", "ocsp_expiry", "auto_rebuild_grace_period", "delta_rebuild_interval"]) {
+      const r = await api("POST", `${path}/config/crl`, { body: { [field]: "99999999h" } });
+      expect(r.status, field).toBe(400);
+      expect(r.body.errors[0]).toBe(`given ${field} could not be decoded: time: invalid duration "99999999h"`);
+    }
+    expect((await read(`${path}/config/crl`)).body.data.expiry).toBe("72h");
+    // The longest duration Go can hold is accepted and gives a CRL whose nextUpdate parses.
+    expect((await write(`${path}/config/crl`, { expiry: "9223372036s" })).body.data.expiry).toBe("9223372036s");
+    await read(`${path}/crl/rotate`);
+    const crl = await getCrl(path, "crl/pem");
+    expect((crl.nextUpdate?.getTime() ?? 0) - crl.thisUpdate.getTime()).toBe(9_223_372_036 * 1000);
+  });
+
   it("disable publishes an empty CRL; revocations reappear once re-enabled", async () => {
     const { path } = await setup();
     const serial = await issue(path);
