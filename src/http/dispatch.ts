@@ -17,7 +17,7 @@ import { findMountForPath, longestMount, mountCandidates, mountIdSql, mountsQuer
 import { sha256Hex } from "../util/encoding";
 import { ApiError, badRequest, notFound, permissionDenied } from "./errors";
 import { envelope, jsonResponse } from "./envelope";
-import { parseFields, unknownFieldsWarning } from "./fields";
+import { parseFields, replacedFieldsWarning, unknownFieldsWarning } from "./fields";
 import { decodeJsonObject, operationOf, queryData, readBody } from "./request";
 import { matchRoute, type CompiledRoute, type Req, type RouteDef } from "./route";
 import type { BatchItem } from "drizzle-orm/batch";
@@ -281,6 +281,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   req.fields = parsed.values;
   req.has = parsed.has;
   if (parsed.unknown.length > 0 && def.fields && isWrite) warnings.push(unknownFieldsWarning(parsed.unknown));
+  if (parsed.replaced.length > 0 && isWrite) warnings.push(replacedFieldsWarning(parsed.replaced));
 
   const reply = await handler.call(def.handlers, req);
   if (reply instanceof Response) return reply;

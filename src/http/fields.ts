@@ -70,10 +70,13 @@ function coerceBool(v: unknown): boolean {
 }
 
 function coerceInt(v: unknown): number {
-  if (typeof v === "number" && Number.isInteger(v)) return v;
-  if (typeof v === "string" && /^\s*-?\d+\s*$/.test(v)) return Number(v.trim());
+  // Beyond 2^53 a JS number no longer holds the integer the client wrote (99999999999999999999
+  // would become 1e20), so such values are refused rather than silently changed; upstream's
+  // int64 conversion refuses out-of-range values too.
+  if (typeof v === "number" && Number.isSafeInteger(v)) return v;
+  if (typeof v === "string" && /^\s*-?\d+\s*$/.test(v) && Number.isSafeInteger(Number(v.trim()))) return Number(v.trim());
   if (typeof v === "boolean") return v ? 1 : 0;
-  throw new Error(`cannot parse '${typeof v === "string" ? v : typeof v}' as int`);
+  throw new Error(`cannot parse '${typeof v === "string" || typeof v === "number" ? String(v) : typeof v}' as int`);
 }
 
 function coerceString(v: unknown): string {
@@ -141,6 +144,8 @@ export interface ParsedFields<F extends FieldSchema> {
   has(name: keyof F & string): boolean;
   /** Names the client sent that the endpoint does not declare, sorted. */
   unknown: string[];
+  /** Body keys whose value the path's capture of the same name replaced, sorted. */
+  replaced: string[];
 }
 
 /**
@@ -175,10 +180,24 @@ export function parseFields<F extends FieldSchema>(
   const unknown = Object.keys(raw)
     .filter((k) => !(k in schema) && !(k in captures))
     .sort();
-  return { values: values as FieldValues<F>, has: (n) => present.has(n), unknown };
+  // Upstream counts a body key as replaced whenever it is non-null, even if equal to the path's.
+  // Only declared fields count: a route that takes arbitrary data (a secret's own keys) may hold
+  // a key that merely shares the capture's name.
+  const replaced = Object.keys(captures)
+    .filter((k) => k in schema && raw[k] !== undefined && raw[k] !== null)
+    .sort();
+  return { values: values as FieldValues<F>, has: (n) => present.has(n), unknown, replaced };
 }
 
 /** The warning upstream gives for body keys an endpoint does not know (CONTRACT.md). */
 export function unknownFieldsWarning(names: string[]): string {
   return `Endpoint ignored these unrecognized parameters: [${names.join(" ")}]`;
+}
+
+/**
+ * The warning upstream gives when a body key collides with a path capture (pki-engine.md §1.2:
+ * "the path wins and a warning says so"); the text is the SDK framework's.
+ */
+export function replacedFieldsWarning(names: string[]): string {
+  return `Endpoint replaced the value of these parameters with the values captured from the endpoint's path: [${names.join(" ")}]`;
 }

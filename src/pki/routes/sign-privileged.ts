@@ -9,14 +9,20 @@ import { signVerbatim, signVerbatimFields } from "../sign-verbatim";
 import { ctxOf } from "./common";
 
 function verbatim(perIssuer: boolean) {
-  return (req: Req<typeof signVerbatimFields>) => {
+  return async (req: Req<typeof signVerbatimFields>) => {
     const f = req.fields;
-    return signVerbatim(ctxOf(req as Req), f, {
+    const out = await signVerbatim(ctxOf(req as Req), f, {
       pathIssuer: perIssuer ? (f.issuer_ref ?? "default") : null,
       roleName: f.role ?? f.name ?? "",
       // Present-but-empty counts (upstream checks the field's presence, not its value).
       certMetadata: req.has("cert_metadata") ? f.cert_metadata : null,
     });
+    // The path's role wins over the body's `name`; say so rather than drop it without a word
+    // (the same courtesy as pki-engine.md §1.2's path-capture warning).
+    if (f.role && f.name && f.name !== f.role) {
+      out.warnings = [...out.warnings, `name: the role "${f.role}" in the path was used; the body's name "${f.name}" was ignored`];
+    }
+    return out;
   };
 }
 

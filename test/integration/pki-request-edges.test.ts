@@ -1,0 +1,46 @@
+/**
+ * Edge values found by a black-box probe of the privileged signing paths (issue 4) and two
+ * leftovers of issue 3: each test pins a request that used to be accepted wrongly or answered
+ * without the warning upstream gives (pki-engine.md §1.2, §1.8, §1.10, §6.4; spec "Sign
+ * intermediate").
+ */
+import { beforeAll, describe, expect, it } from "vitest";
+import { read, write } from "../helpers/api";
+import { makeCsr, parseCert, pkiWithRoot, x509 } from "../helpers/pki";
+
+describe("request field edges", () => {
+  let path = "";
+  let csr = "";
+  beforeAll(async () => {
+    ({ path } = await pkiWithRoot());
+    csr = (await makeCsr("edge.example")).pem;
+  });
+
+  it("an int beyond 2^53 is a field error, not a silently rounded number", async () => {
+    const big = await write(`${path}/root/sign-intermediate`, { csr, common_name: "Int", max_path_length: 99999999999999999999 }, {}, 400);
+    expect(big.body.errors[0]).toBe(`Field validation failed: error converting input for field "max_path_length": cannot parse '100000000000000000000' as int`);
+    const str = await write(`${path}/root/sign-intermediate`, { csr, common_name: "Int", max_path_length: "99999999999999999999" }, {}, 400);
+    expect(str.body.errors[0]).toContain(`cannot parse '99999999999999999999' as int`);
+    // Large but exact values still work (RFC 5280 pathLenConstraint is INTEGER (0..MAX)).
+    const ok = await write(`${path}/root/sign-intermediate`, { csr, common_name: "Int", max_path_length: 2147483648, ttl: "1h" });
+    expect(Number(parseCert(ok.body.data.certificate).getExtension(x509.BasicConstraintsExtension)?.pathLength)).toBe(2147483648);
+  });
+
+  it("a body key that collides with a path capture: the path wins and a warning says so (§1.2)", async () => {
+    const r = await write(`${path}/roles/from-path`, { name: "from-body", allow_any_name: true });
+    expect(r.body.warnings).toContain(
+      "Endpoint replaced the value of these parameters with the values captured from the endpoint's path: [name]",
+    );
+    await read(`${path}/roles/from-path`);
+    await read(`${path}/roles/from-body`, {}, 404);
+    const plain = await write(`${path}/roles/no-collision`, { allow_any_name: true });
+    expect(plain.body.warnings ?? []).not.toContainEqual(expect.stringContaining("replaced the value"));
+    const sv = await write(`${path}/issuer/default/sign-verbatim/from-path`, { csr, issuer_ref: "root-ca", role: "x", ttl: "1h" });
+    expect(sv.body.warnings).toContain(
+      "Endpoint replaced the value of these parameters with the values captured from the endpoint's path: [issuer_ref role]",
+    );
+    // sign-verbatim's body `name` is another spelling of the path's role: the path wins, with a word.
+    const named = await write(`${path}/sign-verbatim/from-path`, { csr, name: "other", ttl: "1h" });
+    expect(named.body.warnings).toContain('name: the role "from-path" in the path was used; the body\'s name "other" was ignored');
+  });
+});
