@@ -41,6 +41,14 @@ export function parseRfc3339(field: string, value: string): number {
   if (!m || Number.isNaN(t)) {
     throw badRequest(`${field}: parsing time "${value}" as "2006-01-02T15:04:05Z07:00": cannot parse; expected YYYY-MM-DDTHH:MM:SSZ`);
   }
+  // Date.parse rolls impossible dates over (2030-02-30 becomes March 2nd); Go's parser, like
+  // RFC 3339 §5.7, refuses them. Round-trip the fields to catch that.
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const probe = new Date(0);
+  probe.setUTCFullYear(year, month - 1, day); // not Date.UTC, which maps years 0-99 to 19xx
+  if (probe.getUTCMonth() !== month - 1 || probe.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) {
+    throw badRequest(`${field}: parsing time "${value}": day, month or time of day out of range`);
+  }
   return t;
 }
 

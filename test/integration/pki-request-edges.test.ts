@@ -43,4 +43,13 @@ describe("request field edges", () => {
     const named = await write(`${path}/sign-verbatim/from-path`, { csr, name: "other", ttl: "1h" });
     expect(named.body.warnings).toContain('name: the role "from-path" in the path was used; the body\'s name "other" was ignored');
   });
+
+  it("not_after with a day that does not exist is refused, not rolled over (§1.8; RFC 3339 §5.7)", async () => {
+    for (const bad of ["2030-02-30T00:00:00Z", "2030-13-01T00:00:00Z", "2030-04-31T00:00:00Z", "2030-01-01T24:00:00Z"]) {
+      const r = await write(`${path}/sign-verbatim`, { csr, not_after: bad }, {}, 400);
+      expect(r.body.errors[0]).toMatch(/^not_after: parsing time/);
+    }
+    const leap = await write(`${path}/sign-verbatim`, { csr, not_after: "2032-02-29T00:00:00Z" });
+    expect(parseCert(leap.body.data.certificate).notAfter.toISOString()).toBe("2032-02-29T00:00:00.000Z");
+  });
 });
