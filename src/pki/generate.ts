@@ -154,6 +154,27 @@ async function caKey(ctx: IssueContext, f: Pick<SubjectValues, keyof typeof keyF
   return { ...pair, keyType: spec.keyType, existing: null };
 }
 
+const DNS_LABEL = "[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?";
+const PERMITTED_DOMAIN_RE = new RegExp(`^\\.?${DNS_LABEL}(?:\\.${DNS_LABEL})*$`);
+
+/**
+ * The CA-only request fields every CA path shares. max_path_length: -1 means "none" (spec "Sign
+ * intermediate"); any other negative value has no meaning and would be encoded as a negative
+ * pathLenConstraint, which RFC 5280 §4.2.1.9 (INTEGER (0..MAX)) does not allow.
+ * permitted_dns_domains: each entry goes into an IA5String dNSName constraint (RFC 5280
+ * §4.2.1.10), so it must be an ASCII DNS name, optionally with a leading "." for "subdomains only".
+ */
+function checkCaConstraints(f: { max_path_length: number; permitted_dns_domains: string[] }): void {
+  if (f.max_path_length < -1) {
+    throw badRequest(`max_path_length: must be -1 (no limit) or a path length of 0 or more, got ${f.max_path_length}`);
+  }
+  for (const d of f.permitted_dns_domains) {
+    if (d.length > 254 || !PERMITTED_DOMAIN_RE.test(d)) {
+      throw badRequest(`permitted_dns_domains: "${d}" is not a DNS domain (ASCII labels separated by dots, optionally with one leading "."; RFC 5280 §4.2.1.10)`);
+    }
+  }
+}
+
 /** Global AIA for a new root: templated URLs cannot name an issuer that does not exist yet. */
 function rootAia(urls: Awaited<ReturnType<typeof getAllConfig>>["urls"], warnings: string[]): AiaUrls {
   const any = urls.issuing_certificates.length + urls.crl_distribution_points.length + urls.ocsp_servers.length > 0;
@@ -179,6 +200,7 @@ export async function generateRoot(ctx: IssueContext, f: FieldValues<typeof root
   checkOids("ext_key_usage_oids", f.ext_key_usage_oids);
   if (f.issuer_name !== undefined && has("issuer_name")) checkObjectName("issuer", f.issuer_name);
   if (f.key_name !== undefined && has("key_name") && f.type !== "existing") checkObjectName("key", f.key_name);
+  checkCaConstraints(f);
   const warnings: string[] = [];
   const key = await caKey(ctx, f, has);
   const names = namesFrom(f);
@@ -339,6 +361,7 @@ function checkOids(field: string, oids: string[]): void {
 export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof signIntermediateFields>, issuerRef: string) {
   const format = checkFormat(f.format);
   checkOids("ext_key_usage_oids", f.ext_key_usage_oids);
+  checkCaConstraints(f);
   const csr = await loadCsr(f.csr);
   if (csr.facts.type === "rsa" && csr.facts.bits < 2048) {
     throw badRequest(`csr: RSA keys < 2048 bits are unsafe and not supported: got ${csr.facts.bits}`);
@@ -381,6 +404,10 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
   if (pathLen < 0 && issuerInfo.pathLen !== undefined) pathLen = Math.max(0, issuerInfo.pathLen - 1);
   if (issuerInfo.pathLen !== undefined && issuerInfo.pathLen === 0) {
     throw badRequest("the signing issuer has a path length of zero and cannot sign intermediate CAs");
+  }
+  if (pathLen === 0) {
+    // Upstream's text (pathSignIntermediate), whether the zero was asked for or derived.
+    warnings.push("Max path length of the signed certificate is zero. This certificate cannot be used to issue intermediate CA certificates.");
   }
   const cfg = await getAllConfig(ctx.db, ctx.mount.id);
   const aia = resolveAia(issuer.id, issuer.aia, cfg.urls, cfg.cluster);

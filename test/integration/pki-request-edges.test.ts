@@ -53,3 +53,41 @@ describe("request field edges", () => {
     expect(parseCert(leap.body.data.certificate).notAfter.toISOString()).toBe("2032-02-29T00:00:00.000Z");
   });
 });
+
+describe("sign-intermediate / root generation: CA constraints", () => {
+  let path = "";
+  let csr = "";
+  beforeAll(async () => {
+    ({ path } = await pkiWithRoot());
+    csr = (await makeCsr("int.example")).pem;
+  });
+
+  it("max_path_length below -1 is refused on both CA paths", async () => {
+    for (const v of [-2, -100]) {
+      const s = await write(`${path}/root/sign-intermediate`, { csr, common_name: "Int", max_path_length: v }, {}, 400);
+      expect(s.body.errors[0]).toContain("max_path_length");
+      const g = await write(`${path}/issuers/generate/root/internal`, { common_name: "R", key_type: "ec", max_path_length: v }, {}, 400);
+      expect(g.body.errors[0]).toContain("max_path_length");
+    }
+  });
+
+  it("a signed CA whose path length ends up zero carries upstream's warning", async () => {
+    const zero = await write(`${path}/root/sign-intermediate`, { csr, common_name: "Int", max_path_length: 0, ttl: "1h" });
+    expect(zero.body.warnings).toContain("Max path length of the signed certificate is zero. This certificate cannot be used to issue intermediate CA certificates.");
+    expect(parseCert(zero.body.data.certificate).getExtension(x509.BasicConstraintsExtension)?.pathLength).toBe(0);
+    const none = await write(`${path}/root/sign-intermediate`, { csr, common_name: "Int", ttl: "1h" });
+    expect(none.body.warnings ?? []).not.toContainEqual(expect.stringContaining("Max path length"));
+  });
+
+  it("permitted_dns_domains must be ASCII DNS names (IA5String, RFC 5280 §4.2.1.10); a leading dot is fine", async () => {
+    for (const bad of ["..example.com", "ex ample.com", "*.foo.com", "ünicode.com", ".", "a..b", "-bad-.com"]) {
+      const r = await write(`${path}/root/sign-intermediate`, { csr, common_name: "Int", permitted_dns_domains: bad }, {}, 400);
+      expect(r.body.errors[0], bad).toContain("permitted_dns_domains");
+    }
+    const g = await write(`${path}/issuers/generate/root/internal`, { common_name: "R", key_type: "ec", permitted_dns_domains: "ünicode.com" }, {}, 400);
+    expect(g.body.errors[0]).toContain("permitted_dns_domains");
+    const ok = await write(`${path}/root/sign-intermediate`, { csr, common_name: "Int", ttl: "1h", permitted_dns_domains: [".example.com", "xn--bcher-kva.example", "host_1.test"] });
+    const nc = parseCert(ok.body.data.certificate).getExtension("2.5.29.30");
+    expect(nc?.critical).toBe(true);
+  });
+});
