@@ -91,3 +91,19 @@ describe("sign-intermediate / root generation: CA constraints", () => {
     expect(nc?.critical).toBe(true);
   });
 });
+
+describe("config/urls with enable_templating (§6.4)", () => {
+  it("warns at write time when config/cluster cannot fill the templates, and not once it can", async () => {
+    const { path } = await pkiWithRoot();
+    const urls = { enable_templating: true, crl_distribution_points: "{{cluster_aia_path}}/issuer/{{issuer_id}}/crl/der" };
+    const bad = await write(`${path}/config/urls`, urls);
+    expect(bad.body.warnings).toHaveLength(1);
+    expect(bad.body.warnings[0]).toMatch(/^issuance may fail: .*cluster_aia_path/s);
+    expect(bad.body.data.enable_templating).toBe(true);
+    await write(`${path}/config/cluster`, { path: "https://pki.example/v1/x", aia_path: "https://aia.example/v1/x" });
+    const good = await write(`${path}/config/urls`, urls);
+    expect(good.body.warnings).toBeNull();
+    const plain = await write(`${path}/config/urls`, { enable_templating: false, crl_distribution_points: "https://crl.example/crl" });
+    expect(plain.body.warnings).toBeNull();
+  });
+});

@@ -2,7 +2,7 @@
  * Certificate reads (pki-engine.md §5, §1.6): cert/:serial (+ /raw, /raw/pem), cert/ca,
  * cert/ca_chain, ca, ca/pem, ca_chain, certs; and config/urls, config/cluster (§6.4, §6.6).
  */
-import { badRequest, notFound } from "../../http/errors";
+import { ApiError, badRequest, notFound } from "../../http/errors";
 import { defineFields } from "../../http/fields";
 import { route, type Req } from "../../http/route";
 import { base64ToBytes } from "../../util/encoding";
@@ -10,8 +10,9 @@ import { certDerFromPem, chainPems } from "../issuers";
 import { normalizeSerial, toPem } from "../pem";
 import { getRevoked } from "../revocation-store";
 import { revocationData } from "../revoke";
-import { getAllConfig, getCert, listCertSerials, listIssuers, putConfigStmt, runBatch, type IssuerRow, type UrlsConfig } from "../store";
+import { getAllConfig, getCert, listCertSerials, listIssuers, putConfigStmt, runBatch, type ClusterConfig, type IssuerRow, type UrlsConfig } from "../store";
 import { mountOf, notModified, paginate, raw, withLastModified } from "./common";
+import { resolveAia } from "../profile";
 import { checkAiaUrls } from "./issuers";
 
 async function defaultIssuer(req: Req): Promise<{ issuer: IssuerRow | null; all: IssuerRow[] }> {
@@ -76,6 +77,22 @@ const urlsFields = defineFields({
 
 const urlKeys = ["issuing_certificates", "crl_distribution_points", "delta_crl_distribution_points", "ocsp_servers"] as const;
 
+/**
+ * With templating on, URLs are checked only at issuance; say now if config/cluster cannot fill
+ * them (pki-engine.md §6.4, upstream's "issuance may fail" warning). Any issuer id fills
+ * {{issuer_id}}, so a placeholder stands in for the issuer that will sign.
+ */
+function templatingWarnings(urls: UrlsConfig, cluster: ClusterConfig): string[] {
+  if (!urls.enable_templating) return [];
+  try {
+    resolveAia("00000000-0000-0000-0000-000000000000", null, urls, cluster);
+    return [];
+  } catch (e) {
+    if (!(e instanceof ApiError)) throw e;
+    return [`issuance may fail: ${e.messages.join("; ")}\n\nConsider setting the cluster-local address if it is not already set.`];
+  }
+}
+
 export const certRoutes = [
   route({ pattern: "cert/*rest", public: ["read"], handlers: { read: readCert } }),
   route({
@@ -138,7 +155,7 @@ export const certRoutes = [
           checkAiaUrls(k, next[k], next.enable_templating);
         }
         await runBatch(req.db, [putConfigStmt(req.db, mount.id, "urls", next)]);
-        return { data: next };
+        return { data: next, warnings: templatingWarnings(next, cfg.cluster) };
       },
     },
   }),
