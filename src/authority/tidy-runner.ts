@@ -10,9 +10,9 @@
  * - Only the alarm writes a Running job after its start, and only between steps. A step awaits
  *   D1, which lets other calls in (issuance's serial reservation, status, cancel): nothing here
  *   holds a lock across a step, so issuance is never blocked by a tidy.
- * - Cancel only sets "tidy:cancel"; it never touches the job record, so it cannot race the
- *   step's write. The alarm checks the flag before each step (the checkpoint): the job ends as
- *   Cancelled there. Work of the step in flight when cancel arrived is kept (deletes are final).
+ * - Cancel only sets "tidy:cancel" (and brings a pending pause's alarm forward to now); it never
+ *   touches the job record, so it cannot race the step's write. The alarm checks the flag before
+ *   each step (the checkpoint): the job ends as Cancelled there. Work of the step in flight when cancel arrived is kept (deletes are final).
  * - A restart mid-step loses nothing: the job record still says where the last completed step
  *   ended, and the alarm (durable; retried by the runtime when a handler fails) runs the step
  *   again. Steps are idempotent (tidy-job.ts). A status read re-arms a missing alarm of a
@@ -73,6 +73,11 @@ export class TidyRunner {
     const job = await this.storage.get<TidyJob>(JOB);
     if (job?.state !== "Running") return { running: false, snapshot: await this.snapshot() };
     await this.storage.put(CANCEL, true);
+    // The checkpoint is the next alarm: bring a pause_duration wait forward, or a job pausing
+    // for hours would stay Cancelling (and block every new tidy) until the pause ended.
+    const alarm = await this.storage.getAlarm();
+    const now = Date.now();
+    if (alarm !== null && alarm > now) await this.storage.setAlarm(now);
     return { running: true, snapshot: await this.snapshot() };
   }
 
@@ -108,7 +113,9 @@ export class TidyRunner {
     if ((await this.storage.get<TidyJob>(JOB)) === undefined) return;
     if (next.state === "Running") {
       await this.storage.put(JOB, next);
-      await this.storage.setAlarm(Date.now() + next.params.pause_ms);
+      // A cancel that arrived during the step skips the pause: the next alarm is its checkpoint.
+      const cancelled = (await this.storage.get<boolean>(CANCEL)) === true;
+      await this.storage.setAlarm(Date.now() + (cancelled ? 0 : next.params.pause_ms));
       return;
     }
     const done: Record<string, unknown> = { [JOB]: next, [CANCEL]: false };

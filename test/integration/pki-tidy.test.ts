@@ -306,6 +306,19 @@ describe("a running tidy", () => {
     const after = await storedSerials(path);
     for (const c of certs) expect(after).not.toContain(c.serial);
   });
+
+  it("cancel during a long pause_duration stops the job at once instead of after the pause", async () => {
+    const { path } = await setup();
+    await issue(path, "1h");
+    // The job sleeps 100h between entries; a cancel must not leave the mount's tidy wedged
+    // ("already in progress") until then.
+    await tidy(path, { tidy_cert_store: true, pause_duration: "100h" });
+    await vi.waitFor(async () => expect((await read(`${path}/tidy-status`)).body.data.message).toBeTruthy(), { timeout: 5000, interval: 100 });
+    expect((await write(`${path}/tidy-cancel`, {})).body.data.state).toBe("Cancelling");
+    await finished(path, "Cancelled");
+    await tidy(path, { tidy_cert_store: true });
+    await finished(path);
+  });
 });
 
 describe("config/auto-tidy", () => {
