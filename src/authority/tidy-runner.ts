@@ -31,6 +31,13 @@ const MOUNT = "tidy:mount";
 const CANCEL = "tidy:cancel";
 const LAST = "tidy:last";
 
+/**
+ * The latest alarm a Durable Object accepts (setAlarm throws "This API doesn't support dates
+ * after 2189"); a longer pause_duration (Go allows up to ~292 years) waits until then instead of
+ * failing the step.
+ */
+const LATEST_ALARM_MS = Date.UTC(2189, 0, 1);
+
 /** What tidy-status needs from the Authority. */
 export interface TidySnapshot {
   job: TidyJob | null;
@@ -115,7 +122,7 @@ export class TidyRunner {
       await this.storage.put(JOB, next);
       // A cancel that arrived during the step skips the pause: the next alarm is its checkpoint.
       const cancelled = (await this.storage.get<boolean>(CANCEL)) === true;
-      await this.storage.setAlarm(Date.now() + (cancelled ? 0 : next.params.pause_ms));
+      await this.storage.setAlarm(Math.min(Date.now() + (cancelled ? 0 : next.params.pause_ms), LATEST_ALARM_MS));
       return;
     }
     const done: Record<string, unknown> = { [JOB]: next, [CANCEL]: false };

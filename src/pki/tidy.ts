@@ -153,9 +153,14 @@ export function formatDurationMs(ms: number): string {
   return `${prefix}${whole % 60}.${frac}s`;
 }
 
+/** The longest Go time.Duration (2^63 - 1 ns) in whole milliseconds; upstream refuses longer. */
+const MAX_PAUSE_MS = 9_223_372_036_854;
+
 function pauseFrom(raw: string, parseError: (msg: string) => string): number {
   try {
-    return parseDurationMs(raw);
+    const ms = parseDurationMs(raw);
+    if (ms > MAX_PAUSE_MS) throw new Error(`time: invalid duration "${raw}"`);
+    return ms;
   } catch (e) {
     if (e instanceof RangeError || /negative/.test(e instanceof Error ? e.message : "")) {
       throw badRequest("received invalid, negative pause_duration");

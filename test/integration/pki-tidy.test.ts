@@ -4,7 +4,7 @@
  * status transitions and counters, cancel, issuance during a running tidy, config/auto-tidy
  * validation, and auto-tidy started by the cron handler.
  */
-import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
+import { createExecutionContext, createScheduledController, env, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import worker from "../../src/index";
 import { api, list, read, write } from "../helpers/api";
@@ -93,6 +93,8 @@ describe("POST tidy validation", () => {
       [{ acme_account_safety_buffer: 0 }, /^acme_account_safety_buffer must be greater than zero$/],
       [{ pause_duration: "-1s" }, /^received invalid, negative pause_duration$/],
       [{ pause_duration: "a while" }, /^Error parsing pause_duration/],
+      // Beyond Go's time.Duration range (upstream's parser refuses it too).
+      [{ pause_duration: "99999999h" }, /^Error parsing pause_duration: time: invalid duration "99999999h"$/],
       [{ page_size: 3 }, /^page_size must be greater than five$/],
       [{ page_size: "many" }, /field "page_size"/],
       [{ tidy_cert_store: "perhaps" }, /field "tidy_cert_store"/],
@@ -308,12 +310,20 @@ describe("a running tidy", () => {
   });
 
   it("cancel during a long pause_duration stops the job at once instead of after the pause", async () => {
-    const { path } = await setup();
-    await issue(path, "1h");
-    // The job sleeps 100h between entries; a cancel must not leave the mount's tidy wedged
-    // ("already in progress") until then.
-    await tidy(path, { tidy_cert_store: true, pause_duration: "100h" });
+    const { path, accessor } = await setup();
+    await Promise.all([issue(path, "1h", "a.example"), issue(path, "1h", "b.example")]);
+    // The job sleeps 2,500,000h (past the year 2189, the latest alarm a Durable Object takes)
+    // between entries: it must wait rather than fail, and a cancel must not leave the mount's
+    // tidy wedged ("already in progress") until then.
+    await tidy(path, { tidy_cert_store: true, pause_duration: "2500000h" });
     await vi.waitFor(async () => expect((await read(`${path}/tidy-status`)).body.data.message).toBeTruthy(), { timeout: 5000, interval: 100 });
+    await sleep(3000);
+    const waiting = (await read(`${path}/tidy-status`)).body.data;
+    expect(waiting).toMatchObject({ state: "Running", error: null, pause_duration: "2500000h0m0s" });
+    expect(waiting.message).toMatch(/total certs checked: 1$/);
+    // The next step is scheduled (a date Durable Objects accept), not lost to a failed setAlarm.
+    const alarm = await runInDurableObject(env.AUTHORITY.getByName(accessor), (_o, state: DurableObjectState) => state.storage.getAlarm());
+    expect(alarm).toBeGreaterThan(Date.now() + 50 * 365 * 86400_000);
     expect((await write(`${path}/tidy-cancel`, {})).body.data.state).toBe("Cancelling");
     await finished(path, "Cancelled");
     await tidy(path, { tidy_cert_store: true });
