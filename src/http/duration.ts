@@ -13,8 +13,21 @@ const UNIT_SECONDS: Record<string, number> = {
   h: 3600,
 };
 
-/** Parses a duration to whole seconds (fractions are truncated, as Go's time.Duration.Seconds()). */
+/** Go's longest time.Duration (2^63-1 ns, about 292 years), in whole seconds. */
+export const MAX_DURATION_SECONDS = 9223372036;
+
+/**
+ * Parses a duration to whole seconds (fractions are truncated, as Go's time.Duration.Seconds()).
+ * Anything longer than Go's time.Duration can hold is refused, as upstream's parser does, so no
+ * field can store a value that later overflows a date (a CRL nextUpdate, an alarm time).
+ */
 export function parseDurationSeconds(input: unknown): number {
+  const seconds = parseUnbounded(input);
+  if (seconds > MAX_DURATION_SECONDS) throw new Error(`time: invalid duration "${String(input)}"`);
+  return seconds;
+}
+
+function parseUnbounded(input: unknown): number {
   if (typeof input === "number") {
     if (!Number.isFinite(input)) throw new Error("not a finite number");
     if (input < 0) throw new Error("cannot provide negative value");

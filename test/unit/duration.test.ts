@@ -21,6 +21,13 @@ describe("parseDurationSeconds", () => {
     expect(() => parseDurationSeconds(input)).toThrow();
   });
 
+  it("refuses what Go's time.Duration cannot hold (about 292 years), in every form", () => {
+    expect(parseDurationSeconds(9223372036)).toBe(9223372036);
+    for (const input of [1e30, 9223372037, "9223372037", "99999999h", "106751992d"]) {
+      expect(() => parseDurationSeconds(input)).toThrow("time: invalid duration");
+    }
+  });
+
   it("says negative values are not allowed", () => {
     expect(() => parseDurationSeconds("-10")).toThrow("cannot provide negative value");
   });
