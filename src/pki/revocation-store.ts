@@ -14,7 +14,7 @@ import type { Db } from "../db/client";
 import { mounts, pkiConfig, pkiCrlChunks, pkiCrls, pkiRevoked } from "../db/schema";
 import type { MountRow } from "../sys/mount-store";
 import { base64ToDer } from "./crl";
-import { CONFIG_DEFAULTS, issuanceStateFromResults, issuanceStateOf, issuanceStateQueries, type CrlConfig, type IssuanceState, type Stmt } from "./store";
+import { CONFIG_DEFAULTS, issuanceStateFromResults, issuanceStateOf, signingStateQueries, type CrlConfig, type IssuanceState, type Stmt } from "./store";
 
 /** Base64 characters per stored slice: well below D1's 2,000,000-byte value limit. */
 export const CHUNK_CHARS = 1_000_000;
@@ -34,25 +34,25 @@ export async function getRevoked(db: Db, mountId: string, serial: string): Promi
  * trip costs about as much CPU as the rest of a response (npm run bench -- ocsp).
  */
 export async function loadStateAndRevoked(db: Db, mountId: string, serials: string[]): Promise<{ state: IssuanceState; revoked: RevokedRow[] }> {
-  const [r, i, c, k, revoked] = await db.batch(stateAndRevokedQueries(db, mountId, serials));
-  return { state: issuanceStateOf(null, r, i, c, k), revoked };
+  const [i, c, k, revoked] = await db.batch(stateAndRevokedQueries(db, mountId, serials));
+  return { state: issuanceStateOf(null, [], i, c, k), revoked };
 }
 
-/** The five reads of loadStateAndRevoked, for a route's prefetch (RouteDef.prefetch). */
+/** The four reads of loadStateAndRevoked (no role: OCSP signs without one), for a route's prefetch. */
 export function stateAndRevokedQueries(db: Db, mountId: string | SQL, serials: string[]) {
-  const [roles, issuers, config, keys] = issuanceStateQueries(db, mountId, null);
+  const [issuers, config, keys] = signingStateQueries(db, mountId);
   const revoked = db
     .select()
     .from(pkiRevoked)
     .where(and(eq(pkiRevoked.mountId, mountId), inArray(pkiRevoked.serial, serials.length > 0 ? serials : [""])));
-  return [roles, issuers, config, keys, revoked] as const;
+  return [issuers, config, keys, revoked] as const;
 }
 
 /** The results of stateAndRevokedQueries, in their order; null when they are not that shape. */
 export function stateAndRevokedFromResults(results: readonly unknown[]): { state: IssuanceState; revoked: RevokedRow[] } | null {
-  if (results.length !== 5 || !results.every(Array.isArray)) return null;
-  const state = issuanceStateFromResults(null, results.slice(0, 4));
-  return state ? { state, revoked: results[4] as RevokedRow[] } : null;
+  if (results.length !== 4 || !results.every(Array.isArray)) return null;
+  const state = issuanceStateFromResults(null, [[], ...results.slice(0, 3)]);
+  return state ? { state, revoked: results[3] as RevokedRow[] } : null;
 }
 
 /**

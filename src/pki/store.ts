@@ -193,6 +193,15 @@ export function issuanceStateQueries(db: Db, mountId: string | SQL, roleName: st
   ] as const;
 }
 
+/**
+ * What signing without a role reads (OCSP): issuers, configuration and keys, in the order of
+ * issuanceStateQueries minus the role, for callers that add statements to the same D1 batch.
+ */
+export function signingStateQueries(db: Db, mountId: string | SQL) {
+  const [, issuers, config, keys] = issuanceStateQueries(db, mountId, null);
+  return [issuers, config, keys] as const;
+}
+
 type RoleRow = typeof pkiRoles.$inferSelect;
 type ConfigRow = typeof pkiConfig.$inferSelect;
 
