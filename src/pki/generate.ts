@@ -177,8 +177,8 @@ function checkCaConstraints(f: { max_path_length: number; permitted_dns_domains:
 
 /** Global AIA for a new root: templated URLs cannot name an issuer that does not exist yet. */
 function rootAia(urls: Awaited<ReturnType<typeof getAllConfig>>["urls"], warnings: string[]): AiaUrls {
-  const any = urls.issuing_certificates.length + urls.crl_distribution_points.length + urls.ocsp_servers.length > 0;
-  if (!any) {
+  const hasUrls = urls.issuing_certificates.length + urls.crl_distribution_points.length + urls.ocsp_servers.length > 0;
+  if (!hasUrls) {
     warnings.push(AIA_WARNING);
     return NO_AIA;
   }
