@@ -31,22 +31,10 @@ export interface TidyParams {
  * `auto_tidy`). Durations in seconds except `pause_ms`; `revoked_safety_buffer` null follows
  * `safety_buffer`, as upstream's unset pointer does.
  */
-export interface AutoTidyConfig {
+export interface AutoTidyConfig extends Omit<TidyParams, "revoked_safety_buffer"> {
   enabled: boolean;
   interval_duration: number;
-  tidy_cert_store: boolean;
-  tidy_revoked_certs: boolean;
-  tidy_invalid_certs: boolean;
-  tidy_revoked_cert_issuer_associations: boolean;
-  tidy_expired_issuers: boolean;
-  tidy_move_legacy_ca_bundle: boolean;
-  tidy_acme: boolean;
-  safety_buffer: number;
   revoked_safety_buffer: number | null;
-  issuer_safety_buffer: number;
-  acme_account_safety_buffer: number;
-  pause_ms: number;
-  page_size: number;
   maintain_stored_certificate_counts: boolean;
   publish_stored_certificate_count_metrics: boolean;
 }
@@ -267,22 +255,12 @@ export function applyAutoTidyUpdate(
 
 /** config/auto-tidy read shape: durations in seconds, pause_duration as a Go duration string. */
 export function autoTidyView(c: AutoTidyConfig): Record<string, unknown> {
+  const { pause_ms, ...params } = paramsFromAutoTidy(c);
   return {
     enabled: c.enabled,
     interval_duration: c.interval_duration,
-    tidy_cert_store: c.tidy_cert_store,
-    tidy_revoked_certs: c.tidy_revoked_certs,
-    tidy_invalid_certs: c.tidy_invalid_certs,
-    tidy_revoked_cert_issuer_associations: c.tidy_revoked_cert_issuer_associations,
-    tidy_expired_issuers: c.tidy_expired_issuers,
-    tidy_move_legacy_ca_bundle: c.tidy_move_legacy_ca_bundle,
-    tidy_acme: c.tidy_acme,
-    safety_buffer: c.safety_buffer,
-    revoked_safety_buffer: c.revoked_safety_buffer ?? c.safety_buffer,
-    issuer_safety_buffer: c.issuer_safety_buffer,
-    acme_account_safety_buffer: c.acme_account_safety_buffer,
-    pause_duration: formatDurationMs(c.pause_ms),
-    page_size: c.page_size,
+    ...params,
+    pause_duration: formatDurationMs(pause_ms),
     maintain_stored_certificate_counts: c.maintain_stored_certificate_counts,
     publish_stored_certificate_count_metrics: c.publish_stored_certificate_count_metrics,
   };
@@ -290,21 +268,8 @@ export function autoTidyView(c: AutoTidyConfig): Record<string, unknown> {
 
 /** The parameters an auto-tidy run uses (the stored configuration minus its scheduling keys). */
 export function paramsFromAutoTidy(c: AutoTidyConfig): TidyParams {
-  return {
-    tidy_cert_store: c.tidy_cert_store,
-    tidy_revoked_certs: c.tidy_revoked_certs,
-    tidy_invalid_certs: c.tidy_invalid_certs,
-    tidy_revoked_cert_issuer_associations: c.tidy_revoked_cert_issuer_associations,
-    tidy_expired_issuers: c.tidy_expired_issuers,
-    tidy_move_legacy_ca_bundle: c.tidy_move_legacy_ca_bundle,
-    tidy_acme: c.tidy_acme,
-    safety_buffer: c.safety_buffer,
-    revoked_safety_buffer: c.revoked_safety_buffer ?? c.safety_buffer,
-    issuer_safety_buffer: c.issuer_safety_buffer,
-    acme_account_safety_buffer: c.acme_account_safety_buffer,
-    pause_ms: c.pause_ms,
-    page_size: c.page_size,
-  };
+  const { enabled: _e, interval_duration: _i, maintain_stored_certificate_counts: _m, publish_stored_certificate_count_metrics: _p, ...params } = c;
+  return { ...params, revoked_safety_buffer: c.revoked_safety_buffer ?? c.safety_buffer };
 }
 
 /** Whether auto-tidy is due: enabled, a positive interval, and strictly past last end + interval. */
