@@ -15,16 +15,12 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { unstable_startWorker } from "wrangler";
+import { SEAL_KEY, TOKEN, call, root } from "./lib/bench-common.mjs";
 
-const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
-const TOKEN = "bench-root-token-0123456789";
-const SEAL_KEY = Buffer.alloc(32, 7).toString("base64");
 const SIZES = (process.env.BENCH_CRL_SIZES ?? "1000,10000,100000").split(",").map(Number);
 const REPEAT = Number(process.env.BENCH_CRL_REPEAT ?? "3");
-for (const [k, v] of Object.entries({ WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" })) process.env[k] = v;
 
 // -- workerd process memory (Linux /proc) ------------------------------------------------------
 
@@ -120,16 +116,6 @@ async function builderRows() {
 
 // -- (2) end to end through D1 and the Authority -----------------------------------------------
 
-async function call(base, method, p, body) {
-  const res = await fetch(`${base}/v1/${p}`, {
-    method,
-    headers: { "x-service-token": TOKEN, "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
 
 function randomSerial() {
   const b = Buffer.from(crypto.getRandomValues(new Uint8Array(20)));

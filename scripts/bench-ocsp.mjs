@@ -15,8 +15,7 @@
 import { execFileSync } from "node:child_process";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import autocannon from "autocannon";
-import { CONCURRENCY, SECONDS, TARGET, call, cpuPerRequest, startBenchWorker, workerdCpu } from "./lib/bench-common.mjs";
+import { CONCURRENCY, SECONDS, TARGET, call, cpuPerRequest, load, startBenchWorker, workerdCpu } from "./lib/bench-common.mjs";
 
 const TARGET_RPS = 500;
 
@@ -36,29 +35,6 @@ async function caWithLeaf(base, dir, mount, keyType, nonce) {
   writeFileSync(files.leaf, `${leaf.data.certificate}\n`);
   execFileSync("openssl", ["ocsp", "-issuer", files.ca, "-cert", files.leaf, "-reqout", files.req, ...(nonce ? [] : ["-no_nonce"])], { stdio: "ignore" });
   return { der: readFileSync(files.req), serial: leaf.data.serial_number };
-}
-
-/**
- * Closed-loop load with autocannon: `concurrency` connections, each sending its next request
- * when the previous one answers, for `seconds`. Any non-2xx answer counts as an error.
- */
-async function load(base, req, concurrency, seconds) {
-  const result = await autocannon({
-    url: `${base}${req.path}`,
-    method: req.method,
-    headers: req.headers ?? {},
-    body: req.body,
-    connections: concurrency,
-    duration: seconds,
-  });
-  const requests = result.requests.total;
-  return {
-    requests,
-    errors: result.errors + result.timeouts + result.non2xx,
-    rps: requests / result.duration,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-  };
 }
 
 async function main() {

@@ -17,13 +17,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createRequire } from "node:module";
-import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 import { unstable_startWorker } from "wrangler";
+import { SEAL_KEY, TOKEN, call, root } from "./lib/bench-common.mjs";
 
-const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
-const TOKEN = "bench-root-token-0123456789";
-const SEAL_KEY = Buffer.alloc(32, 7).toString("base64");
 const SET_SAMPLES = Number(process.env.BENCH_SET_SAMPLES ?? "100");
 const KV_SAMPLES = Number(process.env.BENCH_KV_SAMPLES ?? "100");
 const KV_RATE = Number(process.env.BENCH_KV_RATE ?? "10");
@@ -41,17 +38,6 @@ for (const [k, v] of Object.entries({
   process.env[k] = v;
 }
 
-async function call(base, method, p, body) {
-  const res = await fetch(`${base}/v1/${p}`, {
-    method,
-    // PATCH is a JSON merge patch (CONTRACT.md "HTTP conventions").
-    headers: { "x-service-token": TOKEN, "content-type": method === "PATCH" ? "application/merge-patch+json" : "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : null;
-}
 
 /** Runs `fn(i)` for i in [0, n) with at most `concurrency` in flight. */
 async function pool(n, concurrency, fn) {

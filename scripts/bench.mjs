@@ -15,33 +15,15 @@ import { execFileSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import autocannon from "autocannon";
 import { unstable_startWorker } from "wrangler";
-import { CONCURRENCY, SECONDS, TARGET, TOKEN, call, cpuPerRequest, root, startBenchWorker, workerdCpu } from "./lib/bench-common.mjs";
+import { CONCURRENCY, SECONDS, TARGET, TOKEN, call, cpuPerRequest, load, root, startBenchWorker, workerdCpu } from "./lib/bench-common.mjs";
 
 const RSA_SECONDS = Number(process.env.BENCH_RSA_SECONDS ?? SECONDS);
 
-/**
- * Closed-loop load with autocannon: `concurrency` connections, each sending its next request
- * when the previous one answers, for `seconds`.
- */
-async function load(base, p, body, concurrency, seconds, method = "POST") {
-  const result = await autocannon({
-    url: `${base}/v1/${p}`,
-    method,
-    headers: { "x-service-token": TOKEN, "content-type": "application/json" },
-    body: method === "GET" ? undefined : JSON.stringify(body),
-    connections: concurrency,
-    duration: seconds,
-  });
-  const requests = result.requests.total;
-  return {
-    requests,
-    errors: result.errors + result.timeouts + result.non2xx,
-    rps: requests / result.duration,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-  };
+/** A JSON API request with the bench token, as lib/bench-common.mjs `load` takes it. */
+function apiRequest(p, body, method = "POST") {
+  const headers = { "x-service-token": TOKEN, "content-type": "application/json" };
+  return { path: `/v1/${p}`, method, headers, body: method === "GET" ? undefined : JSON.stringify(body) };
 }
 
 async function main() {
@@ -74,13 +56,13 @@ async function main() {
       { name: "(c) issue RSA-2048", path: "bench/issue/rsa", body: { common_name: "c.bench.example" }, seconds: RSA_SECONDS },
     ];
     // Warm-up: first requests compile code paths and open the D1/DO connections.
-    for (const s of scenarios) await load(base, s.path, s.body, 2, 1, s.method);
+    for (const s of scenarios) await load(base, apiRequest(s.path, s.body, s.method), 2, 1);
 
     const rows = [];
     for (const s of scenarios) {
       for (const c of CONCURRENCY) {
         const cpu0 = workerdCpu();
-        const r = await load(base, s.path, s.body, c, s.seconds, s.method);
+        const r = await load(base, apiRequest(s.path, s.body, s.method), c, s.seconds);
         rows.push({
           scenario: s.name,
           concurrency: c,

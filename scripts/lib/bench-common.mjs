@@ -6,6 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import autocannon from "autocannon";
 import { unstable_DevEnv } from "wrangler";
 
 export const root = path.dirname(path.dirname(path.dirname(fileURLToPath(import.meta.url))));
@@ -22,12 +23,36 @@ for (const [k, v] of Object.entries({ WRANGLER_SEND_METRICS: "false", CLOUDFLARE
 export async function call(base, method, p, body, token = TOKEN) {
   const res = await fetch(`${base}/v1/${p}`, {
     method,
-    headers: { "x-service-token": token, "content-type": "application/json" },
+    // PATCH is a JSON merge patch (the README's HTTP conventions).
+    headers: { "x-service-token": token, "content-type": method === "PATCH" ? "application/merge-patch+json" : "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await res.text();
   if (res.status >= 300) throw new Error(`${method} ${p}: ${res.status} ${text}`);
   return text ? JSON.parse(text) : null;
+}
+
+/**
+ * Closed-loop load with autocannon: `concurrency` connections, each sending its next request
+ * when the previous one answers, for `seconds`. `req` is {path, method, headers?, body?}; any non-2xx answer counts as an error.
+ */
+export async function load(base, req, concurrency, seconds) {
+  const result = await autocannon({
+    url: `${base}${req.path}`,
+    method: req.method,
+    headers: req.headers ?? {},
+    body: req.body,
+    connections: concurrency,
+    duration: seconds,
+  });
+  const requests = result.requests.total;
+  return {
+    requests,
+    errors: result.errors + result.timeouts + result.non2xx,
+    rps: requests / result.duration,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+  };
 }
 
 /** CPU seconds (user + system) used so far by each workerd child of this process; {} off Linux. */
