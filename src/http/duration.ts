@@ -15,6 +15,7 @@ const UNIT_SECONDS: Record<string, number> = {
 
 /** Go's longest time.Duration (2^63-1 ns, about 292 years), in whole seconds. */
 export const MAX_DURATION_SECONDS = 9223372036;
+const MAX_EXACT_SECONDS = 9223372036.854775807;
 
 /**
  * Parses a duration to whole seconds (fractions are truncated, as Go's time.Duration.Seconds()).
@@ -22,16 +23,29 @@ export const MAX_DURATION_SECONDS = 9223372036;
  * field can store a value that later overflows a date (a CRL nextUpdate, an alarm time).
  */
 export function parseDurationSeconds(input: unknown): number {
+  return Math.trunc(parseBounded(input) + 1e-9);
+}
+
+/**
+ * The same durations in whole milliseconds, for the few fields where "250ms" must keep its
+ * meaning (tidy's pause_duration). A bare number is still seconds.
+ */
+export function parseDurationMs(input: unknown): number {
+  return Math.floor(parseBounded(input) * 1000 + 1e-6);
+}
+
+function parseBounded(input: unknown): number {
   const seconds = parseUnbounded(input);
-  if (seconds > MAX_DURATION_SECONDS) throw new Error(`time: invalid duration "${String(input)}"`);
+  if (seconds > MAX_EXACT_SECONDS) throw new Error(`time: invalid duration "${String(input)}"`);
   return seconds;
 }
 
+/** Exact (fractional) seconds of a duration; callers round. */
 function parseUnbounded(input: unknown): number {
   if (typeof input === "number") {
     if (!Number.isFinite(input)) throw new Error("not a finite number");
     if (input < 0) throw new Error("cannot provide negative value");
-    return Math.trunc(input);
+    return input;
   }
   if (typeof input !== "string") throw new Error(`cannot parse ${typeof input} as a duration`);
   const text = input.trim();
@@ -62,7 +76,7 @@ function parseUnbounded(input: unknown): number {
     pos = part.lastIndex;
   }
   if (pos === 0) throw new Error(`time: invalid duration "${input}"`);
-  return Math.trunc(total + 1e-9);
+  return total;
 }
 
 /** Formats seconds like Go's time.Duration.String(): "0s", "90s" → "1m30s", "768h0m0s". */

@@ -5,7 +5,7 @@
  * is pure (no storage, no clock of its own), so it can be unit-tested; the job that applies it is
  * src/pki/tidy-job.ts, driven by the mount's Authority (src/authority/tidy-runner.ts).
  */
-import { formatGoDuration, parseDurationSeconds } from "../http/duration";
+import { formatGoDuration, parseDurationMs } from "../http/duration";
 import { badRequest } from "../http/errors";
 import { defineFields } from "../http/fields";
 
@@ -109,28 +109,6 @@ type TidyFieldValues = {
   [K in keyof typeof tidyFields]?: unknown;
 };
 
-/**
- * Go-style duration to milliseconds (parseutil.ParseDurationSecond: a bare number is seconds).
- * Milliseconds rather than seconds so that a pause such as "250ms" keeps its meaning.
- */
-export function parseDurationMs(input: string): number {
-  const text = input.trim();
-  if (text.startsWith("-")) throw new RangeError("negative");
-  const units: Record<string, number> = { ns: 1e-6, us: 1e-3, "µs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-  if (!/^\+?(\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/.test(text)) return parseDurationSeconds(text) * 1000;
-  let total = 0;
-  const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)/y;
-  let pos = text.startsWith("+") ? 1 : 0;
-  while (pos < text.length) {
-    part.lastIndex = pos;
-    const m = part.exec(text);
-    if (!m) throw new Error(`time: invalid duration "${input}"`);
-    total += Number(m[1]) * (units[m[2] ?? "s"] ?? 1000);
-    pos = part.lastIndex;
-  }
-  return Math.floor(total + 1e-9);
-}
-
 /** Milliseconds as Go's time.Duration.String() prints them ("0s", "500ms", "1m30s", "1.5s"). */
 export function formatDurationMs(ms: number): string {
   if (ms % 1000 === 0) return formatGoDuration(ms / 1000);
@@ -141,16 +119,11 @@ export function formatDurationMs(ms: number): string {
   return `${prefix}${whole % 60}.${frac}s`;
 }
 
-/** The longest Go time.Duration (2^63 - 1 ns) in whole milliseconds; upstream refuses longer. */
-const MAX_PAUSE_MS = 9_223_372_036_854;
-
 function pauseFrom(raw: string, parseError: (msg: string) => string): number {
   try {
-    const ms = parseDurationMs(raw);
-    if (ms > MAX_PAUSE_MS) throw new Error(`time: invalid duration "${raw}"`);
-    return ms;
+    return parseDurationMs(raw);
   } catch (e) {
-    if (e instanceof RangeError || /negative/.test(e instanceof Error ? e.message : "")) {
+    if (/negative/.test(e instanceof Error ? e.message : "")) {
       throw badRequest("received invalid, negative pause_duration");
     }
     throw badRequest(parseError(e instanceof Error ? e.message : String(e)));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatGoDuration, parseDurationSeconds } from "../../src/http/duration";
+import { formatGoDuration, parseDurationMs, parseDurationSeconds } from "../../src/http/duration";
 
 describe("parseDurationSeconds", () => {
   it.each([
@@ -26,6 +26,15 @@ describe("parseDurationSeconds", () => {
     for (const input of [1e30, 9223372037, "9223372037", "99999999h", "106751992d"]) {
       expect(() => parseDurationSeconds(input)).toThrow("time: invalid duration");
     }
+  });
+
+  it("gives the same durations in milliseconds, with the same bound", () => {
+    expect(parseDurationMs("250ms")).toBe(250);
+    expect(parseDurationMs("1500us")).toBe(1);
+    expect(parseDurationMs(2)).toBe(2000);
+    expect(parseDurationMs("9223372036.854s")).toBe(9223372036854);
+    expect(() => parseDurationMs("9223372037s")).toThrow("time: invalid duration");
+    expect(() => parseDurationMs("-1s")).toThrow("negative");
   });
 
   it("says negative values are not allowed", () => {

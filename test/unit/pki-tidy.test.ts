@@ -3,6 +3,7 @@
  * the per-row verdicts, phase order, the auto-tidy schedule and the status shape.
  */
 import { describe, expect, it } from "vitest";
+import { parseDurationMs } from "../../src/http/duration";
 import { ApiError } from "../../src/http/errors";
 import {
   AUTO_TIDY_DEFAULTS,
@@ -13,7 +14,6 @@ import {
   formatDurationMs,
   newJob,
   nextPhase,
-  parseDurationMs,
   statusView,
   tidyParamsFromFields,
   type TidyParams,
