@@ -22,8 +22,8 @@ import type { Db } from "../db/client";
 import { openDb } from "../db/client";
 import { parseDurationSeconds } from "../http/duration";
 import type { MountRow } from "../sys/mount-store";
-import { base64ToBytes } from "../util/encoding";
-import { RevokedListWriter, assembleCertificateList, derToBase64, ecdsaSignatureDer, encodeTbsCertList } from "./crl";
+import { base64ToBytes, bytesToBase64 } from "../util/encoding";
+import { RevokedListWriter, assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList } from "./crl";
 import { crlGroups, crlSigner, type CrlGroup } from "./crl-groups";
 import { certDerFromPem } from "./issuers";
 import { resolveAia } from "./profile";
@@ -153,7 +153,7 @@ async function signCrl(env: Env, group: CrlGroup, keys: Map<string, KeyRow>, war
   // signBytes, not crypto.subtle: EC P-224 keys are signed in software (x509.ts Signer).
   const raw = await signBytes(s.signer, tbs);
   const sig = s.algorithm.family === "ec" ? ecdsaSignatureDer(raw) : raw;
-  return derToBase64(assembleCertificateList(tbs, s.algorithm, sig));
+  return bytesToBase64(assembleCertificateList(tbs, s.algorithm, sig));
 }
 
 /**

@@ -13,7 +13,7 @@ import { and, asc, eq, gt, inArray, lte, max, notInArray, sql, type SQL } from "
 import type { Db } from "../db/client";
 import { mounts, pkiConfig, pkiCrlChunks, pkiCrls, pkiRevoked } from "../db/schema";
 import type { MountRow } from "../sys/mount-store";
-import { base64ToDer } from "./crl";
+import { base64ToBytesStrict } from "../util/encoding";
 import { CONFIG_DEFAULTS, issuanceStateFromResults, issuanceStateOf, signingStateQueries, type CrlConfig, type IssuanceState, type Stmt } from "./store";
 
 /** Base64 characters per stored slice: well below D1's 2,000,000-byte value limit. */
@@ -159,7 +159,7 @@ export async function getCrlDer(db: Db, mountId: string, issuerId: string, kind:
   if (!row) return null;
   const b64 = row.der !== "" ? row.der : chunks.map((c) => c.data).join("");
   const { der: _der, ...meta } = row;
-  return { row: meta, der: base64ToDer(b64) };
+  return { row: meta, der: base64ToBytesStrict(b64) };
 }
 
 /** Metadata of every stored CRL of the mount (no DER): the cron's due check. */
