@@ -7,29 +7,17 @@
  * CRLs, and bad input is a 4xx.
  */
 import { execFile } from "node:child_process";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, inject, it } from "vitest";
 import { E2E_ROOT_TOKEN } from "./env";
-import { openssl, opensslCsr } from "../helpers/openssl";
+import { openssl, opensslCsr, withFiles } from "../helpers/openssl";
 import { CA_NOT_AFTER, call, ok, pkiMount } from "./client";
-
-/** Runs `fn` with the given files written to a fresh directory. */
-async function inDir<T>(files: Record<string, string>, fn: (p: (name: string) => string) => Promise<T>): Promise<T> {
-  const dir = await mkdtemp(path.join(tmpdir(), "lanyard-crl-"));
-  try {
-    for (const [name, body] of Object.entries(files)) await writeFile(path.join(dir, name), body.endsWith("\n") ? body : `${body}\n`);
-    return await fn((n) => path.join(dir, n));
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
-}
 
 /** `openssl crl -CAfile`: verifies the signature; returns the text dump and whether it verified. */
 async function crlCheck(crlPem: string, caPem: string): Promise<{ verified: boolean; text: string; number: number }> {
-  return inDir({ "crl.pem": crlPem, "ca.pem": caPem }, async (p) => {
+  return withFiles({ "crl.pem": crlPem, "ca.pem": caPem }, async (p) => {
     const r = await openssl(["crl", "-in", p("crl.pem"), "-CAfile", p("ca.pem"), "-noout", "-text", "-crlnumber"]);
     const out = `${r.stdout}${r.stderr}`;
     const num = /crlNumber=(?:0x)?([0-9A-Fa-f]+)/.exec(out)?.[1] ?? "";
@@ -38,7 +26,7 @@ async function crlCheck(crlPem: string, caPem: string): Promise<{ verified: bool
 }
 
 async function verifyWithCrl(certPem: string, caPem: string, crls: string[], extra: string[] = []): Promise<{ ok: boolean; output: string }> {
-  return inDir({ "c.pem": certPem, "ca.pem": caPem, "crls.pem": crls.join("\n") }, async (p) => {
+  return withFiles({ "c.pem": certPem, "ca.pem": caPem, "crls.pem": crls.join("\n") }, async (p) => {
     const r = await openssl(["verify", "-crl_check", ...extra, "-CAfile", p("ca.pem"), "-CRLfile", p("crls.pem"), p("c.pem")]);
     return { ok: r.code === 0 && /: OK\s*$/.test(r.stdout.trim()), output: `${r.stdout}${r.stderr}` };
   });
@@ -134,7 +122,7 @@ describe("revoke-with-key with keys openssl made", () => {
       let key = a.key;
       if (alg !== "ed25519") {
         // The traditional containers: PKCS#1 "RSA PRIVATE KEY" and SEC1 "EC PRIVATE KEY".
-        key = await inDir({ "k.pem": a.key }, async (f) => {
+        key = await withFiles({ "k.pem": a.key }, async (f) => {
           const r = await openssl([alg === "rsa" ? "rsa" : "ec", "-in", f("k.pem"), ...(alg === "rsa" ? ["-traditional"] : [])]);
           return r.stdout;
         });
@@ -211,7 +199,7 @@ describe("docs/pki-revocation-crl.md", () => {
     const doc = await readFile(path.resolve(import.meta.dirname, "../../docs/pki-revocation-crl.md"), "utf8");
     const block = /<!-- crl-walkthrough:start -->\s*```bash\n([\s\S]*?)```\s*<!-- crl-walkthrough:end -->/.exec(doc)?.[1];
     expect(block, "the doc has the walk-through block").toBeTruthy();
-    await inDir({}, async (p) => {
+    await withFiles({}, async (p) => {
       const { stdout } = await promisify(execFile)("bash", ["-euo", "pipefail", "-c", block ?? ""], {
         cwd: path.dirname(p("x")),
         env: { ...process.env, LANYARD: inject("baseUrl"), ROOT: E2E_ROOT_TOKEN, M: `pki_rev_${crypto.randomUUID().slice(0, 6)}` },

@@ -5,19 +5,14 @@
  * self-signed CAs that openssl made itself and for RSA-PSS; the sudo rule and the refusals;
  * certificate metadata round trip.
  */
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import path from "node:path";
+import { readFile } from "node:fs/promises";
 import { beforeAll, describe, expect, it } from "vitest";
-import { openssl, opensslCsr, verify, x509Field, x509Text } from "../helpers/openssl";
+import { openssl, opensslCsr, verify, withFiles, x509Field, x509Text } from "../helpers/openssl";
 import { CA_NOT_AFTER, call, ok, pkiMount } from "./client";
 
 /** Runs openssl in a temporary directory; `files` are written first, `out` files read after. */
 async function inDir(files: Record<string, string>, args: (p: (n: string) => string) => string[][], out: string[]): Promise<Record<string, string>> {
-  const dir = await mkdtemp(path.join(tmpdir(), "lanyard-priv-"));
-  const p = (n: string) => path.join(dir, n);
-  try {
-    for (const [n, body] of Object.entries(files)) await writeFile(p(n), body.endsWith("\n") ? body : `${body}\n`);
+  return withFiles(files, async (p) => {
     for (const a of args(p)) {
       const r = await openssl(a);
       if (r.code !== 0) throw new Error(`openssl ${a.join(" ")} failed: ${r.stderr}`);
@@ -25,9 +20,7 @@ async function inDir(files: Record<string, string>, args: (p: (n: string) => str
     const res: Record<string, string> = {};
     for (const n of out) res[n] = await readFile(p(n), "utf8");
     return res;
-  } finally {
-    await rm(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 /** An EC key and a CSR with `-addext` extensions, made by openssl. */

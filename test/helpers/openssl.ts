@@ -10,7 +10,8 @@ import { promisify } from "node:util";
 
 const run = promisify(execFile);
 
-async function withFiles<T>(files: Record<string, string>, fn: (p: (name: string) => string) => Promise<T>): Promise<T> {
+/** Runs `fn` with `files` written to a fresh temporary directory, removed afterwards. */
+export async function withFiles<T>(files: Record<string, string>, fn: (p: (name: string) => string) => Promise<T>): Promise<T> {
   const dir = await mkdtemp(path.join(tmpdir(), "lanyard-openssl-"));
   try {
     for (const [name, body] of Object.entries(files)) await writeFile(path.join(dir, name), body.endsWith("\n") ? body : `${body}\n`);
