@@ -111,7 +111,8 @@ export async function startBenchWorker(bindings = {}) {
   const worker = await devEnv.startWorker({
     config: path.join(root, "wrangler.toml"),
     entrypoint,
-    build: { bundle: false },
+    // The runner watches its module root (else the project): the bundle's directory never changes.
+    build: { bundle: false, moduleRoot: path.dirname(entrypoint) },
     bindings: {
       ENVIRONMENT: { type: "plain_text", value: "development" },
       ROOT_TOKEN: { type: "plain_text", value: TOKEN },

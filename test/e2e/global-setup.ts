@@ -29,8 +29,16 @@ export default async function setup(project: TestProject) {
   process.env.CLOUDFLARE_CF_FETCH_ENABLED = "false";
   // The Worker is started once for the whole run: never reload it because a file changed.
   process.env.WRANGLER_CI_DISABLE_CONFIG_WATCHING = "true";
+  // Bundle once and run that bundle, with the runner's module root at the bundle's own directory:
+  // the dev runner watches its module root (else the whole project) whatever dev.watch says, and
+  // the Workers-pool tests running beside this project write under .wrangler/, which reloaded the
+  // Worker mid-request ("Your worker restarted mid-request") once in a CI run.
+  const buildDir = path.join(dir, "build");
+  await run(path.join(root, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", buildDir, "-c", path.join(root, "wrangler.toml")], { cwd: root, env });
   const worker = await unstable_startWorker({
     config: path.join(root, "wrangler.toml"),
+    entrypoint: path.join(buildDir, "index.js"),
+    build: { bundle: false, moduleRoot: buildDir },
     bindings: {
       ENVIRONMENT: { type: "plain_text", value: "development" },
       ROOT_TOKEN: { type: "plain_text", value: E2E_ROOT_TOKEN },
