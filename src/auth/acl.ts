@@ -118,3 +118,12 @@ export function isAllowed(acl: Acl, path: string, op: Operation, needsSudo: bool
   if (!caps.has(op)) return false;
   return !needsSudo || caps.has("sudo");
 }
+
+/**
+ * What a token's policies see for a path of namespace `nsPath`: policies are written relative to
+ * the token's own namespace, so a root-namespace token's rule `team1/secret/*` governs team1's
+ * `secret/…`. The caller has already checked that `nsPath` is at or below `tokenNsPath`.
+ */
+export function nsRelativePath(tokenNsPath: string, nsPath: string, path: string): string {
+  return nsPath.slice(tokenNsPath.length) + path;
+}

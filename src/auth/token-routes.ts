@@ -3,7 +3,6 @@ import { badRequest, permissionDenied } from "../http/errors";
 import { defineFields } from "../http/fields";
 import { route, type Req } from "../http/route";
 import { sha256Hex } from "../util/encoding";
-import { capabilitiesFor } from "./acl";
 import { authenticate } from "./authenticate";
 import { getNamespaceById } from "./namespace-store";
 import {
@@ -36,7 +35,9 @@ async function createToken(req: Req<typeof createFields>, orphan: boolean) {
   const f = req.fields;
   if (f.num_uses < 0) throw badRequest("num_uses: must be zero or positive");
   if (f.no_parent && !parent.policies.includes("root") && !req.acl?.root) {
-    if (!req.acl || !capabilitiesFor(req.acl, req.path).has("sudo")) throw badRequest("no_parent: root or sudo privileges are required to create an orphan token");
+    // req.path is relative to the request's namespace; req.capabilities resolves it as the
+    // dispatcher does (issue 18 #1: a root token without sudo made orphans in team1).
+    if (!req.capabilities(req.path).has("sudo")) throw badRequest("no_parent: root or sudo privileges are required to create an orphan token");
   }
   const isOrphan = orphan || f.no_parent || parent.configuredRoot;
   const policies = childPolicies(parent, f.policies, f.no_default_policy);

@@ -5,7 +5,8 @@
  * A request without a valid token gets 403 even on a path that does not exist; with a valid
  * token an unknown path is 404.
  */
-import { isAllowed, type Operation } from "../auth/acl";
+import { capabilitiesFor, isAllowed, nsRelativePath, type Acl, type Operation } from "../auth/acl";
+import type { Capability } from "../auth/policy-parser";
 import { isRootToken, presentedToken, rootEntry, tokenEntryOf } from "../auth/authenticate";
 import { getNamespaceById, namespacesQuery } from "../auth/namespace-store";
 import { aclFor } from "../auth/policies";
@@ -173,8 +174,18 @@ async function resolveBackend(db: Db, ns: NamespaceRef, path: string): Promise<B
 
 /** ACL path of a request: relative to the token's namespace, with a trailing "/" for lists. */
 function aclPath(tokenNsPath: string, ns: NamespaceRef, path: string, op: Operation): string {
-  const rel = ns.path.slice(tokenNsPath.length) + path;
+  const rel = nsRelativePath(tokenNsPath, ns.path, path);
   return op === "list" && !rel.endsWith("/") ? `${rel}/` : rel;
+}
+
+const NO_CAPABILITIES: ReadonlySet<Capability> = new Set();
+
+/** Req.capabilities: one resolver for every capability check made outside the dispatcher. */
+function capabilityResolver(acl: Acl | null, tokenNsPath: string | null, ns: NamespaceRef): (path: string) => Set<Capability> {
+  return (path) => {
+    if (!acl || tokenNsPath === null || !ns.path.startsWith(tokenNsPath)) return new Set(NO_CAPABILITIES);
+    return new Set(capabilitiesFor(acl, nsRelativePath(tokenNsPath, ns.path, path.replace(/^\/+/, ""))));
+  };
 }
 
 export async function dispatch(request: Request, cfg: DispatchConfig): Promise<Response> {
@@ -239,6 +250,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
     headers: request.headers,
     token,
     acl: token ? acl : null,
+    capabilities: capabilityResolver(token ? acl : null, token ? tokenNs : null, ns),
     op,
     warnings,
     waitUntil: cfg.waitUntil,

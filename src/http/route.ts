@@ -6,6 +6,7 @@
 import type { SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Acl, Operation } from "../auth/acl";
+import type { Capability } from "../auth/policy-parser";
 import type { TokenEntry } from "../auth/token-store";
 import type { Db } from "../db/client";
 import type { MountRow, NamespaceRef } from "../sys/mount-store";
@@ -36,6 +37,14 @@ export interface Req<F extends FieldSchema = FieldSchema> {
   /** The authenticated caller; null only on public operations. */
   token: TokenEntry | null;
   acl: Acl | null;
+  /**
+   * The caller's capabilities on a path given relative to the request's namespace, resolved
+   * exactly as the dispatcher resolves the request's own path (relative to the token's
+   * namespace). Every capability check other than the dispatcher's own goes through this, so a
+   * path in namespace team1 is never checked as if it were the root namespace's (issue 18 #1).
+   * Empty for public operations (no token).
+   */
+  capabilities(path: string): Set<Capability>;
   op: Operation;
   warnings: string[];
   waitUntil(p: Promise<unknown>): void;

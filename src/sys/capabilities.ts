@@ -1,16 +1,21 @@
 /** sys/capabilities-self and sys/capabilities: what a token may do on given paths. */
-import { capabilitiesFor } from "../auth/acl";
+import { capabilitiesFor, nsRelativePath } from "../auth/acl";
 import { authenticate } from "../auth/authenticate";
 import { aclFor } from "../auth/policies";
 import { badRequest } from "../http/errors";
 import { defineFields } from "../http/fields";
 import { route, type Req } from "../http/route";
-import type { Acl } from "../auth/acl";
+import { getNamespaceById } from "../auth/namespace-store";
 
-function answer(acl: Acl, paths: string[]): Record<string, unknown> {
+/**
+ * The answer for each path, as Vault shapes it ("deny" when nothing is granted). Paths are
+ * relative to the request's namespace, as in Vault; `capsOf` resolves them for the token asked
+ * about (issue 18 #1: never against the root namespace by mistake).
+ */
+function answer(capsOf: (path: string) => Set<string>, paths: string[]): Record<string, unknown> {
   const data: Record<string, unknown> = {};
   for (const p of paths) {
-    const caps = [...capabilitiesFor(acl, p.replace(/^\//, ""))].sort();
+    const caps = [...capsOf(p.replace(/^\//, ""))].sort();
     data[p] = caps.length ? caps : ["deny"];
   }
   if (paths.length === 1) data.capabilities = data[paths[0] as string];
@@ -39,7 +44,7 @@ export const capabilityRoutes = [
     fields: selfFields,
     handlers: {
       async update(req) {
-        return { data: answer(req.acl ?? (await aclFor(req.db, req.ns.id, [])), pathsOf(req)) };
+        return { data: answer((p) => req.capabilities(p), pathsOf(req)) };
       },
     },
   }),
@@ -50,7 +55,12 @@ export const capabilityRoutes = [
       async update(req) {
         const target = await authenticate(req.db, req.env.ROOT_TOKEN ?? "", req.fields.token, Date.now());
         if (!target) throw badRequest("token: invalid token");
-        return { data: answer(await aclFor(req.db, target.namespaceId, target.policies), pathsOf(req)) };
+        const acl = await aclFor(req.db, target.namespaceId, target.policies);
+        const targetNs = target.configuredRoot ? "" : ((await getNamespaceById(req.db, target.namespaceId))?.path ?? null);
+        // The target's policies see only its own namespace and those below it.
+        const capsOf = (p: string) =>
+          targetNs !== null && req.ns.path.startsWith(targetNs) ? capabilitiesFor(acl, nsRelativePath(targetNs, req.ns.path, p)) : new Set<string>();
+        return { data: answer(capsOf, pathsOf(req)) };
       },
     },
   }),

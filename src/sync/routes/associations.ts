@@ -3,7 +3,6 @@
  * and per secret (list, read by path, read by query). Thin: resolution and shapes here, the
  * engine's work in ../operations.ts.
  */
-import { capabilitiesFor } from "../../auth/acl";
 import { ApiError, badRequest, notFound } from "../../http/errors";
 import { defineFields } from "../../http/fields";
 import { route, type Req, type RouteDef } from "../../http/route";
@@ -113,7 +112,9 @@ async function resolveLink(req: Req, forSet: boolean): Promise<Link> {
   const m = await kvMount(req, mountPath);
   if (forSet) {
     // reference §1.9: the caller must be able to read the secret (checked at set time only).
-    const caps = req.acl ? capabilitiesFor(req.acl, `${mountPath}data/${secretName}`) : new Set<string>();
+    // The secret's path as seen from the request's namespace, resolved like the dispatcher's own
+    // check (issue 18 #1: checking it as a root-namespace path leaked team1's secrets).
+    const caps = req.capabilities(`${mountPath}data/${secretName}`);
     if (!caps.has("read")) throw new ApiError(403, `permission denied to read the content of the secret ${secretName} in mount ${mountPath.slice(0, -1)}`);
     if (!(await kvStore.getMetadata(req.db, m.id, secretName))) throw badRequest("secret_name: Secret not found. Please provide full path to existing secret");
   }
