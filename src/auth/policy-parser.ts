@@ -8,6 +8,7 @@
  * Parameter constraints (allowed_parameters, …) are refused rather than silently ignored, so a
  * policy never reads as stricter than it is.
  */
+import { MAX_JSON_DEPTH, parseJsonLimited } from "../util/json";
 
 export const CAPABILITIES = ["create", "read", "update", "patch", "delete", "list", "sudo", "deny"] as const;
 export type Capability = (typeof CAPABILITIES)[number];
@@ -110,6 +111,8 @@ function tokenize(src: string): Tok[] {
 
 class Parser {
   #pos = 0;
+  /** Open blocks and lists: body() and value() recurse, so nesting is bounded (issue 18 #7). */
+  #depth = 0;
   constructor(private readonly toks: Tok[]) {}
 
   #peek(): Tok | undefined {
@@ -135,17 +138,24 @@ class Parser {
     return false;
   }
 
+  #enter(): void {
+    if (++this.#depth > MAX_JSON_DEPTH) this.#fail(`nested deeper than ${MAX_JSON_DEPTH} levels`);
+  }
+
   body(closing: boolean): Block {
+    this.#enter();
     const entries: Entry[] = [];
     for (;;) {
       const t = this.#peek();
       if (!t) {
         if (closing) this.#fail("expected '}'");
+        this.#depth--;
         return { entries };
       }
       if (t.kind === "punct" && t.text === "}") {
         if (!closing) this.#fail("unexpected '}'");
         this.#pos++;
+        this.#depth--;
         return { entries };
       }
       if (t.kind !== "ident" && t.kind !== "str") this.#fail(`expected a key, found '${t.text}'`);
@@ -170,6 +180,7 @@ class Parser {
     if (t.kind === "num") return Number(t.text);
     if (t.kind === "ident" && (t.text === "true" || t.text === "false")) return t.text === "true";
     if (t.kind === "punct" && t.text === "[") {
+      this.#enter();
       const items: Value[] = [];
       while (!this.#punct("]")) {
         items.push(this.value());
@@ -177,6 +188,7 @@ class Parser {
           this.#fail("expected ',' or ']' in list");
         }
       }
+      this.#depth--;
       return items;
     }
     if (t.kind === "punct" && t.text === "{") return this.body(true);
@@ -228,12 +240,12 @@ function blockToObject(b: Block): Record<string, unknown> {
 }
 
 function parseJsonPolicy(src: string): ParsedPolicy {
-  let doc: unknown;
-  try {
-    doc = JSON.parse(src);
-  } catch (e) {
-    throw new PolicyParseError(`invalid JSON: ${e instanceof Error ? e.message : String(e)}`);
+  // The parser's own message would quote the policy text; say only what is wrong (issue 18 #10).
+  const parsed = parseJsonLimited(src);
+  if (!parsed.ok) {
+    throw new PolicyParseError(parsed.reason === "malformed" ? "malformed JSON" : `JSON nested deeper than ${MAX_JSON_DEPTH} levels`);
   }
+  const doc = parsed.value;
   if (typeof doc !== "object" || doc === null || Array.isArray(doc)) throw new PolicyParseError("JSON policy must be an object");
   const rules: PathRule[] = [];
   for (const [key, v] of Object.entries(doc)) {

@@ -14,6 +14,7 @@ import { revokeTree, spendUse, tokenByHashQuery, type TokenEntry } from "../auth
 import { ENGINES } from "../engines/registry";
 import { BACKEND_ROUTES } from "./backends";
 import type { Db } from "../db/client";
+import { MAX_NAMESPACE_DEPTH } from "../sys/limits";
 import { findMountForPath, longestMount, mountCandidates, mountIdSql, mountsQuery, ROOT_NAMESPACE, type MountRow, type NamespaceRef } from "../sys/mount-store";
 import { sha256Hex } from "../util/encoding";
 import { ApiError, badRequest, notFound, permissionDenied } from "./errors";
@@ -78,6 +79,8 @@ interface FirstRound {
   backend?: Backend | null;
   /** Reads a route asked for (RouteDef.prefetch), made for a guessed mount. */
   prefetch?: Prefetch;
+  /** Without `ns`: the path of the namespace asked for, which does not exist ("a/b/"). */
+  wanted?: string;
 }
 
 /** A route's prefetched reads, valid only if the request turns out to reach `def` on the guessed mount. */
@@ -124,7 +127,10 @@ async function firstRound(db: Db, rootToken: string, header: string | null, segs
   // sys/ and auth/ can never be namespace names, so only the header's namespace is looked up.
   const first = segs[0];
   const system = first === "sys" || first === "auth";
-  if (!system) for (let i = 1; i < segs.length; i++) candidates.push(base + segs.slice(0, i).map((s) => `${s}/`).join(""));
+  // Every candidate is a bound parameter and D1 allows 100 per statement; no namespace nests
+  // deeper than MAX_NAMESPACE_DEPTH, so deeper prefixes need no lookup (issue 18 #6).
+  const deepest = Math.min(segs.length - 1, MAX_NAMESPACE_DEPTH - (base.split("/").length - 1));
+  if (!system) for (let i = 1; i <= deepest; i++) candidates.push(base + segs.slice(0, i).map((s) => `${s}/`).join(""));
   const fullPath = segs.join("/");
   const speculate = base === "" && systemBackend(fullPath) === null;
 
@@ -143,7 +149,7 @@ async function firstRound(db: Db, rootToken: string, header: string | null, segs
 
   let best: NamespaceRef | null = base === "" ? ROOT_NAMESPACE : null;
   for (const ns of nsRows) if (!best || ns.path.length > best.path.length) best = ns;
-  if (!best) return { ns: null, rest: segs, found };
+  if (!best) return { ns: null, rest: segs, found, wanted: base };
   const used = best.path.slice(base.length).split("/").filter((s) => s !== "").length;
   const rest = segs.slice(used);
   if (speculate && best.id === ROOT_NAMESPACE.id) return { ns: best, rest, found, backend: mountBackend(longestMount(mountRows), fullPath), prefetch };
@@ -170,6 +176,18 @@ function mountBackend(mount: MountRow | null, path: string): Backend | null {
 
 async function resolveBackend(db: Db, ns: NamespaceRef, path: string): Promise<Backend | null> {
   return systemBackend(path) ?? mountBackend(await findMountForPath(db, ns.id, path), path);
+}
+
+/**
+ * The answer for a namespace that does not exist (issue 18 #12): 404 only to a caller whose
+ * policies would reach the path if it existed; anyone else gets the 403 that an existing
+ * namespace they cannot see gets, so the answer tells nothing about which namespaces exist.
+ * A public operation needs a route, hence a namespace: the caller here always has a token.
+ */
+function missingNamespace(wanted: string, path: string, tokenNs: string | null, acl: Acl | null, op: Operation): ApiError {
+  if (tokenNs === null || acl === null || !wanted.startsWith(tokenNs)) return permissionDenied();
+  if (!isAllowed(acl, aclPath(tokenNs, { id: "", path: wanted }, path, op), op, false)) return permissionDenied();
+  return notFound(["no namespace at this path"]);
 }
 
 /** ACL path of a request: relative to the token's namespace, with a trailing "/" for lists. */
@@ -201,7 +219,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   // token needs). The token is looked up even where the operation turns out to be public; that
   // costs nothing extra in the batch.
   const presented = presentedToken(request.headers);
-  const { ns, rest, found, backend: settled, prefetch } = await firstRound(db, cfg.rootToken, request.headers.get("x-service-namespace"), segs, presented);
+  const { ns, rest, found, backend: settled, prefetch, wanted } = await firstRound(db, cfg.rootToken, request.headers.get("x-service-namespace"), segs, presented);
   const path = rest.join("/");
   const [backend, tokenNs, acl] = await Promise.all([
     settled !== undefined ? Promise.resolve(settled) : ns ? resolveBackend(db, ns, path) : Promise.resolve(null),
@@ -220,7 +238,6 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   const isPublic = op !== null && def?.public?.includes(op) === true;
   const token: TokenEntry | null = isPublic ? null : found;
   if (!isPublic && !token) throw permissionDenied();
-  if (!ns) throw notFound([`no namespace at this path`]);
   if (op === null) throw new ApiError(405, "unsupported operation");
 
   // Body first: existence checks and handlers both need the data.
@@ -231,6 +248,9 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   }
   const isWrite = op === "update" || op === "patch";
   const body = def?.rawBody && isWrite ? {} : isWrite ? decodeJsonObject(rawBody) : queryData(url.searchParams);
+  // Only here, where an existing namespace meets its ACL check: a missing one must answer every
+  // earlier check (405, 413, 415, a malformed body) exactly as an existing one does.
+  if (!ns) throw missingNamespace(wanted ?? "", path, tokenNs, acl, op);
 
   const warnings: string[] = [];
   const req: Req = {

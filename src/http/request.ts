@@ -1,5 +1,6 @@
 /** Reading a request: verb → operation, body size limit, JSON decoding (CONTRACT.md). */
 import type { Operation } from "../auth/acl";
+import { MAX_JSON_DEPTH, parseJsonLimited } from "../util/json";
 import { ApiError, badRequest } from "./errors";
 
 export const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
@@ -78,16 +79,18 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, seen: numb
   await reader.cancel();
 }
 
-/** Decodes a JSON object body; an empty body is `{}`. */
+/**
+ * Decodes a JSON object body; an empty body is `{}`. Errors never quote the body (it may hold a
+ * secret) and nesting is bounded by MAX_JSON_DEPTH (src/util/json.ts, issue 18 #7 and #10).
+ */
 export function decodeJsonObject(bytes: Uint8Array): Record<string, unknown> {
   const text = new TextDecoder().decode(bytes).trim();
   if (text === "") return {};
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (e) {
-    throw badRequest(`failed to parse JSON input: ${e instanceof Error ? e.message : String(e)}`);
+  const parsed = parseJsonLimited(text);
+  if (!parsed.ok) {
+    throw badRequest(parsed.reason === "malformed" ? "malformed JSON body" : `JSON body nested deeper than ${MAX_JSON_DEPTH} levels`);
   }
+  const v = parsed.value;
   if (typeof v !== "object" || v === null || Array.isArray(v)) {
     throw badRequest("failed to parse JSON input: the body must be a JSON object");
   }

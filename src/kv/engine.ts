@@ -26,6 +26,7 @@ import {
   type KvSettings,
 } from "./service";
 import * as store from "./store";
+import { MAX_JSON_DEPTH, valueDepthExceeds } from "../util/json";
 
 /** Everything an operation needs about the request, resolved once. */
 export interface KvCtx {
@@ -120,8 +121,20 @@ export function patchSecret(
     if (!v || !isLive(v, Date.now())) throw notFound();
     const current = await store.openVersionData(ctx.keys, ctx.mountId, path, v);
     if (!current) throw notFound();
-    return patch(current);
+    return patch(requireWalkable(current));
   });
+}
+
+/**
+ * Subkeys and merge patches walk the data recursively. Bodies nest at most MAX_JSON_DEPTH
+ * levels (src/http/request.ts), but a version written before that limit existed may nest
+ * deeper and would overflow the stack (a 500, issue 18 #7); it is refused instead.
+ */
+function requireWalkable(data: JsonObject): JsonObject {
+  if (valueDepthExceeds(data, MAX_JSON_DEPTH)) {
+    throw badRequest(`the stored secret nests deeper than ${MAX_JSON_DEPTH} levels; write a new version of it`);
+  }
+  return data;
 }
 
 interface ResolvedVersion {
@@ -155,7 +168,7 @@ export async function readSubkeys(ctx: KvCtx, path: string, requested: number, d
   const metadata = versionView(version, meta.customMetadata);
   if (!live) return { data: { subkeys: null, metadata }, status: 404 };
   const data = (await store.openVersionData(ctx.keys, ctx.mountId, path, version)) ?? {};
-  return { data: { subkeys: subkeys(data, depth), metadata } };
+  return { data: { subkeys: subkeys(requireWalkable(data), depth), metadata } };
 }
 
 /** DELETE data/<path>: soft-deletes the current version. */

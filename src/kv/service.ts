@@ -250,9 +250,19 @@ export function listChildren(paths: string[], prefix: string): string[] {
   return [...keys].sort();
 }
 
+/**
+ * Most version numbers one delete/undelete/destroy may name (issue 18 #6). Storage splits the
+ * list into statements of at most VERSIONS_PER_STATEMENT (D1 binds at most 100 parameters per
+ * statement) inside one batch; this bound keeps that batch, and the request's work, finite.
+ */
+export const MAX_VERSIONS_PER_REQUEST = 1000;
+
 /** Checks the `versions` list of delete/undelete/destroy. */
 export function requireVersions(versions: number[] | undefined): number[] {
   if (!versions || versions.length === 0) throw badRequest("versions: no version number provided");
+  if (versions.length > MAX_VERSIONS_PER_REQUEST) {
+    throw badRequest(`versions: at most ${MAX_VERSIONS_PER_REQUEST} version numbers per request, got ${versions.length}`);
+  }
   for (const v of versions) if (v < 1) throw badRequest(`versions: invalid version number ${v}`);
   return [...new Set(versions)].sort((a, b) => a - b);
 }

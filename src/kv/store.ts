@@ -14,7 +14,7 @@
  * the last guard (a duplicate N+1 fails with UNIQUE and the whole batch rolls back). Callers get
  * `conflict` and decide: a cas write answers 400, a plain write re-reads and retries.
  */
-import { and, asc, eq, inArray, sql } from "drizzle-orm";
+import { and, asc, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { kvConfig, kvMetadata, kvVersions } from "../db/schema";
 import { seal, unseal, type SealKeys } from "../db/seal";
@@ -188,45 +188,61 @@ const versionsOf = (mountId: string, path: string, versions: number[]) =>
   and(eq(kvVersions.mountId, mountId), eq(kvVersions.path, path), inArray(kvVersions.version, versions));
 
 /**
+ * Version numbers per statement: D1 binds at most 100 parameters per statement, and each
+ * statement below binds up to 6 more. The list's length is bounded by the caller
+ * (MAX_VERSIONS_PER_REQUEST in service.ts).
+ */
+const VERSIONS_PER_STATEMENT = 90;
+
+/**
+ * Runs one version-changing statement per chunk of `versions`, all in one batch (so the change
+ * is all or nothing), and returns the versions changed.
+ */
+async function updateVersions(
+  db: Db,
+  versions: number[],
+  stmt: (chunk: number[]) => ReturnType<typeof returningVersions>,
+): Promise<number[]> {
+  const [first, ...rest] = Array.from({ length: Math.ceil(versions.length / VERSIONS_PER_STATEMENT) }, (_, i) =>
+    stmt(versions.slice(i * VERSIONS_PER_STATEMENT, (i + 1) * VERSIONS_PER_STATEMENT)),
+  );
+  if (!first) return [];
+  const results = await db.batch([first, ...rest]);
+  return results.flat().map((r) => r.version).sort((a, b) => a - b);
+}
+
+/** The shape every statement of updateVersions has: an UPDATE of kv_versions returning the version. */
+const returningVersions = (db: Db, set: Partial<typeof kvVersions.$inferInsert>, where: SQL | undefined) =>
+  db.update(kvVersions).set(set).where(where).returning({ version: kvVersions.version });
+
+/**
  * Soft-deletes versions at `now`: destroyed versions and versions already deleted stay as they
  * are; a future delete_version_after time is brought forward. Returns the versions changed.
  */
 export async function softDeleteVersions(db: Db, mountId: string, path: string, versions: number[], now: number): Promise<number[]> {
-  if (versions.length === 0) return [];
-  const rows = await db
-    .update(kvVersions)
-    .set({ deletionTime: now })
-    .where(
+  return updateVersions(db, versions, (chunk) =>
+    returningVersions(
+      db,
+      { deletionTime: now },
       and(
-        versionsOf(mountId, path, versions),
+        versionsOf(mountId, path, chunk),
         eq(kvVersions.destroyed, false),
         sql`(${kvVersions.deletionTime} IS NULL OR ${kvVersions.deletionTime} > ${now})`,
       ),
-    )
-    .returning({ version: kvVersions.version });
-  return rows.map((r) => r.version);
+    ),
+  );
 }
 
 /** Clears the deletion time of versions that are not destroyed. */
 export async function undeleteVersions(db: Db, mountId: string, path: string, versions: number[]): Promise<number[]> {
-  if (versions.length === 0) return [];
-  const rows = await db
-    .update(kvVersions)
-    .set({ deletionTime: null })
-    .where(and(versionsOf(mountId, path, versions), eq(kvVersions.destroyed, false)))
-    .returning({ version: kvVersions.version });
-  return rows.map((r) => r.version);
+  return updateVersions(db, versions, (chunk) =>
+    returningVersions(db, { deletionTime: null }, and(versionsOf(mountId, path, chunk), eq(kvVersions.destroyed, false))),
+  );
 }
 
 /** Destroys versions: their sealed data is gone for good, the row stays as a tombstone. */
 export async function destroyVersions(db: Db, mountId: string, path: string, versions: number[]): Promise<number[]> {
-  if (versions.length === 0) return [];
-  const rows = await db
-    .update(kvVersions)
-    .set({ destroyed: true, sealedData: null })
-    .where(versionsOf(mountId, path, versions))
-    .returning({ version: kvVersions.version });
-  return rows.map((r) => r.version);
+  return updateVersions(db, versions, (chunk) => returningVersions(db, { destroyed: true, sealedData: null }, versionsOf(mountId, path, chunk)));
 }
 
 /** Removes a key: every version and its metadata, in one batch. Returns whether it existed. */

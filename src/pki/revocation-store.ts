@@ -9,7 +9,7 @@
  * in CHUNK_CHARS slices with pki_crls.der = "". Writer and reader each use one D1 batch (one
  * transaction), so a reader sees either the old CRL or the new one, never slices of both.
  */
-import { and, asc, eq, gt, inArray, lte, max, notInArray, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, lte, max, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { mounts, pkiConfig, pkiCrlChunks, pkiCrls, pkiRevoked } from "../db/schema";
 import type { MountRow } from "../sys/mount-store";
@@ -193,12 +193,16 @@ export function putCrlStmts(db: Db, row: Omit<CrlRow, "der">, derB64: string): S
   return stmts;
 }
 
-/** Removes the CRLs of issuers that no longer have one (deleted, keyless, or lacking crl-signing). */
+/**
+ * Removes the CRLs of issuers that no longer have one (deleted, keyless, or lacking crl-signing).
+ * The ids to keep travel as one JSON array parameter: a list of bound parameters broke with 100
+ * issuers in a mount, D1's limit per statement (issue 18 #6).
+ */
 export function deleteCrlsExceptStmts(db: Db, mountId: string, keepIssuerIds: string[]): Stmt[] {
-  const keep = keepIssuerIds.length > 0 ? keepIssuerIds : [""];
+  const keep = JSON.stringify(keepIssuerIds);
   return [
-    db.delete(pkiCrls).where(and(eq(pkiCrls.mountId, mountId), notInArray(pkiCrls.issuerId, keep))),
-    db.delete(pkiCrlChunks).where(and(eq(pkiCrlChunks.mountId, mountId), notInArray(pkiCrlChunks.issuerId, keep))),
+    db.delete(pkiCrls).where(and(eq(pkiCrls.mountId, mountId), sql`${pkiCrls.issuerId} NOT IN (SELECT value FROM json_each(${keep}))`)),
+    db.delete(pkiCrlChunks).where(and(eq(pkiCrlChunks.mountId, mountId), sql`${pkiCrlChunks.issuerId} NOT IN (SELECT value FROM json_each(${keep}))`)),
   ];
 }
 

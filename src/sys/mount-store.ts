@@ -2,6 +2,7 @@
 import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { mounts } from "../db/schema";
+import { MAX_MOUNT_PATH_SEGMENTS } from "./limits";
 
 export interface NamespaceRef {
   id: string;
@@ -20,9 +21,13 @@ export async function findMountForPath(db: Db, nsId: string, path: string): Prom
   return longestMount(await mountsQuery(db, nsId, candidates));
 }
 
-/** The mount paths that could hold `path`: each of its prefixes, with a trailing slash. */
+/**
+ * The mount paths that could hold `path`: each of its prefixes, with a trailing slash. No mount
+ * has more than MAX_MOUNT_PATH_SEGMENTS segments, so longer prefixes are not looked up: the
+ * lookup binds one parameter per candidate, and D1 allows 100 (issue 18 #6).
+ */
 export function mountCandidates(path: string): string[] {
-  const segs = path.split("/");
+  const segs = path.split("/", MAX_MOUNT_PATH_SEGMENTS);
   const candidates: string[] = [];
   for (let i = 1; i <= segs.length; i++) {
     const p = segs.slice(0, i).join("/");

@@ -14,7 +14,7 @@ import { unsyncMount } from "../sync/operations";
 import { randomHex } from "../util/encoding";
 import { deleteMountRow, findMountForPath, getMount, insertMount, listMounts, updateMount, type MountRow } from "./mount-store";
 
-import { SYSTEM_MAX_TTL } from "./limits";
+import { MAX_MOUNT_PATH_SEGMENTS, SYSTEM_MAX_TTL } from "./limits";
 
 export { SYSTEM_MAX_TTL };
 
@@ -24,6 +24,10 @@ const RESERVED_MOUNT_ROOTS = new Set(["sys", "auth", "identity", "cubbyhole"]);
 export function normalizeMountPath(raw: string): string {
   const segs = raw.split("/").filter((s) => s !== "");
   if (segs.length === 0) throw badRequest("path: a mount path is required");
+  // Mount lookups try one prefix per segment up to this bound (mountCandidates).
+  if (segs.length > MAX_MOUNT_PATH_SEGMENTS) {
+    throw badRequest(`path: a mount path has at most ${MAX_MOUNT_PATH_SEGMENTS} segments, got ${segs.length}`);
+  }
   for (const s of segs) {
     if (!/^[\w.-]+$/.test(s) || s === "." || s === "..") {
       throw badRequest(`path: invalid mount path segment "${s}" (letters, digits, '_', '-', '.')`);

@@ -9,6 +9,7 @@ import { revokeNamespaceTokens } from "../auth/token-store";
 import { badRequest, notFound } from "../http/errors";
 import { defineFields } from "../http/fields";
 import { route, type Req } from "../http/route";
+import { MAX_NAMESPACE_DEPTH } from "./limits";
 import { countMountsInNamespace, findMountForPath } from "./mount-store";
 import { deleteNamespaceSyncRows, syncObjectsInNamespace } from "../sync/store";
 
@@ -82,6 +83,8 @@ export const namespaceRoutes = [
       },
       async update(req) {
         const path = childPath(req, req.fields.path);
+        // The dispatcher looks namespaces up only this deep (src/http/dispatch.ts firstRound).
+        if (path.split("/").length - 1 > MAX_NAMESPACE_DEPTH) throw badRequest(`path: namespaces nest at most ${MAX_NAMESPACE_DEPTH} levels deep`);
         const existing = await getNamespaceByPath(req.db, path);
         if (existing) {
           if (req.has("custom_metadata")) throw badRequest(`namespace "${path}" already exists; use PATCH to change its metadata`);

@@ -53,7 +53,7 @@ describe("parsePolicy (JSON)", () => {
   });
 
   it("refuses malformed JSON and wrong shapes", () => {
-    expect(() => parsePolicy("{ nope")).toThrow("invalid JSON");
+    expect(() => parsePolicy("{ nope")).toThrow("malformed JSON");
     expect(() => parsePolicy('{"path": {"a": {"capabilities": "read"}}}')).toThrow("must be a list");
     expect(() => parsePolicy('{"paths": {}}')).toThrow("unsupported top-level key");
   });
