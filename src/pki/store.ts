@@ -3,7 +3,7 @@
  * land together are returned as statements for `db.batch` (D1 has no interactive transactions,
  * workers-stack.md pitfall 8), so an issuer and its key are never half-written.
  */
-import { and, asc, eq, inArray, type SQL } from "drizzle-orm";
+import { and, asc, eq, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../db/client";
 import { pkiCerts, pkiConfig, pkiIssuers, pkiKeys, pkiRoles } from "../db/schema";
@@ -59,11 +59,6 @@ export async function getIssuerWithKey(db: Db, mountId: string, id: string): Pro
     .where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
   const r = rows[0];
   return r ? { issuer: r.issuer, key: r.key } : null;
-}
-
-export async function getIssuersByIds(db: Db, mountId: string, ids: string[]): Promise<IssuerRow[]> {
-  if (ids.length === 0) return [];
-  return db.select().from(pkiIssuers).where(and(eq(pkiIssuers.mountId, mountId), inArray(pkiIssuers.id, ids)));
 }
 
 export const insertIssuerStmt = (db: Db, row: IssuerRow): Stmt => db.insert(pkiIssuers).values(row);
