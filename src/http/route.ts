@@ -10,6 +10,7 @@ import type { Capability } from "../auth/policy-parser";
 import type { TokenEntry } from "../auth/token-store";
 import type { Db } from "../db/client";
 import type { MountRow, NamespaceRef } from "../sys/mount-store";
+import { trimEndChar } from "../util/text";
 import type { FieldSchema, FieldValues } from "./fields";
 
 export type { Operation };
@@ -153,7 +154,8 @@ export function matchRoute(
   routes: CompiledRoute[],
   path: string,
 ): { route: CompiledRoute; params: Record<string, string> } | null {
-  const p = path.replace(/\/+$/, "");
+  // Not `replace(/\/+$/, "")`: that regex is quadratic on a long run of "/" (src/util/text.ts).
+  const p = trimEndChar(path, "/");
   for (const r of routes) {
     const m = r.regex.exec(p);
     if (m) {

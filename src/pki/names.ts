@@ -4,6 +4,7 @@
  * Pure functions over plain data, so the matrix of upstream cases is unit-tested directly.
  */
 import { badRequest } from "../http/errors";
+import { globMatch } from "../util/glob";
 
 export interface NamePolicy {
   allow_localhost: boolean;
@@ -81,6 +82,10 @@ export function toAscii(name: string): string {
   const labels = (trailingDot ? name.slice(0, -1) : name).split(".");
   const out = labels.map((l) => {
     if (l === "") throw new IdnaError(`idna: invalid label "${l}"`);
+    // Every code point yields at least one output character and a code point is at most two
+    // UTF-16 units, so a longer label cannot fit in 63 octets: refuse it before Punycode, whose
+    // cost grows with the square of the label's length.
+    if (l.length > 2 * 63) throw new IdnaError(`idna: invalid label "${l}"`);
     // eslint-disable-next-line no-control-regex
     const a = /^[\x00-\x7f]*$/.test(l) ? l : `xn--${punycode(l.normalize("NFC").toLowerCase())}`;
     if (a.length > 63) throw new IdnaError(`idna: invalid label "${l}"`);
@@ -96,11 +101,11 @@ const LABEL = "([A-Za-z0-9]|[A-Za-z0-9][A-Za-z0-9-]*[A-Za-z0-9])";
 export const HOSTNAME_RE = new RegExp(`^(\\*\\.)?(${LABEL}\\.)*${LABEL}\\.?$`);
 const WILDCARD_LABEL_RE = new RegExp(`^(\\*|\\*${LABEL}|${LABEL}\\*|${LABEL}\\*${LABEL})$`);
 
-/** Shell-style glob where only `*` is special and matches any run, dots included. */
-export function globMatch(pattern: string, value: string): boolean {
-  const re = new RegExp(`^${pattern.split("*").map((p) => p.replace(/[.+?^${}()|[\]\\]/g, "\\$&")).join(".*")}$`, "s");
-  return re.test(value);
-}
+/**
+ * Shell-style glob where only `*` is special and matches any run, dots included (upstream's
+ * go-glob). Linear, never a RegExp: see src/util/glob.ts (issue 18 #4).
+ */
+export { globMatch };
 
 // ---------------------------------------------------------------------------------------------
 
@@ -145,14 +150,22 @@ export function nameAllowed(p: NamePolicy, name: string): boolean {
     }
     if (p.allow_subdomains && isWildcard && (reduced === "localhost" || reduced === "localdomain")) return true;
   }
+  // Lower-cased once, not once per allowed domain: a role may list up to
+  // MAX_ROLE_LIST_ENTRIES domains and a request up to MAX_SAN_ENTRIES names (name-limits.ts).
+  const nameLower = name.toLowerCase();
+  const emailDomainLower = emailDomain.toLowerCase();
+  const reducedLower = reduced.toLowerCase();
+  const needLower = p.allow_bare_domains || (p.allow_subdomains && isWildcard);
   for (const d of p.allowed_domains) {
     if (d === "") continue;
-    if (p.allow_bare_domains && (name.toLowerCase() === d.toLowerCase() || (isEmail && emailDomain.toLowerCase() === d.toLowerCase()))) {
+    const dLower = needLower ? d.toLowerCase() : "";
+    if (p.allow_bare_domains && (nameLower === dLower || (isEmail && emailDomainLower === dLower))) {
       return true;
     }
     if (p.allow_subdomains) {
-      if (reduced.endsWith(`.${d}`)) return true;
-      if (isWildcard && reduced.toLowerCase() === d.toLowerCase()) return true;
+      // reduced.endsWith(`.${d}`), without building that string for every pair.
+      if (reduced.length > d.length && reduced.endsWith(d) && reduced[reduced.length - d.length - 1] === ".") return true;
+      if (isWildcard && reducedLower === dLower) return true;
     }
     if (p.allow_glob_domains && d.includes("*") && globMatch(d, name)) return true;
   }

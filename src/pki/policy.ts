@@ -18,6 +18,7 @@ import {
   type NamePolicy,
   type ParsedOtherSan,
 } from "./names";
+import { capCsrNames, capNameRequest } from "./name-limits";
 import type { Role } from "./roles";
 import type { CsrInfo } from "./x509";
 
@@ -86,6 +87,18 @@ export function applyRole(role: Role, req: NameRequest, csr: CsrInfo | null): Ce
   const policy: NamePolicy = role;
   const fromCsr = csrSubjectFields(csr);
   const useCsrSans = csr !== null && role.use_csr_sans;
+
+  // 0. Size limits, before any name is parsed or matched (issue 18 #4; name-limits.ts): the CSR's
+  // names only where this request would use them.
+  capNameRequest(req);
+  if (csr !== null) {
+    capCsrNames(
+      role.use_csr_common_name ? fromCsr.cn : "",
+      req.serial_number === "" ? fromCsr.serial : "",
+      req.user_ids.length === 0 ? fromCsr.uids : [],
+      useCsrSans ? csr.sans : null,
+    );
+  }
 
   // 1. CN source.
   const cn = csr !== null && role.use_csr_common_name ? fromCsr.cn : req.common_name;
@@ -168,8 +181,10 @@ export function applyRole(role: Role, req: NameRequest, csr: CsrInfo | null): Ce
 
   // 11. User ids.
   const userIds = req.user_ids.length > 0 ? req.user_ids : fromCsr.uids;
+  // Case-insensitive, as upstream; the role's list is lower-cased once, not once per user id.
+  const allowedUserIds = userIds.length > 0 ? role.allowed_user_ids.map((a) => a.toLowerCase()) : [];
   for (const u of userIds) {
-    if (!matchesAny(role.allowed_user_ids, u, true)) throw badRequest(`user_id ${u} is not allowed by this role`);
+    if (!matchesAny(allowedUserIds, u.toLowerCase())) throw badRequest(`user_id ${u} is not allowed by this role`);
   }
 
   const uniq = (xs: string[]) => [...new Set(xs)];

@@ -7,6 +7,7 @@ import { badRequest } from "../http/errors";
 import { defineFields, type FieldValues } from "../http/fields";
 import { isValidOid } from "./der";
 import { validateKeySpec } from "./keytypes";
+import { capRoleLists } from "./name-limits";
 import { formatCidr, parseCidr, parseOtherSan } from "./names";
 
 const css = (description: string, def: string[] = []) => ({ type: "comma-string-slice" as const, description, default: def });
@@ -195,6 +196,8 @@ function validateBound(field: string, v: string, allowed: string[], allowTimesta
  */
 export function buildRole(f: Omit<RoleFieldValues, "name">): { role: Role; warnings: string[] } {
   const warnings: string[] = [];
+  // Size limits first, so no entry is parsed or stored unbounded (issue 18 #4; name-limits.ts).
+  capRoleLists(f);
   for (const entry of f.allowed_other_sans) {
     if (entry === "*") continue;
     try {

@@ -6,6 +6,7 @@
  * intent.
  */
 import type { Db } from "../db/client";
+import { trimChar } from "../util/text";
 import type { DestinationKey } from "./store";
 import type { DestinationType } from "./destinations/types";
 
@@ -257,7 +258,8 @@ export async function findAssociationByStoredMount(
   db: Db,
   l: { namespaceId: string; destinationType: DestinationType; destinationName: string; mount: string; secretName: string },
 ): Promise<Association | null> {
-  const path = `${l.mount.replace(/^\/+|\/+$/g, "")}/`;
+  // trimChar, not a /\/+$/ regex, which is quadratic on a long run of "/" (src/util/text.ts).
+  const path = `${trimChar(l.mount, "/")}/`;
   const r = await db.$client
     .prepare(
       `SELECT * FROM sync_associations WHERE namespace_id = ? AND destination_type = ? AND destination_name = ? AND secret_name = ?

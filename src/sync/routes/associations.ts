@@ -13,6 +13,7 @@ import { isDestinationType, type DestinationType } from "../destinations/types";
 import { removeAssociation, setAssociation } from "../operations";
 import { destinationExists, getDestination } from "../store";
 import { loadConfig } from "../../config";
+import { trimChar } from "../../util/text";
 import { engineDeps } from "./deps";
 
 const rfc3339 = (ms: number): string => new Date(ms).toISOString();
@@ -66,7 +67,8 @@ const memberFields = defineFields({
 });
 
 function normalizeMount(raw: string): string {
-  const p = raw.replace(/^\/+|\/+$/g, "");
+  // Not `replace(/^\/+|\/+$/g, "")`: quadratic on a long run of "/" (src/util/text.ts).
+  const p = trimChar(raw, "/");
   if (p === "") throw badRequest("mount: is required");
   return `${p}/`;
 }
@@ -101,7 +103,7 @@ async function resolveLink(req: Req, forSet: boolean): Promise<Link> {
       namespaceId: req.ns.id,
       destinationType: key.type,
       destinationName: key.name,
-      mount: String(req.fields.mount ?? "").replace(/^\/+|\/+$/g, ""),
+      mount: trimChar(String(req.fields.mount ?? ""), "/"),
       secretName,
     });
     if (a) {
