@@ -10,9 +10,22 @@ export async function getPolicy(db: Db, nsId: string, name: string): Promise<Pol
   return rows[0] ?? null;
 }
 
+/**
+ * Names per query: D1 allows at most 100 bound parameters per statement, and the namespace takes
+ * one. New tokens carry at most MAX_TOKEN_POLICIES (64) names, so this is one query for them; a
+ * token stored before that limit (or any other caller) gets several, never a 500 (issue 18 #6).
+ */
+const NAMES_PER_QUERY = 90;
+
 export async function getPolicies(db: Db, nsId: string, names: string[]): Promise<PolicyRow[]> {
-  if (names.length === 0) return [];
-  return db.select().from(policies).where(and(eq(policies.namespaceId, nsId), inArray(policies.name, names)));
+  const unique = [...new Set(names)];
+  if (unique.length === 0) return [];
+  const chunks: string[][] = [];
+  for (let i = 0; i < unique.length; i += NAMES_PER_QUERY) chunks.push(unique.slice(i, i + NAMES_PER_QUERY));
+  const results = await Promise.all(
+    chunks.map((chunk) => db.select().from(policies).where(and(eq(policies.namespaceId, nsId), inArray(policies.name, chunk)))),
+  );
+  return results.flat();
 }
 
 export async function listPolicyNames(db: Db, nsId: string): Promise<string[]> {

@@ -32,6 +32,10 @@ const createFields = defineFields({
 async function createToken(req: Req<typeof createFields>, orphan: boolean) {
   const parent = req.token;
   if (!parent) throw permissionDenied();
+  // Upstream's rule and wording (token_store.go handleCreateCommon, 400): a child, orphan or not,
+  // would escape the parent's use count (issue 18 #2: a num_uses=1 token minted an unlimited
+  // child). numUses is the limit the token was created with, not what is left of it.
+  if (parent.numUses > 0) throw badRequest("restricted use token cannot generate child tokens");
   const f = req.fields;
   if (f.num_uses < 0) throw badRequest("num_uses: must be zero or positive");
   if (f.no_parent && !parent.policies.includes("root") && !req.acl?.root) {
@@ -62,7 +66,10 @@ async function createToken(req: Req<typeof createFields>, orphan: boolean) {
     expireTime: life.expireTime,
     maxExpireTime: life.maxExpireTime,
   };
-  await insertToken(req.db, row);
+  // A child is stored only if its parent is still valid at the instant of the insert: a
+  // revocation that won the race leaves nothing behind (token-store.ts, issue 18 #3). The caller
+  // is then a revoked token, so it gets what any revoked token gets.
+  if (!(await insertToken(req.db, row, now))) throw permissionDenied();
   return { data: null, auth: authBlock(row, text, now), warnings: life.warnings };
 }
 

@@ -2,8 +2,20 @@
  * Storage of tokens: the only module that touches the `tokens` table. Tokens are stored as
  * SHA-256 hashes; the configured ROOT_TOKEN is never stored at all (it is compared in constant
  * time on each request, see src/auth/authenticate.ts).
+ *
+ * Invariant: no token outlives a revoked ancestor (issue 18 #3). D1 has no interactive
+ * transactions, but it runs each statement atomically and one at a time, so creation and
+ * revocation are each ONE statement that excludes the other:
+ *   - a child is inserted by `INSERT … SELECT … WHERE EXISTS (parent still valid)` (insertToken),
+ *     so it is stored only if its parent's row is there, unexpired and not out of uses at that
+ *     instant;
+ *   - a tree is revoked by one `DELETE … WHERE accessor IN (recursive subtree)` (revokeTree), which
+ *     finds and deletes the whole subtree at one instant.
+ * So either the insert runs first, and the child is in the subtree the delete removes, or the
+ * delete runs first, and the insert finds no parent and stores nothing. Enumerating the subtree
+ * in one statement and deleting it in later ones (as before) let a child slip in between.
  */
-import { and, eq, gt, inArray, sql } from "drizzle-orm";
+import { and, eq, gt, getTableColumns, inArray, sql } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { tokens } from "../db/schema";
 
@@ -29,8 +41,32 @@ export async function getTokenByAccessor(db: Db, accessor: string): Promise<Toke
   return rows[0] ?? null;
 }
 
-export async function insertToken(db: Db, row: TokenRow): Promise<void> {
-  await db.insert(tokens).values(row);
+/**
+ * Stores a new token. An orphan is inserted as is. A child is inserted only if its parent is
+ * still valid at the instant of the insert (see the invariant above); returns false, storing
+ * nothing, when the parent was revoked, expired or used up meanwhile.
+ */
+export async function insertToken(db: Db, row: TokenRow, now: number): Promise<boolean> {
+  if (row.parentAccessor === null) {
+    await db.insert(tokens).values(row);
+    return true;
+  }
+  // The new row's values in the table's column order (the order Drizzle's insert-select lists
+  // the columns in), each encoded by its column (JSON, booleans) as .values() would.
+  const cols = getTableColumns(tokens);
+  const values = sql.join(
+    (Object.keys(cols) as (keyof TokenRow)[]).map((k) => sql.param(row[k], cols[k])),
+    sql`, `,
+  );
+  const res = await db.insert(tokens).select(sql`
+    SELECT ${values}
+    WHERE EXISTS (
+      SELECT 1 FROM tokens AS p
+      WHERE p.accessor = ${row.parentAccessor}
+        AND (p.expire_time IS NULL OR p.expire_time > ${now})
+        AND (p.num_uses = 0 OR p.uses_left > 0)
+    )`);
+  return (res.meta.changes ?? 0) > 0;
 }
 
 /**
@@ -50,28 +86,23 @@ export async function setExpiry(db: Db, hash: string, ttl: number, expireTime: n
   await db.update(tokens).set({ ttl, expireTime }).where(eq(tokens.hash, hash));
 }
 
-/** Accessors of a token and all of its descendants. */
-export async function subtreeAccessors(db: Db, accessor: string): Promise<string[]> {
-  const rows = await db.all<{ accessor: string }>(sql`
-    WITH RECURSIVE sub(accessor) AS (
-      SELECT ${accessor}
-      UNION ALL
-      SELECT t.accessor FROM tokens t JOIN sub ON t.parent_accessor = sub.accessor
-    )
-    SELECT accessor FROM sub`);
-  return rows.map((r) => r.accessor);
-}
-
-/** Revokes a token and every descendant (revoking a parent revokes its children). */
+/**
+ * Revokes a token and every descendant (revoking a parent revokes its children) in ONE statement,
+ * so no child can be inserted between finding the subtree and deleting it (see the invariant
+ * above), and a failure cannot leave half a tree. One bound parameter, whatever the tree's size
+ * (D1 allows 100 per statement). UNION, not UNION ALL, so even a corrupt cycle terminates.
+ */
 export async function revokeTree(db: Db, accessor: string): Promise<number> {
-  const all = await subtreeAccessors(db, accessor);
-  let n = 0;
-  // D1 limits bound parameters per statement; delete in chunks.
-  for (let i = 0; i < all.length; i += 90) {
-    const res = await db.delete(tokens).where(inArray(tokens.accessor, all.slice(i, i + 90)));
-    n += res.meta.changes ?? 0;
-  }
-  return n;
+  const res = await db.run(sql`
+    DELETE FROM tokens WHERE accessor IN (
+      WITH RECURSIVE sub(accessor) AS (
+        SELECT ${accessor}
+        UNION
+        SELECT t.accessor FROM tokens t JOIN sub ON t.parent_accessor = sub.accessor
+      )
+      SELECT accessor FROM sub
+    )`);
+  return res.meta.changes ?? 0;
 }
 
 export async function revokeNamespaceTokens(db: Db, nsIds: string[]): Promise<void> {

@@ -17,21 +17,34 @@ export function newAccessor(): string {
 }
 
 /**
+ * Most policies one token may carry, `default` included (issue 18 #6). Every request reads the
+ * token's policies with one query per 90 names (policy-store.ts, D1 allows 100 bound parameters),
+ * so without a bound a token with 99 policies made every request of its own fail; 64 is far
+ * beyond any real use, and keeps the read to a single query.
+ */
+export const MAX_TOKEN_POLICIES = 64;
+
+/**
  * Policies of a new token. Without `policies` the child inherits the parent's. A parent that is
- * not root may only hand out policies it has itself. `default` is added unless refused.
+ * not root may only hand out policies it has itself. `default` is added unless refused. At most
+ * MAX_TOKEN_POLICIES distinct names.
  */
 export function childPolicies(parent: TokenEntry, requested: string[] | undefined, noDefault: boolean): string[] {
   const parentIsRoot = parent.policies.includes("root");
-  let policies = (requested ?? parent.policies).map((p) => p.trim().toLowerCase()).filter((p) => p !== "");
+  const policies = new Set((requested ?? parent.policies).map((p) => p.trim().toLowerCase()).filter((p) => p !== ""));
+  if (!noDefault && !policies.has("root")) policies.add("default");
+  if (noDefault) policies.delete("default");
+  // Counted before the subset check, so a huge list costs one pass and a clear answer.
+  if (policies.size > MAX_TOKEN_POLICIES) {
+    throw badRequest(`policies: a token may have at most ${MAX_TOKEN_POLICIES} policies (including "default"); ${policies.size} were given`);
+  }
   if (!parentIsRoot) {
-    const extra = policies.filter((p) => p !== "default" && !parent.policies.includes(p));
+    const extra = [...policies].filter((p) => p !== "default" && !parent.policies.includes(p));
     if (extra.length > 0) {
       throw badRequest(`policies: child policies must be a subset of the parent's policies; not allowed: ${extra.join(", ")}`);
     }
   }
-  if (!noDefault && !policies.includes("root") && !policies.includes("default")) policies.push("default");
-  if (noDefault) policies = policies.filter((p) => p !== "default");
-  return [...new Set(policies)].sort();
+  return [...policies].sort();
 }
 
 export interface Lifetime {

@@ -299,6 +299,9 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
       if (left === null) throw permissionDenied();
       token.usesLeft = left;
       if (left === 0) {
+        // After the response is fine: the row is already unusable (uses_left = 0), a use-limited
+        // token cannot create children (token-routes.ts), and a child insert needs a parent with
+        // uses left at that instant (token-store.ts), so nothing can outlive it (issue 18 #2).
         const accessor = token.accessor;
         cfg.waitUntil(revokeTree(db, accessor));
       }
