@@ -9,6 +9,7 @@ import { openDb } from "./db/client";
 import { dispatch } from "./http/dispatch";
 import { errorResponse, jsonResponse } from "./http/envelope";
 import { ApiError } from "./http/errors";
+import { lifecycleConflict } from "./sys/lifecycle";
 
 type AppEnv = { Bindings: Env; Variables: { requestId: string } };
 
@@ -53,6 +54,9 @@ app.notFound((c) => errorResponse(404, ["unsupported path: paths start with /v1/
 app.onError((err, c) => {
   const requestId = c.get("requestId") ?? "";
   if (err instanceof ApiError) return errorResponse(err.status, err.messages, requestId);
+  // A write a lifecycle trigger refused (the mount or namespace is going away): 409, not 500.
+  const conflict = lifecycleConflict(err);
+  if (conflict) return errorResponse(conflict.status, conflict.messages, requestId);
   // Details stay in the log, tagged with the request id; the client gets a generic message.
   console.error(`request ${requestId} failed:`, err);
   return errorResponse(500, [`internal error (request id ${requestId})`], requestId);

@@ -1,4 +1,7 @@
-/** Storage of namespaces: the only module that touches the `namespaces` table. */
+/**
+ * Storage of namespaces: the only module that touches the `namespaces` table. Creation and the
+ * start of a delete are single atomic statements (invariants 1 and 3 of src/sys/lifecycle.ts).
+ */
 import { eq, inArray, like } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { namespaces } from "../db/schema";
@@ -39,8 +42,48 @@ export async function listSubtree(db: Db, path: string): Promise<NamespaceRow[]>
   return db.select().from(namespaces).where(like(namespaces.path, `${path}%`));
 }
 
-export async function insertNamespace(db: Db, row: NamespaceRow): Promise<void> {
-  await db.insert(namespaces).values(row);
+/**
+ * Inserts the namespace unless, at that instant, a namespace has its path or a mount of its
+ * parent sits under its name (`mountPrefix`, "name/", relative to the parent): a namespace would
+ * shadow such a mount, since path prefixes select namespaces. One statement, so of concurrent
+ * creates exactly one succeeds. Returns whether the row was inserted. A parent being deleted
+ * makes the insert abort (src/sys/lifecycle.ts).
+ */
+export async function insertNamespaceIfFree(db: Db, row: NamespaceRow, mountPrefix: string): Promise<boolean> {
+  const res = await db.$client
+    .prepare(
+      `INSERT INTO namespaces (id, path, parent_id, custom_metadata, created_at, state)
+       SELECT ?1, ?2, ?3, ?4, ?5, 'active'
+       WHERE NOT EXISTS (SELECT 1 FROM namespaces WHERE path = ?2)
+         AND NOT EXISTS (SELECT 1 FROM mounts WHERE namespace_id = ?3 AND substr(path, 1, length(?6)) = ?6)
+       RETURNING id`,
+    )
+    .bind(row.id, row.path, row.parentId, JSON.stringify(row.customMetadata), row.createdAt, mountPrefix)
+    .all();
+  return res.results.length === 1;
+}
+
+/**
+ * Step one of a delete: marks the namespace "deleting" only if it is empty at that instant (no
+ * child namespace, mount, sync destination or repohost app). From then on the triggers refuse
+ * everything that would make it non-empty again, so emptiness holds until the row is gone.
+ * The sync tables are named here, not through src/sync/store.ts, because the test and the mark
+ * must be one statement. Returns whether the namespace is now marked (also when it already was).
+ */
+export async function markNamespaceDeletingIfEmpty(db: Db, id: string): Promise<boolean> {
+  const res = await db.$client
+    .prepare(
+      `UPDATE namespaces SET state = 'deleting'
+       WHERE id = ?1
+         AND NOT EXISTS (SELECT 1 FROM namespaces WHERE parent_id = ?1)
+         AND NOT EXISTS (SELECT 1 FROM mounts WHERE namespace_id = ?1)
+         AND NOT EXISTS (SELECT 1 FROM sync_destinations WHERE namespace_id = ?1)
+         AND NOT EXISTS (SELECT 1 FROM sync_repohost_apps WHERE namespace_id = ?1)
+       RETURNING id`,
+    )
+    .bind(id)
+    .all();
+  return res.results.length === 1;
 }
 
 export function deleteNamespaceRow(db: Db, id: string) {

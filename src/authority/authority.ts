@@ -16,12 +16,16 @@
  *
  * - CRL rebuilds run here, one at a time and coalesced; a request is answered by a build that
  *   started after it arrived, and CRL numbers only grow (invariants in ./crl-coordinator.ts).
+ * - Once purged (the mount is disabled) the object is retired for good: it keeps only that mark
+ *   and refuses serials, CRL builds and tidies, so a call that raced the disable cannot leave
+ *   new state behind (src/sys/lifecycle.ts). An accessor is never reused by another mount.
  */
 import { DurableObject } from "cloudflare:workers";
 import { openDb } from "../db/client";
 import { autoRebuildDue, type CrlBuildReport, type CrlBuildRequest } from "../pki/crl-rebuild";
 import type { CrlConfig } from "../pki/store";
 import type { TidyParams, AutoTidyConfig } from "../pki/tidy";
+import { MOUNT_DISABLING } from "../sys/lifecycle";
 import type { MountRow } from "../sys/mount-store";
 import { CrlCoordinator, type CrlBuildRecord } from "./crl-coordinator";
 import { TidyRunner, type TidySnapshot } from "./tidy-runner";
@@ -45,9 +49,13 @@ export class Authority extends DurableObject<Env> {
   /** Lives as long as this instance: it holds the build queue (see ./crl-coordinator.ts). */
   private readonly crl: CrlCoordinator;
 
+  /** Set by purge, and read back from storage when the object restarts. */
+  private retired: boolean;
+
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
     this.createTables();
+    this.retired = ctx.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'retired'").toArray().length > 0;
     this.crl = new CrlCoordinator(ctx.storage, env);
   }
 
@@ -55,8 +63,14 @@ export class Authority extends DurableObject<Env> {
     this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS serials (serial TEXT PRIMARY KEY, reserved_at INTEGER NOT NULL)");
   }
 
+  /** Thrown to a caller that raced the disable; the message makes the request a 409. */
+  private refuseIfRetired(): void {
+    if (this.retired) throw new Error(MOUNT_DISABLING);
+  }
+
   /** Reserves `count` fresh serials (hex, minimal encoding) for this mount. */
   reserveSerials(count = 1): string[] {
+    this.refuseIfRetired();
     const n = Math.max(1, Math.min(MAX_SERIALS_PER_CALL, Math.trunc(count)));
     const out: string[] = [];
     const now = Date.now();
@@ -79,22 +93,31 @@ export class Authority extends DurableObject<Env> {
     return this.ctx.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM serials").one().n;
   }
 
-  /** Forgets everything: the mount is being disabled. The object stays usable (empty). */
+  /** Forgets everything: the mount is being disabled. Only the retirement mark stays. */
   async purge(): Promise<void> {
+    this.retired = true;
     await this.ctx.storage.deleteAlarm();
     await this.ctx.storage.deleteAll();
     this.createTables();
+    this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS retired (at INTEGER NOT NULL)");
+  }
+
+  /** Whether the mount's disable has purged this object (tests and diagnostics). */
+  isRetired(): boolean {
+    return this.retired;
   }
 
   // -- CRLs (pki-engine.md §6.1–6.2; invariants in ./crl-coordinator.ts) ------------------------
 
   /** Rebuilds the mount's CRLs; resolves once a build that started after this call finished. */
   crlRebuild(mount: MountRow, req: CrlBuildRequest): Promise<CrlBuildReport> {
+    this.refuseIfRetired();
     return this.crl.request(mount, req);
   }
 
   /** Called by the auto_rebuild cron job; builds what the schedule says is due. */
   async crlAutoTick(mount: MountRow, config: CrlConfig): Promise<CrlBuildReport | null> {
+    if (this.retired) return null;
     const due = await autoRebuildDue(openDb(this.env.DB), mount, config);
     return due ? this.crl.request(mount, { kind: due, force: false }) : null;
   }
@@ -112,6 +135,7 @@ export class Authority extends DurableObject<Env> {
 
   /** Starts a tidy of this mount; false when one is already running. */
   tidyStart(mount: MountRow, params: TidyParams): Promise<boolean> {
+    this.refuseIfRetired();
     return this.tidyRunner().start(mount, params, false);
   }
 
@@ -125,6 +149,7 @@ export class Authority extends DurableObject<Env> {
 
   /** Called by the auto-tidy cron job; starts a tidy when one is due. */
   tidyAutoTick(mount: MountRow, config: AutoTidyConfig): Promise<boolean> {
+    if (this.retired) return Promise.resolve(false);
     return this.tidyRunner().autoTick(mount, config);
   }
 

@@ -1,4 +1,7 @@
-/** Storage of mounts (secrets engines): the only module that touches the `mounts` table. */
+/**
+ * Storage of mounts (secrets engines): the only module that touches the `mounts` table. Creation
+ * and the start of a disable are single atomic statements (the invariants are in ./lifecycle.ts).
+ */
 import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../db/client";
 import { mounts } from "../db/schema";
@@ -68,18 +71,74 @@ export async function countMountsInNamespace(db: Db, nsId: string): Promise<numb
   return rows.length;
 }
 
-export function insertMount(db: Db, row: MountRow) {
-  return db.insert(mounts).values(row);
+/**
+ * Prefix overlap with `path` ("a/b/") in either direction, as SQL over a mounts row: the row's
+ * path is a prefix of `path` (or equal), or `path` is a prefix of the row's. Both end in "/",
+ * so a prefix is always a run of whole segments ("a/" holds "a/b/", not "ab/"). The
+ * statements that embed it bind `path` as ?2.
+ */
+const OVERLAP = "(substr(?2, 1, length(path)) = path OR substr(path, 1, length(?2)) = ?2)";
+
+/**
+ * Inserts the mount unless, at that instant, a mount of its namespace overlaps its path or a
+ * child namespace has the name of its first segment (`shadowingNamespace`, a full namespace
+ * path). One statement, so of concurrent conflicting enables exactly one succeeds. Returns
+ * whether the row was inserted. A namespace being deleted makes the insert abort (lifecycle.ts).
+ */
+export async function insertMountIfFree(db: Db, row: MountRow, shadowingNamespace: string): Promise<boolean> {
+  const res = await db.$client
+    .prepare(
+      `INSERT INTO mounts (id, namespace_id, path, type, accessor, description, options, default_lease_ttl, max_lease_ttl, created_at, state)
+       SELECT ?3, ?1, ?2, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'active'
+       WHERE NOT EXISTS (SELECT 1 FROM mounts WHERE namespace_id = ?1 AND ${OVERLAP})
+         AND NOT EXISTS (SELECT 1 FROM namespaces WHERE path = ?11)
+       RETURNING id`,
+    )
+    .bind(row.namespaceId, row.path, row.id, row.type, row.accessor, row.description, JSON.stringify(row.options), row.defaultLeaseTtl, row.maxLeaseTtl, row.createdAt, shadowingNamespace)
+    .all();
+  return res.results.length === 1;
+}
+
+/** The mount that keeps `path` from being enabled: the longest one above it, else the first below. */
+export async function overlappingMount(db: Db, nsId: string, path: string): Promise<{ path: string } | null> {
+  const res = await db.$client
+    .prepare(`SELECT path FROM mounts WHERE namespace_id = ?1 AND ${OVERLAP} ORDER BY length(path) <= length(?2) DESC, CASE WHEN length(path) <= length(?2) THEN -length(path) ELSE 0 END, path LIMIT 1`)
+    .bind(nsId, path)
+    .all<{ path: string }>();
+  return res.results[0] ?? null;
+}
+
+/** The first mount of a namespace whose path starts with `prefix` ("name/"), for namespace creation. */
+export async function mountUnder(db: Db, nsId: string, prefix: string): Promise<{ path: string } | null> {
+  const res = await db.$client
+    .prepare("SELECT path FROM mounts WHERE namespace_id = ?1 AND substr(path, 1, length(?2)) = ?2 ORDER BY path LIMIT 1")
+    .bind(nsId, prefix)
+    .all<{ path: string }>();
+  return res.results[0] ?? null;
+}
+
+/**
+ * Step (a) of a disable (lifecycle.ts): from this statement on, the triggers refuse every write
+ * of the mount's engine rows. Idempotent, so a repeated disable resumes an interrupted one.
+ */
+export async function markMountDisabling(db: Db, id: string): Promise<void> {
+  await db.update(mounts).set({ state: "disabling" }).where(eq(mounts.id, id));
 }
 
 export function deleteMountRow(db: Db, id: string) {
   return db.delete(mounts).where(eq(mounts.id, id));
 }
 
+/** Tunes an active mount; false when it is being disabled (or gone), so nothing was changed. */
 export async function updateMount(
   db: Db,
   id: string,
   patch: Partial<Pick<MountRow, "description" | "defaultLeaseTtl" | "maxLeaseTtl" | "options">>,
-): Promise<void> {
-  await db.update(mounts).set(patch).where(eq(mounts.id, id));
+): Promise<boolean> {
+  const rows = await db
+    .update(mounts)
+    .set(patch)
+    .where(and(eq(mounts.id, id), eq(mounts.state, "active")))
+    .returning({ id: mounts.id });
+  return rows.length === 1;
 }

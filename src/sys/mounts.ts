@@ -2,17 +2,24 @@
  * sys/mounts: enable, read, tune and disable secrets engines (CONTRACT.md "System paths").
  * Enable, tune and disable answer 204. Disabling removes the engine's data for that mount, and
  * for a KV-v2 mount first unsyncs the secrets-sync associations of its secrets.
+ *
+ * Concurrency (invariants 1 and 2 of ./lifecycle.ts): an enable is one conditional INSERT, so of
+ * racing enables of the same or nested paths one wins and the rest answer 400; a disable marks
+ * the mount "disabling" before it unsyncs and purges, so a write racing it either lands before
+ * the mark and is purged, or is refused with 409 "mount is being disabled". The order of the
+ * disable's steps is what makes that hold: do not purge before marking.
  */
 import { getNamespaceByPath } from "../auth/namespace-store";
 import { loadConfig } from "../config";
 import { ENGINES } from "../engines/registry";
 import { formatGoDuration, parseDurationSeconds as parseTtl } from "../http/duration";
-import { badRequest, notFound } from "../http/errors";
+import { ApiError, badRequest, notFound } from "../http/errors";
 import { defineFields } from "../http/fields";
 import { route, type Req } from "../http/route";
 import { unsyncMount } from "../sync/operations";
 import { randomHex } from "../util/encoding";
-import { deleteMountRow, findMountForPath, getMount, insertMount, listMounts, updateMount, type MountRow } from "./mount-store";
+import { isUniqueViolation, MOUNT_DISABLING } from "./lifecycle";
+import { deleteMountRow, getMount, insertMountIfFree, listMounts, markMountDisabling, overlappingMount, updateMount, type MountRow } from "./mount-store";
 
 import { MAX_MOUNT_PATH_SEGMENTS, SYSTEM_MAX_TTL } from "./limits";
 
@@ -142,11 +149,12 @@ export const mountRoutes = [
         const defaultTtl = req.has("default_lease_ttl") ? ttlFrom(raw, "default_lease_ttl") : m.defaultLeaseTtl;
         const maxTtl = req.has("max_lease_ttl") ? ttlFrom(raw, "max_lease_ttl") : m.maxLeaseTtl;
         checkTtls(defaultTtl, maxTtl);
-        await updateMount(req.db, m.id, {
+        const tuned = await updateMount(req.db, m.id, {
           defaultLeaseTtl: defaultTtl,
           maxLeaseTtl: maxTtl,
           description: f.description ?? m.description,
         });
+        if (!tuned) throw new ApiError(409, MOUNT_DISABLING);
         return null;
       },
     },
@@ -167,35 +175,47 @@ export const mountRoutes = [
         const defaultTtl = ttlFrom(f.config, "default_lease_ttl");
         const maxTtl = ttlFrom(f.config, "max_lease_ttl");
         checkTtls(defaultTtl, maxTtl);
-        const existing = await findMountForPath(req.db, req.ns.id, path.slice(0, -1));
-        if (existing) throw badRequest(`path is already in use at ${existing.path}`);
-        const below = (await listMounts(req.db, req.ns.id)).find((m) => m.path.startsWith(path));
-        if (below) throw badRequest(`path is already in use at ${below.path}`);
         // A child namespace of the same name would shadow the mount (path prefixes select namespaces).
         const firstSegment = path.split("/")[0] as string;
-        if (await getNamespaceByPath(req.db, `${req.ns.path}${firstSegment}/`)) {
-          throw badRequest(`path: "${firstSegment}" is the name of a child namespace`);
+        const shadowing = `${req.ns.path}${firstSegment}/`;
+        // The conditional insert is the check (lifecycle.ts invariant 1); the reads below only
+        // explain a refusal. A refusal with nothing left in the way means the obstacle was
+        // removed meanwhile, so the insert is simply tried again; so is a colliding accessor.
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const row: MountRow = {
+            id: crypto.randomUUID(),
+            namespaceId: req.ns.id,
+            path,
+            type,
+            accessor: `${type}_${randomHex(4)}`,
+            description: f.description,
+            options,
+            defaultLeaseTtl: defaultTtl,
+            maxLeaseTtl: maxTtl,
+            createdAt: Date.now(),
+            state: "active",
+          };
+          try {
+            if (await insertMountIfFree(req.db, row, shadowing)) return null;
+          } catch (e) {
+            if (!isUniqueViolation(e)) throw e;
+          }
+          const taken = await overlappingMount(req.db, req.ns.id, path);
+          if (taken) throw badRequest(`path is already in use at ${taken.path}`);
+          if (await getNamespaceByPath(req.db, shadowing)) throw badRequest(`path: "${firstSegment}" is the name of a child namespace`);
         }
-        await insertMount(req.db, {
-          id: crypto.randomUUID(),
-          namespaceId: req.ns.id,
-          path,
-          type,
-          accessor: `${type}_${randomHex(4)}`,
-          description: f.description,
-          options,
-          defaultLeaseTtl: defaultTtl,
-          maxLeaseTtl: maxTtl,
-          createdAt: Date.now(),
-        });
-        return null;
+        throw new ApiError(409, `path "${path}": concurrent changes to the mount table; try again`);
       },
       async delete(req) {
         const mount = await getMount(req.db, req.ns.id, normalizeMountPath(req.params.path ?? ""));
         if (!mount) return null;
-        // Its secrets are going away: the sync engine unsyncs their associations (through the
+        // (a) First the mark: from here on no write of the mount's rows can commit, so the purge
+        // below sees every row there will ever be (lifecycle.ts invariant 2).
+        await markMountDisabling(req.db, mount.id);
+        // (b) Its secrets are going away: the sync engine unsyncs their associations (through the
         // queue), so no provider copy outlives the mount and no association stays SYNCED.
         if (mount.type === "kv") await unsyncMount({ env: req.env, db: req.db, keys: loadConfig(req.env).seal }, mount.id);
+        // (c) and (d): by mount id, idempotent, so a repeated DELETE finishes a failed one.
         const engine = ENGINES[mount.type];
         if (engine) await engine.purge(req.db, mount, req.env);
         await deleteMountRow(req.db, mount.id);

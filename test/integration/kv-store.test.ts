@@ -9,6 +9,21 @@ import { deleteKey, getMetadata, listVersions, writeVersion, type WriteVersionIn
 
 const keys = { current: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=" };
 
+/**
+ * A KV mount row to write under: the store's tables accept rows only for an active mount
+ * (migrations/0006_lifecycle_states.sql).
+ */
+async function newMount(): Promise<string> {
+  const id = crypto.randomUUID();
+  await env.DB.prepare(
+    `INSERT INTO mounts (id, namespace_id, path, type, accessor, description, options, default_lease_ttl, max_lease_ttl, created_at)
+     VALUES (?, 'root', ?, 'kv', ?, '', '{"version":"2"}', 0, 0, ?)`,
+  )
+    .bind(id, `kvstore-${id}/`, `kv_${id.slice(0, 8)}`, Date.now())
+    .run();
+  return id;
+}
+
 function input(mountId: string, expectedCurrent: number, oldestVersion = 0): WriteVersionInput {
   return { mountId, path: "k", expectedCurrent, data: { n: String(expectedCurrent + 1) }, createdTime: Date.now(), deletionTime: null, oldestVersion };
 }
@@ -16,7 +31,7 @@ function input(mountId: string, expectedCurrent: number, oldestVersion = 0): Wri
 describe("kv store: versioned writes", () => {
   it("writes version N+1 only when the current version is still N", async () => {
     const db = openDb(env.DB);
-    const mountId = crypto.randomUUID();
+    const mountId = await newMount();
     expect(await writeVersion(db, keys, input(mountId, 0))).toEqual({ ok: true, version: 1 });
     // A second writer that also read "no key" loses and leaves no trace.
     expect(await writeVersion(db, keys, input(mountId, 0))).toEqual({ ok: false, conflict: true });
@@ -28,7 +43,7 @@ describe("kv store: versioned writes", () => {
 
   it("does not resurrect a key deleted after the writer read it", async () => {
     const db = openDb(env.DB);
-    const mountId = crypto.randomUUID();
+    const mountId = await newMount();
     await writeVersion(db, keys, input(mountId, 0));
     await writeVersion(db, keys, input(mountId, 1));
     await deleteKey(db, mountId, "k");
@@ -40,7 +55,7 @@ describe("kv store: versioned writes", () => {
 
   it("prunes in the same batch, and a losing writer prunes nothing", async () => {
     const db = openDb(env.DB);
-    const mountId = crypto.randomUUID();
+    const mountId = await newMount();
     for (let n = 0; n < 3; n++) await writeVersion(db, keys, input(mountId, n));
     // A stale writer asking to prune everything below 3 loses: versions 1-3 stay.
     expect(await writeVersion(db, keys, input(mountId, 1, 3))).toEqual({ ok: false, conflict: true });

@@ -149,7 +149,9 @@ describe("deleting with associations and purge", () => {
   it("associations of another namespace or destination do not block a delete", async () => {
     const name = `p-${uid()}`;
     await write(path("cloudone-sm", name), BODIES["cloudone-sm"]);
-    await associate("cloudone-sm", name, "someother");
+    // A real namespace: rows can only be written into a namespace that exists (migration 0006).
+    const other = (await write(`sys/namespaces/other${uid()}`)).body.data.id as string;
+    await associate("cloudone-sm", name, other);
     await associate("cloudtwo-kv", name);
     await del(path("cloudone-sm", name));
     await read(path("cloudone-sm", name), {}, 404);

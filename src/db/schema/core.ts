@@ -12,6 +12,11 @@ export const namespaces = sqliteTable("namespaces", {
   parentId: text("parent_id").notNull(),
   customMetadata: text("custom_metadata", { mode: "json" }).$type<Record<string, string>>().notNull(),
   createdAt: integer("created_at").notNull(),
+  /**
+   * "deleting" from the moment a delete begins: triggers then refuse every row written into the
+   * namespace (src/sys/lifecycle.ts), so the delete's purge cannot miss one.
+   */
+  state: text("state", { enum: ["active", "deleting"] }).notNull().default("active"),
 });
 
 export const policies = sqliteTable(
@@ -66,6 +71,11 @@ export const mounts = sqliteTable(
     defaultLeaseTtl: integer("default_lease_ttl").notNull(),
     maxLeaseTtl: integer("max_lease_ttl").notNull(),
     createdAt: integer("created_at").notNull(),
+    /**
+     * "disabling" from the moment a disable begins: triggers then refuse every insert or update
+     * of the mount's engine rows (src/sys/lifecycle.ts), so the purge that follows removes all.
+     */
+    state: text("state", { enum: ["active", "disabling"] }).notNull().default("active"),
   },
   (t) => [uniqueIndex("mounts_ns_path").on(t.namespaceId, t.path)],
 );
