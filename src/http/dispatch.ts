@@ -23,6 +23,7 @@ import { parseFields, replacedFieldsWarning, unknownFieldsWarning } from "./fiel
 import { decodeJsonObject, operationOf, queryData, readBody } from "./request";
 import { matchRoute, type CompiledRoute, type Req, type RouteDef } from "./route";
 import type { BatchItem } from "drizzle-orm/batch";
+import { trimEndChar } from "../util/text";
 
 export interface DispatchConfig {
   db: Db;
@@ -231,7 +232,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   if (emptySegmentError && !def?.opaqueRest) throw badRequest(emptySegmentError);
   if (def?.opaqueRest && matched?.params.rest !== undefined) {
     // Splitting and matching drop trailing slashes; an opaque remainder keeps them.
-    matched.params.rest += decoded.slice(decoded.replace(/\/+$/, "").length);
+    matched.params.rest += decoded.slice(trimEndChar(decoded, "/").length);
   }
 
   // Public operations skip authentication (pki-engine.md §1.5); everything else needs a token.

@@ -5,6 +5,7 @@
  */
 import { badRequest } from "../http/errors";
 import { formatGoDuration } from "../http/duration";
+import { trimEndChar } from "../util/text";
 
 /** Upstream's default when neither the mount config nor the key sets max_versions. */
 export const DEFAULT_MAX_VERSIONS = 10;
@@ -57,7 +58,7 @@ const byteLength = (s: string): number => new TextEncoder().encode(s).length;
  * other code paths (and a bad path must never reach storage).
  */
 export function validateSecretPath(path: string | undefined, field = "path"): string {
-  const p = (path ?? "").replace(/\/+$/, "");
+  const p = trimEndChar(path ?? "", "/");
   if (p === "") throw badRequest(`${field}: a secret path is required`);
   if (p.startsWith("/")) throw badRequest(`${field}: must not start with "/"`);
   for (const seg of p.split("/")) {
@@ -72,7 +73,7 @@ export function validateSecretPath(path: string | undefined, field = "path"): st
 
 /** Checks a folder prefix for LIST: like a secret path, but may be empty (the mount root). */
 export function validateFolder(path: string | undefined): string {
-  const p = (path ?? "").replace(/\/+$/, "");
+  const p = trimEndChar(path ?? "", "/");
   return p === "" ? "" : `${validateSecretPath(p)}/`;
 }
 

@@ -28,6 +28,7 @@ import { MAX_NAMESPACE_DEPTH } from "./limits";
 import { NAMESPACE_DELETING } from "./lifecycle";
 import { countMountsInNamespace, mountUnder } from "./mount-store";
 import { deleteNamespaceSyncRows, syncObjectsInNamespace } from "../sync/store";
+import { trimEndChar } from "../util/text";
 
 const RESERVED = new Set(["root", "sys", "auth", "identity", "cubbyhole"]);
 const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -38,7 +39,7 @@ function newNamespaceId(): string {
 }
 
 function childPath(req: Req, raw: string): string {
-  const name = raw.replace(/\/+$/, "");
+  const name = trimEndChar(raw, "/");
   if (name.includes("/")) {
     throw badRequest(`path: "${raw}" has more than one segment; create nested namespaces from their parent namespace`);
   }

@@ -7,6 +7,7 @@ import { defineFields, type FieldSchema } from "../../http/fields";
 import type { DestinationOptions } from "../store";
 import { normalizeName, parseTemplate, renderTemplate, TemplateError, type TemplateData } from "../template";
 import { GRANULARITIES, invalid, type DestinationDef, type Granularity } from "./types";
+import { trimEndChar } from "../../util/text";
 
 const COMMON = defineFields({
   secret_name_template: { type: "string", default: "", description: "Template of the external secret name; empty for the type's default." },
@@ -72,8 +73,8 @@ const baseName = (p: string): string => p.split("/").filter((s) => s !== "").pop
 
 /** The variables of §1.11 for one secret. */
 export function templateData(i: NameInputs): TemplateData {
-  const ns = i.namespacePath.replace(/\/+$/, "");
-  const mount = i.mountPath.replace(/\/+$/, "");
+  const ns = trimEndChar(i.namespacePath, "/");
+  const mount = trimEndChar(i.mountPath, "/");
   return {
     DestinationType: i.destinationType,
     DestinationName: i.destinationName,
