@@ -305,6 +305,15 @@ export interface PublicKeyFacts {
   ski: Uint8Array<ArrayBuffer>;
 }
 
+/** The bit length of a non-negative INTEGER's content (an RSA modulus: its key size). */
+function integerBits(content: Uint8Array): number {
+  let start = 0;
+  while (start < content.length && content[start] === 0) start++;
+  if (start === content.length) return 0;
+  const top = content[start] ?? 0;
+  return (content.length - start - 1) * 8 + (32 - Math.clz32(top));
+}
+
 const CURVE_BITS: Record<string, number> = { [OID.p224]: 224, [OID.p256]: 256, [OID.p384]: 384, [OID.p521]: 521 };
 export const CURVE_OID: Record<number, string> = { 224: OID.p224, 256: OID.p256, 384: OID.p384, 521: OID.p521 };
 
@@ -320,12 +329,7 @@ export async function publicKeyFacts(spki: Uint8Array<ArrayBuffer>): Promise<Pub
   const ski = new Uint8Array(await crypto.subtle.digest("SHA-1", key));
   if (alg === OID.rsaEncryption) {
     const [n] = children(expectTag(parse(key), TAG.SEQUENCE, "RSA public key"));
-    const modulus = expectTag(n, TAG.INTEGER, "RSA modulus").content;
-    let start = 0;
-    while (start < modulus.length && modulus[start] === 0) start++;
-    const top = modulus[start] ?? 0;
-    const bits = (modulus.length - start - 1) * 8 + (32 - Math.clz32(top));
-    return { type: "rsa", bits, ski };
+    return { type: "rsa", bits: integerBits(expectTag(n, TAG.INTEGER, "RSA modulus").content), ski };
   }
   if (alg === OID.ecPublicKey) {
     const curve = param && param.tag === TAG.OID ? decodeOid(param.content) : "";
@@ -384,6 +388,18 @@ export function toPkcs8(label: string, der: Uint8Array<ArrayBuffer>): Uint8Array
     return seq(int(0), seq(oid(OID.ecPublicKey), curve.raw), octets(der));
   }
   throw new DerError(`unsupported private key type "${label}"`);
+}
+
+/**
+ * Type and size of a PKCS#8 key read from its DER alone (RSA modulus bits from the RSAPrivateKey
+ * of RFC 8017 §A.1.2, the curve for EC, 0 for Ed25519): sizes are checked before WebCrypto sees
+ * the key (keytypes.ts unsupportedKeySize).
+ */
+export function privateKeyFacts(pkcs8: Uint8Array<ArrayBuffer>): { type: KeyType; bits: number } {
+  const { type, curveBits } = pkcs8Algorithm(pkcs8);
+  if (type !== "rsa") return { type, bits: curveBits };
+  const [, modulus] = children(expectTag(parse(pkcs8Inner(pkcs8).key), TAG.SEQUENCE, "RSA private key"));
+  return { type, bits: integerBits(expectTag(modulus, TAG.INTEGER, "RSA modulus").content) };
 }
 
 /** Key type and curve of a PKCS#8 key, read from its algorithm identifier. */

@@ -10,7 +10,8 @@ import { loadConfig } from "../config";
 import { seal } from "../db/seal";
 import { defineFields, type FieldValues } from "../http/fields";
 import { badRequest } from "../http/errors";
-import { toPkcs8 } from "./asn1";
+import { privateKeyFacts, toPkcs8 } from "./asn1";
+import { checkKeySize } from "./keytypes";
 import { decodePemBlocks, toPem } from "./pem";
 import { X509Error, keyMatchesPublicKey, parseCertificate } from "./x509";
 
@@ -146,9 +147,19 @@ async function checkClientBundle(text: string): Promise<string> {
   const key = keys[0];
   const leaf = certs[0];
   if (!key || !leaf) throw badRequest(`${field}: expected a private key and a certificate`);
+  let pkcs8: Uint8Array<ArrayBuffer>;
+  let keyFacts: { type: string; bits: number };
+  try {
+    pkcs8 = toPkcs8(key.label, key.der);
+    keyFacts = privateKeyFacts(pkcs8);
+  } catch {
+    throw badRequest(`${field}: the private key or the first certificate could not be read`);
+  }
+  // Before the match test, which WebCrypto could not run on such a key.
+  checkKeySize(field, keyFacts);
   let matches = false;
   try {
-    matches = await keyMatchesPublicKey(toPkcs8(key.label, key.der), parseCertificate(leaf.der).spki);
+    matches = await keyMatchesPublicKey(pkcs8, parseCertificate(leaf.der).spki);
   } catch {
     throw badRequest(`${field}: the private key or the first certificate could not be read`);
   }

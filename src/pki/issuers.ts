@@ -7,6 +7,7 @@ import type { Db } from "../db/client";
 import { badRequest } from "../http/errors";
 import { base64ToBytes, bytesToBase64 } from "../util/encoding";
 import { sealPrivateKey } from "./keystore";
+import { unsupportedKeySize } from "./keytypes";
 import { publicKeyFacts } from "./asn1";
 import { toPem } from "./pem";
 import {
@@ -220,11 +221,15 @@ export async function importIssuersAndKeys(db: Db, env: Env, mountId: string, in
     }
     const pem = issuerPem(info.der);
     if (!info.isCa) throw badRequest(`Error parsing issuer ${n}: Refusing to import non-CA certificate\n${pem}`);
+    let keyFacts;
     try {
-      await publicKeyFacts(info.spki);
+      keyFacts = await publicKeyFacts(info.spki);
     } catch (e) {
       throw badRequest(`Error parsing issuer ${n}: ${e instanceof Error ? e.message : String(e)}`);
     }
+    // WebCrypto could verify nothing this issuer signed (chains, revocation by PEM).
+    const sizeProblem = unsupportedKeySize(keyFacts);
+    if (sizeProblem) throw badRequest(`Error parsing issuer ${n}: ${sizeProblem}`);
     const existing = issuers.find((i) => i.certificate === pem);
     if (existing) {
       if (!res.existingIssuers.includes(existing.id)) res.existingIssuers.push(existing.id);

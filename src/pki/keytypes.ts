@@ -45,3 +45,26 @@ export function validateKeySpec(keyType: string, keyBits: number, signatureBits:
   }
   return { keyType: keyType as RoleKeyType, keyBits: bits, signatureBits: sigBits };
 }
+
+/**
+ * The largest RSA modulus workerd's WebCrypto (BoringSSL) imports: a bigger key fails there as
+ * "Invalid SPKI input" / "Invalid PKCS8 input", which would reach clients as a bad signature or
+ * an unparsable key. Generation is limited further, to the sizes validateKeySpec lists.
+ */
+export const MAX_RSA_BITS = 8192;
+
+/**
+ * Why a key read from a request cannot be used, or null when it can: checked on the key's DER
+ * before any WebCrypto import, so the client learns the real reason. Other types have no size
+ * of their own (an unknown EC curve fails earlier, when the key is parsed).
+ */
+export function unsupportedKeySize(key: { type: string; bits: number }): string | null {
+  if (key.type === "rsa" && key.bits > MAX_RSA_BITS) return `unsupported key size: RSA ${key.bits} bits (supported: up to ${MAX_RSA_BITS} bits)`;
+  return null;
+}
+
+/** unsupportedKeySize as a 400 naming the request field the key came from. */
+export function checkKeySize(field: string, key: { type: string; bits: number }): void {
+  const problem = unsupportedKeySize(key);
+  if (problem) throw badRequest(`${field}: ${problem}`);
+}

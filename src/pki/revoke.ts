@@ -10,11 +10,12 @@
 import { badRequest } from "../http/errors";
 import type { JsonReply } from "../http/route";
 import { base64ToBytes, bytesToBase64 } from "../util/encoding";
-import { pkcs8Algorithm, publicKeyFacts, toPkcs8 } from "./asn1";
+import { privateKeyFacts, publicKeyFacts, toPkcs8 } from "./asn1";
 import { DerError } from "./der";
 import { rebuildCrls, rebuildWarnings } from "./crl-rebuild";
 import type { IssueContext } from "./issue";
 import { certDerFromPem, issuerView, resolveIssuerIn } from "./issuers";
+import { checkKeySize } from "./keytypes";
 import { decodePemBlocks, normalizeSerial } from "./pem";
 import { getRevoked, insertRevoked, type RevokedRow } from "./revocation-store";
 import { getAllConfig, getCert, insertCertStmt, listIssuers, runBatch, updateIssuerStmt, type IssuerRow } from "./store";
@@ -106,13 +107,16 @@ async function checkPossession(keyPem: string, cert: CertInfo): Promise<void> {
   const block = blocks[0];
   if (!block) throw badRequest("provided key PEM block contained no data or failed to parse");
   let pkcs8: Uint8Array<ArrayBuffer>;
-  let keyType: string;
+  let keyFacts: { type: string; bits: number };
   try {
     pkcs8 = toPkcs8(block.label, block.der);
-    keyType = pkcs8Algorithm(pkcs8).type;
+    keyFacts = privateKeyFacts(pkcs8);
   } catch (e) {
     throw badRequest(`failed to parse provided private key: ${e instanceof DerError || e instanceof Error ? e.message : String(e)}`);
   }
+  // Before the possession check, which WebCrypto could not run and would call a mismatch.
+  checkKeySize("private_key", keyFacts);
+  const keyType = keyFacts.type;
   let certType: string;
   try {
     certType = (await publicKeyFacts(cert.spki)).type;

@@ -16,7 +16,8 @@ import {
   type PublicKeyFacts,
   type SanSpec,
 } from "./asn1";
-import { DerError, TAG, bitString, bool, children, concat, ctxCons, decodeOid, expectTag, int, nullValue, octets, oid, parse, seq, set, time, uintBytes } from "./der";
+import { DerError, TAG, bitString, bool, children, concat, ctxCons, decodeOid, expectTag, int, nullValue, octets, oid, parse, readNode, seq, set, time, uintBytes } from "./der";
+import { unsupportedKeySize } from "./keytypes";
 import { generateP224KeyPair, importP224PrivateKey, isP224Key, p224PublicKeyOf, verifyP224 } from "./p224";
 
 // Use the runtime's WebCrypto (workers-stack.md pitfall 7).
@@ -363,8 +364,24 @@ function algorithmName(alg: { name: string; hash?: { name: string } }, pss: bool
   return "";
 }
 
+/**
+ * Refuses bytes after the outer SEQUENCE: the library's parser stops at its end and ignores the
+ * rest, so a request could smuggle data past every check. A first TLV that does not even parse
+ * is left to the library, whose message says more.
+ */
+function refuseTrailingData(der: Uint8Array<ArrayBuffer>, what: string): void {
+  let end: number;
+  try {
+    end = readNode(der).next;
+  } catch {
+    return;
+  }
+  if (end !== der.length) throw new X509Error(`trailing data after the ${what}`);
+}
+
 /** Parses a DER certificate. Throws X509Error when it is not one. */
 export function parseCertificate(der: Uint8Array<ArrayBuffer>): CertInfo {
+  refuseTrailingData(der, "certificate");
   let cert: x509.X509Certificate;
   try {
     cert = new x509.X509Certificate(der);
@@ -424,6 +441,7 @@ export interface CsrInfo {
 
 /** Parses and verifies a PEM or DER PKCS#10 request; the message says what is wrong. */
 export async function parseCsr(der: Uint8Array<ArrayBuffer>): Promise<CsrInfo> {
+  refuseTrailingData(der, "CSR");
   let csr: x509.Pkcs10CertificateRequest;
   try {
     csr = new x509.Pkcs10CertificateRequest(der);
@@ -437,6 +455,9 @@ export async function parseCsr(der: Uint8Array<ArrayBuffer>): Promise<CsrInfo> {
   } catch (e) {
     throw new X509Error(`certificate request: ${e instanceof DerError ? e.message : "unsupported public key"}`);
   }
+  // Before verifying: WebCrypto cannot import the key, and would report a bad signature.
+  const sizeProblem = unsupportedKeySize(facts);
+  if (sizeProblem) throw new X509Error(sizeProblem);
   let valid = false;
   try {
     // WebCrypto cannot import a P-224 key: such requests are checked in software.

@@ -5,7 +5,7 @@
 import { badRequest, notFound } from "../../http/errors";
 import { defineFields } from "../../http/fields";
 import { route, type Req } from "../../http/route";
-import { publicKeyFacts, toPkcs8 } from "../asn1";
+import { privateKeyFacts, publicKeyFacts, toPkcs8 } from "../asn1";
 import { base64ToBytes } from "../../util/encoding";
 import { DerError } from "../der";
 import {
@@ -18,6 +18,7 @@ import {
   resolveIssuerIn,
   chainPems,
 } from "../issuers";
+import { checkKeySize } from "../keytypes";
 import { PemError, decodePemBlocks } from "../pem";
 import {
   deleteIssuerStmt,
@@ -192,6 +193,8 @@ async function importPem(req: Req<typeof importFields>, allowKeys: boolean, fiel
   if (text === "" && other === "") throw badRequest("'pem_bundle' and 'certificate' parameters were empty");
   if (text !== "" && other !== "") throw badRequest("'pem_bundle' and 'certificate' parameters were both provided");
   const input = text || other;
+  // The field the data came in, for error messages.
+  const given = text !== "" ? field : field === "pem_bundle" ? "certificate" : "pem_bundle";
   if (input.length < 75) {
     throw badRequest("provided data for import was too short; perhaps a path was passed to the API rather than the contents of a PEM file");
   }
@@ -209,11 +212,16 @@ async function importPem(req: Req<typeof importFields>, allowKeys: boolean, fiel
     else if (["CRL", "X509 CRL", "EC PARAMS", "EC PARAMETERS"].includes(b.label)) continue;
     else {
       if (!allowKeys) throw badRequest("private keys found in the PEM bundle but not allowed by the path; use /issuers/import/bundle");
+      let pkcs8;
+      let facts;
       try {
-        keys.push(toPkcs8(b.label, b.der));
+        pkcs8 = toPkcs8(b.label, b.der);
+        facts = privateKeyFacts(pkcs8);
       } catch (e) {
         throw badRequest(`unable to parse private key: ${e instanceof DerError ? e.message : String(e)}`);
       }
+      checkKeySize(given, facts);
+      keys.push(pkcs8);
     }
   }
   const mount = mountOf(req as Req);

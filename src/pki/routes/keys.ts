@@ -3,11 +3,11 @@ import { badRequest, notFound } from "../../http/errors";
 import { defineFields } from "../../http/fields";
 import { route, type Req } from "../../http/route";
 import { base64ToBytes, bytesToBase64 } from "../../util/encoding";
-import { publicKeyFacts, toPkcs8 } from "../asn1";
+import { privateKeyFacts, publicKeyFacts, toPkcs8 } from "../asn1";
 import { DerError } from "../der";
 import { checkObjectName, resolveKeyIn } from "../issuers";
 import { sealPrivateKey } from "../keystore";
-import { validateKeySpec } from "../keytypes";
+import { checkKeySize, validateKeySpec } from "../keytypes";
 import { PemError, bytesColonHex, decodePemBlocks, toPem } from "../pem";
 import { traditionalPrivateKey } from "../asn1";
 import {
@@ -183,11 +183,14 @@ export const keyRoutes = [
         if (blocks.length !== 1 || !block) throw badRequest("only a single key can be present within the pem_bundle for importing");
         if (block.label.includes("CERTIFICATE")) throw badRequest("pem_bundle: expected a private key, found a certificate");
         let pkcs8;
+        let facts;
         try {
           pkcs8 = toPkcs8(block.label, block.der);
+          facts = privateKeyFacts(pkcs8);
         } catch (e) {
           throw badRequest(`unable to parse private key: ${e instanceof DerError ? e.message : String(e)}`);
         }
+        checkKeySize("pem_bundle", facts);
         const stored = await storeKey(req, pkcs8, req.fields.key_name);
         const warnings = stored.existed ? ["Key already imported, use key/ endpoint to update name."] : [];
         return { data: { key_id: stored.row.id, key_name: stored.row.name, key_type: stored.row.keyType }, warnings };
