@@ -16,7 +16,7 @@ export default defineConfig(async () => {
         {
           plugins: [
             cloudflareTest({
-              main: "./src/index.ts",
+              main: "./src/app/index.ts",
               wrangler: { configPath: "./wrangler.toml" },
               miniflare: {
                 bindings: {

@@ -3,7 +3,7 @@
 // Runtime types generated with workerd@1.20260426.1 2026-04-20 
 declare namespace Cloudflare {
 	interface GlobalProps {
-		mainModule: typeof import("./src/index");
+		mainModule: typeof import("./src/app/index");
 		durableNamespaces: "Authority";
 	}
 	interface Env {
@@ -12,7 +12,7 @@ declare namespace Cloudflare {
 		ENVIRONMENT: string;
 		ADMIN_NAMESPACE: string;
 		MAX_REQUEST_BYTES: string;
-		AUTHORITY: DurableObjectNamespace<import("./src/index").Authority>;
+		AUTHORITY: DurableObjectNamespace<import("./src/app/index").Authority>;
 	}
 }
 interface Env extends Cloudflare.Env {}

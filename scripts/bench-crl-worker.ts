@@ -5,11 +5,11 @@
 // Local workerd advances the clock during CPU work, so these are CPU times (production timers
 // freeze between I/O).
 import "reflect-metadata";
-import { publicKeyFacts } from "../src/pki/asn1";
-import { RevokedListWriter, algorithmSpec, assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList } from "../src/pki/crl";
-import { bytesToBase64 } from "../src/util/encoding";
-import { encodeName } from "../src/pki/asn1";
-import { generateKeyPair, importSigner } from "../src/pki/x509";
+import { publicKeyFacts } from "../src/engines/pki/x509/asn1";
+import { RevokedListWriter, algorithmSpec, assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList } from "../src/engines/pki/x509/crl";
+import { bytesToBase64 } from "../src/core/encoding";
+import { encodeName } from "../src/engines/pki/x509/asn1";
+import { generateKeyPair, importSigner } from "../src/engines/pki/x509/x509";
 
 function serials(n: number): string[] {
   const out: string[] = [];

@@ -6,11 +6,11 @@
 // Local workerd advances the clock during CPU work, so means over many iterations are
 // meaningful here (they would not be in production, where timers freeze between I/O).
 import "reflect-metadata";
-import { encodeName, publicKeyFacts, traditionalPrivateKey } from "../src/pki/asn1";
-import { toPem } from "../src/pki/pem";
-import { leafExtensions, NO_AIA } from "../src/pki/profile";
-import { defaultRole } from "../src/pki/roles";
-import { generateKeyPair, importSigner, signCertificate } from "../src/pki/x509";
+import { encodeName, publicKeyFacts, traditionalPrivateKey } from "../src/engines/pki/x509/asn1";
+import { toPem } from "../src/engines/pki/x509/pem";
+import { leafExtensions, NO_AIA } from "../src/engines/pki/issuance/profile";
+import { defaultRole } from "../src/engines/pki/policy/roles";
+import { generateKeyPair, importSigner, signCertificate } from "../src/engines/pki/x509/x509";
 
 async function time(n: number, fn: () => Promise<unknown>): Promise<number> {
   const t0 = performance.now();

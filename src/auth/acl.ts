@@ -1,5 +1,5 @@
 /**
- * The capability check, run in one place (src/http/dispatch.ts) for every request.
+ * The capability check, run in one place (src/app/dispatch.ts) for every request.
  *
  * Rules from all of a token's policies are merged by their path text (capabilities unite). For a
  * request path the single most specific matching rule decides, following the engine's priority

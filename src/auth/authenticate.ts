@@ -1,7 +1,7 @@
 /** Turns the token a request presents into the caller's TokenEntry, or null when it is not valid. */
-import type { Db } from "../db/client";
-import { ROOT_NAMESPACE } from "../sys/mount-store";
-import { sha256Hex, timingSafeEqual } from "../util/encoding";
+import type { Db } from "../core/db/client";
+import { ROOT_NAMESPACE } from "../core/mount-store";
+import { sha256Hex, timingSafeEqual } from "../core/encoding";
 import { getTokenByHash, type TokenEntry, type TokenRow } from "./token-store";
 
 /** The token of a request: `X-Service-Token`, else `Authorization: Bearer` (CONTRACT.md). */

@@ -1,11 +1,11 @@
 /**
  * Storage of namespaces: the only module that touches the `namespaces` table. Creation and the
- * start of a delete are single atomic statements (invariants 1 and 3 of src/sys/lifecycle.ts).
+ * start of a delete are single atomic statements (invariants 1 and 3 of src/core/lifecycle.ts).
  */
 import { eq, inArray, like } from "drizzle-orm";
-import type { Db } from "../db/client";
-import { namespaces } from "../db/schema";
-import { ROOT_NAMESPACE, type NamespaceRef } from "../sys/mount-store";
+import type { Db } from "../core/db/client";
+import { namespaces } from "../core/db/schema";
+import { ROOT_NAMESPACE, type NamespaceRef } from "../core/mount-store";
 
 export type NamespaceRow = typeof namespaces.$inferSelect;
 
@@ -47,7 +47,7 @@ export async function listSubtree(db: Db, path: string): Promise<NamespaceRow[]>
  * parent sits under its name (`mountPrefix`, "name/", relative to the parent): a namespace would
  * shadow such a mount, since path prefixes select namespaces. One statement, so of concurrent
  * creates exactly one succeeds. Returns whether the row was inserted. A parent being deleted
- * makes the insert abort (src/sys/lifecycle.ts).
+ * makes the insert abort (src/core/lifecycle.ts).
  */
 export async function insertNamespaceIfFree(db: Db, row: NamespaceRow, mountPrefix: string): Promise<boolean> {
   const res = await db.$client
@@ -67,7 +67,7 @@ export async function insertNamespaceIfFree(db: Db, row: NamespaceRow, mountPref
  * Step one of a delete: marks the namespace "deleting" only if it is empty at that instant (no
  * child namespace, mount, sync destination or repohost app). From then on the triggers refuse
  * everything that would make it non-empty again, so emptiness holds until the row is gone.
- * The sync tables are named here, not through src/sync/store.ts, because the test and the mark
+ * The sync tables are named here, not through src/engines/sync/store.ts, because the test and the mark
  * must be one statement. Returns whether the namespace is now marked (also when it already was).
  */
 export async function markNamespaceDeletingIfEmpty(db: Db, id: string): Promise<boolean> {

@@ -3,7 +3,7 @@
  * cannot be changed or deleted. `default` has a built-in text (the engine's default policy,
  * trimmed to the paths Lanyard has) that may be overwritten per namespace but not deleted.
  */
-import type { Db } from "../db/client";
+import type { Db } from "../core/db/client";
 import { buildAcl, type Acl } from "./acl";
 import { parsePolicy, type ParsedPolicy } from "./policy-parser";
 import { getPolicies } from "./policy-store";

@@ -8,7 +8,7 @@
  * Parameter constraints (allowed_parameters, …) are refused rather than silently ignored, so a
  * policy never reads as stricter than it is.
  */
-import { MAX_JSON_DEPTH, parseJsonLimited } from "../util/json";
+import { MAX_JSON_DEPTH, parseJsonLimited } from "../core/json";
 
 export const CAPABILITIES = ["create", "read", "update", "patch", "delete", "list", "sudo", "deny"] as const;
 export type Capability = (typeof CAPABILITIES)[number];

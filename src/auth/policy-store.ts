@@ -1,7 +1,7 @@
 /** Storage of ACL policies: the only module that touches the `policies` table. */
 import { and, eq, inArray } from "drizzle-orm";
-import type { Db } from "../db/client";
-import { policies } from "../db/schema";
+import type { Db } from "../core/db/client";
+import { policies } from "../core/db/schema";
 
 export type PolicyRow = typeof policies.$inferSelect;
 

@@ -1,8 +1,8 @@
 /** auth/token/*: create, look up, renew and revoke tokens (the engine's token store API). */
-import { badRequest, permissionDenied } from "../http/errors";
-import { defineFields } from "../http/fields";
-import { route, type Req } from "../http/route";
-import { sha256Hex } from "../util/encoding";
+import { badRequest, permissionDenied } from "../core/errors";
+import { defineFields } from "../core/fields";
+import { route, type Req } from "../core/route";
+import { sha256Hex } from "../core/encoding";
 import { authenticate } from "./authenticate";
 import { getNamespaceById } from "./namespace-store";
 import {

@@ -16,8 +16,8 @@
  * in one statement and deleting it in later ones (as before) let a child slip in between.
  */
 import { and, eq, gt, getTableColumns, inArray, sql } from "drizzle-orm";
-import type { Db } from "../db/client";
-import { tokens } from "../db/schema";
+import type { Db } from "../core/db/client";
+import { tokens } from "../core/db/schema";
 
 export type TokenRow = typeof tokens.$inferSelect;
 
@@ -33,7 +33,7 @@ export async function getTokenByHash(db: Db, hash: string): Promise<TokenRow | n
   return rows[0] ?? null;
 }
 
-/** The unexecuted lookup, for a request's first D1 batch (src/http/dispatch.ts). */
+/** The unexecuted lookup, for a request's first D1 batch (src/app/dispatch.ts). */
 export const tokenByHashQuery = (db: Db, hash: string) => db.select().from(tokens).where(eq(tokens.hash, hash));
 
 export async function getTokenByAccessor(db: Db, accessor: string): Promise<TokenRow | null> {

@@ -2,10 +2,10 @@
  * Token rules, as plain functions: which policies a child may get, how long it lives, and the
  * read shapes (lookup data and the `auth` block). Storage is in token-store.ts.
  */
-import { SYSTEM_MAX_TTL } from "../sys/limits";
-import { badRequest } from "../http/errors";
-import type { AuthBlock } from "../http/route";
-import { bytesToBase64Url } from "../util/encoding";
+import { SYSTEM_MAX_TTL } from "../core/limits";
+import { badRequest } from "../core/errors";
+import type { AuthBlock } from "../core/route";
+import { bytesToBase64Url } from "../core/encoding";
 import type { TokenEntry, TokenRow } from "./token-store";
 
 export function newTokenText(): string {

@@ -6,7 +6,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { parsePem } from "../../src/sync/rsa";
+import { parsePem } from "../../src/engines/sync/rsa";
 import { FakeCloudone } from "./fake-cloudone";
 import { FakeCloudthree } from "./fake-cloudthree";
 import { FakeCloudtwo } from "./fake-cloudtwo";

@@ -6,7 +6,7 @@
  * the secret-name rules, and answers with the host's error shape `{message, documentation_url}`.
  */
 import * as nacl from "tweetnacl";
-import { fromBase64, openSealed, toBase64 } from "../../src/sync/connectors/repohost/sealed-box";
+import { fromBase64, openSealed, toBase64 } from "../../src/engines/sync/connectors/repohost/sealed-box";
 import { applyFault, json, type Fault } from "./fake-router";
 
 const RSA = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as const;

@@ -1,6 +1,6 @@
 /**
  * An OCSP client for tests, built on @peculiar/asn1-ocsp (independent of the service's
- * hand-written encoder in src/pki/ocsp.ts): builds OCSPRequests (RFC 6960 §4.1) for a
+ * hand-written encoder in src/engines/pki/x509/ocsp.ts): builds OCSPRequests (RFC 6960 §4.1) for a
  * certificate and its issuer, and parses and verifies OCSPResponses (§4.2).
  */
 import {

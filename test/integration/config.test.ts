@@ -1,6 +1,6 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { app } from "../../src/app";
+import { app } from "../../src/app/app";
 
 async function call(overrides: Partial<Env>, path = "sys/mounts") {
   const ctx = createExecutionContext();

@@ -1,6 +1,6 @@
 import { env } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { onKvChange, type KvChangeEvent } from "../../src/kv/events";
+import { onKvChange, type KvChangeEvent } from "../../src/engines/kv/events";
 import { api, del, mount, patch, read, tokenWithPolicy, write } from "../helpers/api";
 
 const cleanups: Array<() => void> = [];

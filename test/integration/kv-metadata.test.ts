@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { onKvChange, type KvChangeEvent } from "../../src/kv/events";
+import { onKvChange, type KvChangeEvent } from "../../src/engines/kv/events";
 import { api, del, list, mount, patch, read, tokenWithPolicy, write } from "../helpers/api";
 
 const cleanups: Array<() => void> = [];

@@ -1,11 +1,11 @@
 /**
- * The CAS invariant of src/kv/store.ts, exercised on the store directly: a writer that read a
+ * The CAS invariant of src/engines/kv/store.ts, exercised on the store directly: a writer that read a
  * stale current version changes nothing at all, whatever happened in between.
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { openDb } from "../../src/db/client";
-import { deleteKey, getMetadata, listVersions, writeVersion, type WriteVersionInput } from "../../src/kv/store";
+import { openDb } from "../../src/core/db/client";
+import { deleteKey, getMetadata, listVersions, writeVersion, type WriteVersionInput } from "../../src/engines/kv/store";
 
 const keys = { current: "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=" };
 

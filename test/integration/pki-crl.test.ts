@@ -8,7 +8,7 @@
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { pkiCrlAutoRebuildJob } from "../../src/pki/crl-cron";
+import { pkiCrlAutoRebuildJob } from "../../src/engines/pki/revocation/crl-cron";
 import { api, read, write } from "../helpers/api";
 import { pkiWithRoot, x509 } from "../helpers/pki";
 

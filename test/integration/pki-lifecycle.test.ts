@@ -14,7 +14,7 @@ describe("mount lifecycle", () => {
     const count = async (table: string) =>
       (await env.DB.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE mount_id = ?`).bind(mountId).first<{ n: number }>())?.n;
     expect(await count("pki_certs")).toBe(2);
-    // Serials are reserved in batches per isolate (src/pki/serials.ts): at least the two used.
+    // Serials are reserved in batches per isolate (src/engines/pki/issuance/serials.ts): at least the two used.
     expect(await env.AUTHORITY.getByName(accessor).reservedCount()).toBeGreaterThanOrEqual(2);
     await del(`sys/mounts/${path}`);
     for (const t of ["pki_certs", "pki_roles", "pki_issuers", "pki_keys", "pki_config"]) expect(await count(t), t).toBe(0);

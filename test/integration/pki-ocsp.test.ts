@@ -7,8 +7,8 @@
  */
 import { SELF, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { openDb } from "../../src/db/client";
-import { insertRevoked } from "../../src/pki/revocation-store";
+import { openDb } from "../../src/core/db/client";
+import { insertRevoked } from "../../src/engines/pki/storage/revocation-store";
 import { patch, read, write } from "../helpers/api";
 import { buildRequest, certId, Extension, OctetString, parseResponse, requestFor, serialOf, toBase64, verifySignature } from "../helpers/ocsp";
 import { parseCert, pkiWithRoot } from "../helpers/pki";
@@ -54,7 +54,7 @@ async function revoke(path: string, serial: string): Promise<number> {
 }
 
 /**
- * Records a revocation directly (src/pki/revocation-store.ts), for entries the API cannot make:
+ * Records a revocation directly (src/engines/pki/storage/revocation-store.ts), for entries the API cannot make:
  * one that names an issuer other than the certificate's.
  */
 async function insertRevocation(mountId: string, serial: string, issuerId: string, revocationTime: number, leafPem: string) {

@@ -1,6 +1,6 @@
 /**
  * The issue/sign hot path reads its issuance state in the request's first D1 batch, guessing
- * that the mount is the path's first segment (RouteDef.prefetch, src/http/dispatch.ts). These
+ * that the mount is the path's first segment (RouteDef.prefetch, src/app/dispatch.ts). These
  * cases check that a wrong guess falls back to reading the right mount, and that nothing is
  * remembered between requests.
  */

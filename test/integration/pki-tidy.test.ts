@@ -6,7 +6,7 @@
  */
 import { createExecutionContext, createScheduledController, env, runInDurableObject, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import worker from "../../src/index";
+import worker from "../../src/app/index";
 import { api, list, read, write } from "../helpers/api";
 import { parseCert, pkiWithRoot } from "../helpers/pki";
 

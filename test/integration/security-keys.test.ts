@@ -7,7 +7,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { write } from "../helpers/api";
 import { makeCsr, pkiWithRoot } from "../helpers/pki";
-import { traditionalPrivateKey } from "../../src/pki/asn1";
+import { traditionalPrivateKey } from "../../src/engines/pki/x509/asn1";
 import { RSA16384_CA, RSA16384_CSR, RSA16384_KEY } from "../fixtures/rsa16384";
 
 const TOO_BIG = "unsupported key size: RSA 16384 bits (supported: up to 8192 bits)";

@@ -6,9 +6,9 @@
  */
 import { SELF, env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config";
-import { openDb } from "../../src/db/client";
-import { writeVersion } from "../../src/kv/store";
+import { loadConfig } from "../../src/core/config";
+import { openDb } from "../../src/core/db/client";
+import { writeVersion } from "../../src/engines/kv/store";
 import { api, mount, read, tokenWithPolicy, write } from "../helpers/api";
 import { buildRequest, certId, Extension, OctetString, parseResponse, serialOf, toBase64 } from "../helpers/ocsp";
 import { pkiWithRoot, x509 } from "../helpers/pki";

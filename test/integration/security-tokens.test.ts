@@ -5,9 +5,9 @@
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { openDb } from "../../src/db/client";
+import { openDb } from "../../src/core/db/client";
 import { insertToken, revokeTree, type TokenRow } from "../../src/auth/token-store";
-import { sha256Hex } from "../../src/util/encoding";
+import { sha256Hex } from "../../src/core/encoding";
 import { api, read, tokenWithPolicy, write, type ApiResult } from "../helpers/api";
 
 const CREATE_POLICY = 'path "auth/token/create" { capabilities = ["update"] }\npath "auth/token/create-orphan" { capabilities = ["update"] }';

@@ -1,6 +1,6 @@
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { app } from "../../src/app";
+import { app } from "../../src/app/app";
 import { ROOT, api, del, patch, read, tokenWithPolicy, write } from "../helpers/api";
 import { uid } from "../helpers/sync-bodies";
 

@@ -11,7 +11,7 @@ import { installFakes } from "../helpers/fake-router";
 import { BODIES, SECRETS, uid } from "../helpers/sync-bodies";
 import { RSA_PKCS8_PEM } from "../helpers/sync-fixtures";
 import { destPath, kvSecret, removeAssoc, setAssoc, waitForStatus } from "../helpers/sync-engine";
-import { parsePem } from "../../src/sync/rsa";
+import { parsePem } from "../../src/engines/sync/rsa";
 
 const azure = new FakeCloudtwo();
 const gcp = new FakeCloudthree();

@@ -6,7 +6,7 @@
  */
 import { createExecutionContext, createMessageBatch, createScheduledController, env, getQueueResult, waitOnExecutionContext } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import worker from "../../src/index";
+import worker from "../../src/app/index";
 import { write } from "../helpers/api";
 import { FakeCloudone, CLOUDONE_HOSTS } from "../helpers/fake-cloudone";
 import { installFakes } from "../helpers/fake-router";

@@ -11,7 +11,7 @@ import { FakeWebhost, WEBHOST_HOSTS } from "../helpers/fake-webhost";
 import { BODIES, SECRETS, uid } from "../helpers/sync-bodies";
 import { RSA_PKCS1_PEM } from "../helpers/sync-fixtures";
 import { RFC3339, destPath, entries, kvSecret, removeAssoc, setAssoc, waitForStatus } from "../helpers/sync-engine";
-import { parsePem, wrapPkcs1 } from "../../src/sync/rsa";
+import { parsePem, wrapPkcs1 } from "../../src/engines/sync/rsa";
 
 const gh = new FakeRepohost([SECRETS.ghToken]);
 const vercel = new FakeWebhost(SECRETS.vercelToken);

@@ -11,10 +11,10 @@ import { FakeCloudone, CLOUDONE_HOSTS } from "../helpers/fake-cloudone";
 import { installFakes } from "../helpers/fake-router";
 import { BODIES, SECRETS, uid } from "../helpers/sync-bodies";
 import { destPath, entries, kvSecret, setAssoc, waitForStatus } from "../helpers/sync-engine";
-import { openDb } from "../../src/db/client";
-import { loadConfig } from "../../src/config";
-import { resumePending, sweepUnfinished } from "../../src/sync/operations";
-import type { SyncMessage } from "../../src/sync/messages";
+import { openDb } from "../../src/core/db/client";
+import { loadConfig } from "../../src/core/config";
+import { resumePending, sweepUnfinished } from "../../src/engines/sync/operations";
+import type { SyncMessage } from "../../src/engines/sync/messages";
 
 const fake = new FakeCloudone({ [SECRETS.awsKey]: SECRETS.awsSecret });
 let uninstall: () => void;

@@ -13,7 +13,7 @@ import { installFakes } from "../helpers/fake-router";
 import { BODIES, SECRETS, uid } from "../helpers/sync-bodies";
 import { RSA_PKCS8_PEM } from "../helpers/sync-fixtures";
 import { destPath, kvSecret, setAssoc, type SyncSetup } from "../helpers/sync-engine";
-import { parsePem } from "../../src/sync/rsa";
+import { parsePem } from "../../src/engines/sync/rsa";
 
 const azure = new FakeCloudtwo();
 const gcp = new FakeCloudthree();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { formatGoDuration, parseDurationMs, parseDurationSeconds } from "../../src/http/duration";
+import { formatGoDuration, parseDurationMs, parseDurationSeconds } from "../../src/core/duration";
 
 describe("parseDurationSeconds", () => {
   it.each([

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../../src/http/errors";
-import { coerceValue, defineFields, parseFields, unknownFieldsWarning } from "../../src/http/fields";
+import { ApiError } from "../../src/core/errors";
+import { coerceValue, defineFields, parseFields, unknownFieldsWarning } from "../../src/core/fields";
 
 describe("coerceValue (Vault weak decoding)", () => {
   it.each([

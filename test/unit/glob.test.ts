@@ -5,10 +5,10 @@
  * while a linear one answers at once; the assertions are on the answers.
  */
 import { describe, expect, it } from "vitest";
-import { globMatch } from "../../src/util/glob";
-import { trimChar, trimEndChar, trimStartChar, utf8Length } from "../../src/util/text";
-import { isEmailShaped } from "../../src/sync/destinations/cloudthree-sm";
-import { compileRoute, matchRoute, route } from "../../src/http/route";
+import { globMatch } from "../../src/core/glob";
+import { trimChar, trimEndChar, trimStartChar, utf8Length } from "../../src/core/text";
+import { isEmailShaped } from "../../src/engines/sync/destinations/cloudthree-sm";
+import { compileRoute, matchRoute, route } from "../../src/core/route";
 
 /** Reference semantics by dynamic programming over (pattern, subject) prefixes: obviously right, O(n·m). */
 function reference(pattern: string, subject: string): boolean {

@@ -1,8 +1,8 @@
-/** src/util/json.ts: parsing with a nesting limit, without echoing the text (issue 18 #7, #10). */
+/** src/core/json.ts: parsing with a nesting limit, without echoing the text (issue 18 #7, #10). */
 import { describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/auth/policy-parser";
-import { decodeJsonObject } from "../../src/http/request";
-import { MAX_JSON_DEPTH, parseJsonLimited, textDepthExceeds, valueDepthExceeds } from "../../src/util/json";
+import { decodeJsonObject } from "../../src/core/request";
+import { MAX_JSON_DEPTH, parseJsonLimited, textDepthExceeds, valueDepthExceeds } from "../../src/core/json";
 
 const nested = (levels: number) => `${"[".repeat(levels)}${"]".repeat(levels)}`;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../../src/http/errors";
+import { ApiError } from "../../src/core/errors";
 import {
   checkCas,
   deletionTimeFor,
@@ -15,7 +15,7 @@ import {
   validateCustomMetadata,
   validateFolder,
   validateSecretPath,
-} from "../../src/kv/service";
+} from "../../src/engines/kv/service";
 
 const settings = (maxVersions = 0, deleteVersionAfter = 0) => ({ maxVersions, casRequired: false, deleteVersionAfter });
 

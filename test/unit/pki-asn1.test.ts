@@ -1,4 +1,4 @@
-/** DER building blocks and the X.509 structures hand-encoded in src/pki/asn1.ts (RFC 5280). */
+/** DER building blocks and the X.509 structures hand-encoded in src/engines/pki/x509/asn1.ts (RFC 5280). */
 import { describe, expect, it } from "vitest";
 import {
   basicConstraintsExtension,
@@ -10,11 +10,11 @@ import {
   sanExtension,
   toPkcs8,
   traditionalPrivateKey,
-} from "../../src/pki/asn1";
-import { decodeOid, int, isValidOid, oid, parse } from "../../src/pki/der";
-import { colonHex, normalizeSerial } from "../../src/pki/pem";
-import { validateKeySpec } from "../../src/pki/keytypes";
-import { randomSerialHex } from "../../src/authority/authority";
+} from "../../src/engines/pki/x509/asn1";
+import { decodeOid, int, isValidOid, oid, parse } from "../../src/engines/pki/x509/der";
+import { colonHex, normalizeSerial } from "../../src/engines/pki/x509/pem";
+import { validateKeySpec } from "../../src/engines/pki/x509/keytypes";
+import { randomSerialHex } from "../../src/engines/pki/authority/authority";
 
 const hex = (b: Uint8Array) => Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
 

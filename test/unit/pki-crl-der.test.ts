@@ -1,13 +1,13 @@
 /**
- * The CRL DER builder (src/pki/crl.ts) against an independent parser (@peculiar/x509): serial
+ * The CRL DER builder (src/engines/pki/x509/crl.ts) against an independent parser (@peculiar/x509): serial
  * encodings at the edges (leading zero octets, high bit set, odd digit counts, 20 octets),
  * UTCTime vs GeneralizedTime (RFC 5280 §4.1.2.5), the empty list left out, and the base64
  * helpers against btoa/atob.
  */
 import { describe, expect, it } from "vitest";
-import { encodeName } from "../../src/pki/asn1";
-import { RevokedListWriter, algorithmSpec, assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList } from "../../src/pki/crl";
-import { base64ToBytesStrict, bytesToBase64 } from "../../src/util/encoding";
+import { encodeName } from "../../src/engines/pki/x509/asn1";
+import { RevokedListWriter, algorithmSpec, assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList } from "../../src/engines/pki/x509/crl";
+import { base64ToBytesStrict, bytesToBase64 } from "../../src/core/encoding";
 import { x509 } from "../helpers/pki";
 
 async function build(entries: [string, number][]) {
@@ -59,7 +59,7 @@ describe("RevokedListWriter", () => {
   });
 });
 
-describe("base64 helpers (src/util/encoding.ts)", () => {
+describe("base64 helpers (src/core/encoding.ts)", () => {
   it("match btoa/atob for every length remainder", () => {
     for (const n of [0, 1, 2, 3, 4, 5, 100, 1001]) {
       const b = crypto.getRandomValues(new Uint8Array(n));

@@ -13,7 +13,7 @@ import {
   punycode,
   toAscii,
   type NamePolicy,
-} from "../../src/pki/names";
+} from "../../src/engines/pki/policy/names";
 
 const base: NamePolicy = {
   allow_localhost: false,

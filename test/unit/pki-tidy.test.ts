@@ -1,10 +1,10 @@
 /**
- * The pure parts of tidy (src/pki/tidy.ts): request validation, the auto-tidy partial update,
+ * The pure parts of tidy (src/engines/pki/tidy/tidy.ts): request validation, the auto-tidy partial update,
  * the per-row verdicts, phase order, the auto-tidy schedule and the status shape.
  */
 import { describe, expect, it } from "vitest";
-import { parseDurationMs } from "../../src/http/duration";
-import { ApiError } from "../../src/http/errors";
+import { parseDurationMs } from "../../src/core/duration";
+import { ApiError } from "../../src/core/errors";
 import {
   AUTO_TIDY_DEFAULTS,
   applyAutoTidyUpdate,
@@ -17,7 +17,7 @@ import {
   statusView,
   tidyParamsFromFields,
   type TidyParams,
-} from "../../src/pki/tidy";
+} from "../../src/engines/pki/tidy/tidy";
 
 const params = (over: Partial<TidyParams> = {}): TidyParams => ({
   ...tidyParamsFromFields({}, () => false),

@@ -1,6 +1,6 @@
 /** Validity computation (pki-engine.md §1.8). */
 import { describe, expect, it } from "vitest";
-import { computeValidity, type ValidityInput } from "../../src/pki/ttl";
+import { computeValidity, type ValidityInput } from "../../src/engines/pki/issuance/ttl";
 
 const now = Date.UTC(2026, 0, 1, 0, 0, 0, 500);
 const base: ValidityInput = {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { splitPath } from "../../src/http/dispatch";
-import { decodeJsonObject, operationOf, readBody } from "../../src/http/request";
+import { splitPath } from "../../src/app/dispatch";
+import { decodeJsonObject, operationOf, readBody } from "../../src/core/request";
 
 describe("operationOf", () => {
   const q = (s: string) => new URLSearchParams(s);

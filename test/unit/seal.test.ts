@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { currentKeyId, isValidSealKey, seal, unseal } from "../../src/db/seal";
+import { currentKeyId, isValidSealKey, seal, unseal } from "../../src/core/db/seal";
 
 const KEY_A = "AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=";
 const KEY_B = btoa(String.fromCharCode(...new Uint8Array(32).fill(7)));

@@ -1,10 +1,10 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { ApiError } from "../../src/http/errors";
-import { renderSecretName, validateTags, validateTemplate, writeFields } from "../../src/sync/destinations/options";
-import { DESTINATIONS } from "../../src/sync/destinations/registry";
-import { DESTINATION_TYPES, type Connection, type DestinationType, type ValidationContext } from "../../src/sync/destinations/types";
-import type { DestinationOptions } from "../../src/sync/store";
+import { ApiError } from "../../src/core/errors";
+import { renderSecretName, validateTags, validateTemplate, writeFields } from "../../src/engines/sync/destinations/options";
+import { DESTINATIONS } from "../../src/engines/sync/destinations/registry";
+import { DESTINATION_TYPES, type Connection, type DestinationType, type ValidationContext } from "../../src/engines/sync/destinations/types";
+import type { DestinationOptions } from "../../src/engines/sync/store";
 import { serviceAccountJson } from "../helpers/sync-fixtures";
 
 const ctx = (over: Partial<ValidationContext> = {}): ValidationContext => ({

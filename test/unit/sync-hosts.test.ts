@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkOutboundUrl, hostAllowed, ipLiteral, specialPurpose } from "../../src/sync/hosts";
+import { checkOutboundUrl, hostAllowed, ipLiteral, specialPurpose } from "../../src/engines/sync/hosts";
 
 const rule = { field: "key_vault_uri", allowedHosts: [".vault.azure.net"], endpointOverride: false };
 const check = (url: string, override = false) => checkOutboundUrl(url, { ...rule, endpointOverride: override });

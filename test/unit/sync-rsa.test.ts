@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { KeyError, parsePem, parseRsaPrivateKey, wrapPkcs1 } from "../../src/sync/rsa";
+import { KeyError, parsePem, parseRsaPrivateKey, wrapPkcs1 } from "../../src/engines/sync/rsa";
 import {
   EC_PKCS8_PEM,
   RSA_1024_PKCS1_PEM,

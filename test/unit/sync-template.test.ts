@@ -7,7 +7,7 @@ import {
   parseTemplate,
   renderTemplate,
   type TemplateData,
-} from "../../src/sync/template";
+} from "../../src/engines/sync/template";
 
 // The example of reference/secrets-sync.md §1.11: namespace ns1/ns2, mount path/to/kv1,
 // secret path/to/secret1, key foo.

@@ -1,0 +1,63 @@
+/**
+ * The root Hono app: request id, configuration check, the /v1 pipeline and error rendering.
+ * Everything under /v1/ goes through one dispatcher so that authentication and the ACL check run
+ * in one place (src/app/dispatch.ts).
+ */
+import { Hono } from "hono";
+import { configProblem, loadConfig } from "../core/config";
+import { openDb } from "../core/db/client";
+import { dispatch } from "./dispatch";
+import { errorResponse, jsonResponse } from "../core/envelope";
+import { ApiError } from "../core/errors";
+import { lifecycleConflict } from "../core/lifecycle";
+
+type AppEnv = { Bindings: Env; Variables: { requestId: string } };
+
+export const app = new Hono<AppEnv>();
+
+app.use("*", async (c, next) => {
+  c.set("requestId", crypto.randomUUID());
+  await next();
+});
+
+// Readiness answers even when unconfigured, so an operator can see why the service refuses.
+app.get("/v1/sys/health", (c) => {
+  const problem = configProblem(c.env);
+  const body = {
+    initialized: problem === null,
+    sealed: problem !== null,
+    standby: false,
+    server_time_utc: Math.floor(Date.now() / 1000),
+    version: "lanyard-0.1.0",
+    ...(problem ? { error: problem } : {}),
+  };
+  return jsonResponse(body, problem ? 503 : 200, c.get("requestId"));
+});
+
+// CONTRACT.md: an unsupported verb on an existing path is 405, also for the health path.
+app.all("/v1/sys/health", (c) => errorResponse(405, [`unsupported operation: ${c.req.method} sys/health`], c.get("requestId")));
+
+app.all("/v1/*", async (c) => {
+  const cfg = loadConfig(c.env);
+  return dispatch(c.req.raw, {
+    db: openDb(c.env.DB),
+    env: c.env,
+    rootToken: cfg.rootToken,
+    maxBodyBytes: cfg.maxBodyBytes,
+    requestId: c.get("requestId"),
+    waitUntil: (p) => c.executionCtx.waitUntil(p),
+  });
+});
+
+app.notFound((c) => errorResponse(404, ["unsupported path: paths start with /v1/"], c.get("requestId")));
+
+app.onError((err, c) => {
+  const requestId = c.get("requestId") ?? "";
+  if (err instanceof ApiError) return errorResponse(err.status, err.messages, requestId);
+  // A write a lifecycle trigger refused (the mount or namespace is going away): 409, not 500.
+  const conflict = lifecycleConflict(err);
+  if (conflict) return errorResponse(conflict.status, conflict.messages, requestId);
+  // Details stay in the log, tagged with the request id; the client gets a generic message.
+  console.error(`request ${requestId} failed:`, err);
+  return errorResponse(500, [`internal error (request id ${requestId})`], requestId);
+});

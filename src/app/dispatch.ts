@@ -1,0 +1,337 @@
+/**
+ * The request pipeline for everything under /v1/, in the order CONTRACT.md settles:
+ *   path checks → namespace → backend and route → authentication → ACL (one place) →
+ *   404 / 405 → body and field coercion → handler → envelope.
+ * A request without a valid token gets 403 even on a path that does not exist; with a valid
+ * token an unknown path is 404.
+ */
+import { capabilitiesFor, isAllowed, nsRelativePath, type Acl, type Operation } from "../auth/acl";
+import type { Capability } from "../auth/policy-parser";
+import { isRootToken, presentedToken, rootEntry, tokenEntryOf } from "../auth/authenticate";
+import { getNamespaceById, namespacesQuery } from "../auth/namespace-store";
+import { aclFor } from "../auth/policies";
+import { revokeTree, spendUse, tokenByHashQuery, type TokenEntry } from "../auth/token-store";
+import { ENGINES } from "./engines";
+import { BACKEND_ROUTES } from "./backends";
+import type { Db } from "../core/db/client";
+import { MAX_NAMESPACE_DEPTH } from "../core/limits";
+import { findMountForPath, longestMount, mountCandidates, mountIdSql, mountsQuery, ROOT_NAMESPACE, type MountRow, type NamespaceRef } from "../core/mount-store";
+import { sha256Hex } from "../core/encoding";
+import { ApiError, badRequest, notFound, permissionDenied } from "../core/errors";
+import { envelope, jsonResponse } from "../core/envelope";
+import { parseFields, replacedFieldsWarning, unknownFieldsWarning } from "../core/fields";
+import { decodeJsonObject, operationOf, queryData, readBody } from "../core/request";
+import { matchRoute, type CompiledRoute, type Req, type RouteDef } from "../core/route";
+import type { BatchItem } from "drizzle-orm/batch";
+import { trimEndChar } from "../core/text";
+
+export interface DispatchConfig {
+  db: Db;
+  env: Env;
+  rootToken: string;
+  maxBodyBytes: number;
+  requestId: string;
+  waitUntil(p: Promise<unknown>): void;
+}
+
+interface Backend {
+  mountType: string;
+  routes: CompiledRoute[];
+  mount: MountRow | null;
+  /** Path relative to the backend (what its route patterns match). */
+  relPath: string;
+}
+
+/**
+ * Splits and checks a request path: no `.` segments, no `..` anywhere in a segment, no empty
+ * segments but a trailing one.
+ * An empty segment is reported rather than thrown, because a route with an opaque remainder
+ * (RouteDef.opaqueRest) accepts it; the dispatcher refuses it for every other route.
+ */
+export function inspectPath(raw: string): { segs: string[]; decoded: string; emptySegmentError: string | null } {
+  let decoded: string;
+  try {
+    decoded = decodeURIComponent(raw);
+  } catch {
+    throw badRequest("invalid path: bad percent-encoding");
+  }
+  const segs = decoded.split("/");
+  if (segs.length > 1 && segs[segs.length - 1] === "") segs.pop();
+  for (const s of segs) {
+    // Issue 2 "Bad input": names with ".." are refused anywhere in a segment, not only as a whole
+    // segment, so no mount, namespace or secret name can look like a relative path.
+    if (s === "." || s.includes("..")) throw badRequest(`invalid path "${decoded}": '.' segments and names containing '..' are not allowed`);
+  }
+  const empty = segs.some((s, i) => s === "" && !(i === 0 && segs.length === 1));
+  return { segs, decoded, emptySegmentError: empty ? `invalid path "${decoded}": empty path segments are not allowed` : null };
+}
+
+export function splitPath(raw: string): string[] {
+  const { segs, emptySegmentError } = inspectPath(raw);
+  if (emptySegmentError) throw badRequest(emptySegmentError);
+  return segs;
+}
+
+interface FirstRound {
+  ns: NamespaceRef | null;
+  rest: string[];
+  found: TokenEntry | null;
+  /** The backend, when the batch could already settle it; undefined when it must be looked up. */
+  backend?: Backend | null;
+  /** Reads a route asked for (RouteDef.prefetch), made for a guessed mount. */
+  prefetch?: Prefetch;
+  /** Without `ns`: the path of the namespace asked for, which does not exist ("a/b/"). */
+  wanted?: string;
+}
+
+/** A route's prefetched reads, valid only if the request turns out to reach `def` on the guessed mount. */
+interface Prefetch {
+  mountPath: string;
+  mountType: string;
+  def: RouteDef;
+  results: unknown[];
+}
+
+/**
+ * The guess behind RouteDef.prefetch: the mount is the path's first segment in the root
+ * namespace (the usual layout, e.g. "pki/issue/web"). Returns the route's extra statements and
+ * what they are for, or null when no route of any engine there asks for reads.
+ */
+function prefetchPlan(db: Db, segs: string[]): { mountPath: string; mountType: string; def: RouteDef; statements: BatchItem<"sqlite">[] } | null {
+  if (segs.length < 2) return null;
+  const mountPath = `${segs[0]}/`;
+  const relPath = segs.slice(1).join("/");
+  for (const [mountType, engine] of Object.entries(ENGINES)) {
+    const m = matchRoute(engine.routes, relPath);
+    if (!m?.route.def.prefetch) continue;
+    const statements = m.route.def.prefetch(db, mountIdSql(ROOT_NAMESPACE.id, mountPath, mountType), m.params);
+    if (statements.length > 0) return { mountPath, mountType, def: m.route.def, statements };
+  }
+  return null;
+}
+
+/**
+ * The request's first D1 round trip, as one batch (`npm run bench` showed each D1 round trip
+ * costing more than the certificate itself): the namespaces the path could be in (the longest
+ * match wins), the presented token, and, without a namespace header, the mount as seen from
+ * the root namespace. That mount lookup is speculative: it is used only when no child namespace
+ * matches the path (the common case); otherwise the mount is looked up in the namespace found.
+ * Nothing is cached across requests: every request reads tokens, namespaces and mounts afresh.
+ */
+async function firstRound(db: Db, rootToken: string, header: string | null, segs: string[], presented: string | null): Promise<FirstRound> {
+  const base = (header ?? "")
+    .split("/")
+    .filter((s) => s !== "")
+    .map((s) => `${s}/`)
+    .join("");
+  const candidates = [base];
+  // sys/ and auth/ can never be namespace names, so only the header's namespace is looked up.
+  const first = segs[0];
+  const system = first === "sys" || first === "auth";
+  // Every candidate is a bound parameter and D1 allows 100 per statement; no namespace nests
+  // deeper than MAX_NAMESPACE_DEPTH, so deeper prefixes need no lookup (issue 18 #6).
+  const deepest = Math.min(segs.length - 1, MAX_NAMESPACE_DEPTH - (base.split("/").length - 1));
+  if (!system) for (let i = 1; i <= deepest; i++) candidates.push(base + segs.slice(0, i).map((s) => `${s}/`).join(""));
+  const fullPath = segs.join("/");
+  const speculate = base === "" && systemBackend(fullPath) === null;
+
+  const root = presented !== null && presented !== "" && isRootToken(rootToken, presented);
+  const tokenHash = presented && !root ? await sha256Hex(presented) : "";
+  const plan = speculate ? prefetchPlan(db, segs) : null;
+  // Empty lists and an empty hash make the unneeded parts of the batch match nothing.
+  const [nsRows, tokenRows, mountRows, ...extra] = await db.batch([
+    namespacesQuery(db, candidates.filter((p) => p !== "")),
+    tokenByHashQuery(db, tokenHash),
+    mountsQuery(db, ROOT_NAMESPACE.id, speculate ? mountCandidates(fullPath) : []),
+    ...(plan?.statements ?? []),
+  ]);
+  const prefetch = plan ? { mountPath: plan.mountPath, mountType: plan.mountType, def: plan.def, results: extra } : undefined;
+  const found = root && presented ? rootEntry(presented) : tokenHash && presented ? tokenEntryOf(tokenRows[0], presented, Date.now()) : null;
+
+  let best: NamespaceRef | null = base === "" ? ROOT_NAMESPACE : null;
+  for (const ns of nsRows) if (!best || ns.path.length > best.path.length) best = ns;
+  if (!best) return { ns: null, rest: segs, found, wanted: base };
+  const used = best.path.slice(base.length).split("/").filter((s) => s !== "").length;
+  const rest = segs.slice(used);
+  if (speculate && best.id === ROOT_NAMESPACE.id) return { ns: best, rest, found, backend: mountBackend(longestMount(mountRows), fullPath), prefetch };
+  return { ns: best, rest, found };
+}
+
+/** The built-in backends (sys/, auth/token/), or null for a path that belongs to a mount. */
+function systemBackend(path: string): Backend | null {
+  if (path === "sys" || path.startsWith("sys/")) {
+    return { mountType: "system", routes: BACKEND_ROUTES.sys, mount: null, relPath: path.slice(4) };
+  }
+  if (path === "auth/token" || path.startsWith("auth/token/")) {
+    return { mountType: "token", routes: BACKEND_ROUTES.token, mount: null, relPath: path.slice(11) };
+  }
+  return null;
+}
+
+function mountBackend(mount: MountRow | null, path: string): Backend | null {
+  if (!mount) return null;
+  const engine = ENGINES[mount.type];
+  if (!engine) return null;
+  return { mountType: mount.type, routes: engine.routes, mount, relPath: path.slice(mount.path.length) };
+}
+
+async function resolveBackend(db: Db, ns: NamespaceRef, path: string): Promise<Backend | null> {
+  return systemBackend(path) ?? mountBackend(await findMountForPath(db, ns.id, path), path);
+}
+
+/**
+ * The answer for a namespace that does not exist (issue 18 #12): 404 only to a caller whose
+ * policies would reach the path if it existed; anyone else gets the 403 that an existing
+ * namespace they cannot see gets, so the answer tells nothing about which namespaces exist.
+ * A public operation needs a route, hence a namespace: the caller here always has a token.
+ */
+function missingNamespace(wanted: string, path: string, tokenNs: string | null, acl: Acl | null, op: Operation): ApiError {
+  if (tokenNs === null || acl === null || !wanted.startsWith(tokenNs)) return permissionDenied();
+  if (!isAllowed(acl, aclPath(tokenNs, { id: "", path: wanted }, path, op), op, false)) return permissionDenied();
+  return notFound(["no namespace at this path"]);
+}
+
+/** ACL path of a request: relative to the token's namespace, with a trailing "/" for lists. */
+function aclPath(tokenNsPath: string, ns: NamespaceRef, path: string, op: Operation): string {
+  const rel = nsRelativePath(tokenNsPath, ns.path, path);
+  return op === "list" && !rel.endsWith("/") ? `${rel}/` : rel;
+}
+
+const NO_CAPABILITIES: ReadonlySet<Capability> = new Set();
+
+/** Req.capabilities: one resolver for every capability check made outside the dispatcher. */
+function capabilityResolver(acl: Acl | null, tokenNsPath: string | null, ns: NamespaceRef): (path: string) => Set<Capability> {
+  return (path) => {
+    if (!acl || tokenNsPath === null || !ns.path.startsWith(tokenNsPath)) return new Set(NO_CAPABILITIES);
+    return new Set(capabilitiesFor(acl, nsRelativePath(tokenNsPath, ns.path, path.replace(/^\/+/, ""))));
+  };
+}
+
+export async function dispatch(request: Request, cfg: DispatchConfig): Promise<Response> {
+  const url = new URL(request.url);
+  const { db, requestId } = cfg;
+  const { segs, decoded, emptySegmentError } = inspectPath(url.pathname.replace(/^\/v1\/?/, ""));
+  const method = request.method.toUpperCase();
+  let op = operationOf(method, url.searchParams);
+
+  // At most two rounds of D1 reads: one batch (namespace, token and, speculatively, the mount;
+  // see firstRound), then what depends on them, concurrently: the mount when the batch could
+  // not settle it, the token's namespace and its policies (none of which the configured root
+  // token needs). The token is looked up even where the operation turns out to be public; that
+  // costs nothing extra in the batch.
+  const presented = presentedToken(request.headers);
+  const { ns, rest, found, backend: settled, prefetch, wanted } = await firstRound(db, cfg.rootToken, request.headers.get("x-service-namespace"), segs, presented);
+  const path = rest.join("/");
+  const [backend, tokenNs, acl] = await Promise.all([
+    settled !== undefined ? Promise.resolve(settled) : ns ? resolveBackend(db, ns, path) : Promise.resolve(null),
+    found ? tokenNamespacePath(db, found) : Promise.resolve(null),
+    found ? aclFor(db, found.namespaceId, found.policies) : Promise.resolve(null),
+  ]);
+  const matched = backend ? matchRoute(backend.routes, backend.relPath) : null;
+  const def = matched?.route.def;
+  if (emptySegmentError && !def?.opaqueRest) throw badRequest(emptySegmentError);
+  if (def?.opaqueRest && matched?.params.rest !== undefined) {
+    // Splitting and matching drop trailing slashes; an opaque remainder keeps them.
+    matched.params.rest += decoded.slice(trimEndChar(decoded, "/").length);
+  }
+
+  // Public operations skip authentication (pki-engine.md §1.5); everything else needs a token.
+  const isPublic = op !== null && def?.public?.includes(op) === true;
+  const token: TokenEntry | null = isPublic ? null : found;
+  if (!isPublic && !token) throw permissionDenied();
+  if (op === null) throw new ApiError(405, "unsupported operation");
+
+  // Body first: existence checks and handlers both need the data.
+  const rawBody = await readBody(request, cfg.maxBodyBytes);
+  const contentType = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  if (op === "patch" && contentType !== "application/merge-patch+json") {
+    throw new ApiError(415, `PATCH requires Content-Type of application/merge-patch+json, provided ${contentType || "none"}`);
+  }
+  const isWrite = op === "update" || op === "patch";
+  const body = def?.rawBody && isWrite ? {} : isWrite ? decodeJsonObject(rawBody) : queryData(url.searchParams);
+  // Only here, where an existing namespace meets its ACL check: a missing one must answer every
+  // earlier check (405, 413, 415, a malformed body) exactly as an existing one does.
+  if (!ns) throw missingNamespace(wanted ?? "", path, tokenNs, acl, op);
+
+  const warnings: string[] = [];
+  const req: Req = {
+    env: cfg.env,
+    db,
+    requestId,
+    ns,
+    mount: backend?.mount ?? null,
+    path,
+    params: matched?.params ?? {},
+    fields: {},
+    has: () => false,
+    body,
+    rawBody,
+    contentType,
+    query: url.searchParams,
+    headers: request.headers,
+    token,
+    acl: token ? acl : null,
+    capabilities: capabilityResolver(token ? acl : null, token ? tokenNs : null, ns),
+    op,
+    warnings,
+    waitUntil: cfg.waitUntil,
+  };
+  // Prefetched reads count only if the guess behind them was right (see prefetchPlan).
+  if (prefetch && def === prefetch.def && backend?.mount?.path === prefetch.mountPath && backend.mount.type === prefetch.mountType) {
+    req.prefetched = prefetch.results;
+  }
+
+  if (op === "update" && def?.exists && def.handlers.create) {
+    if (!(await def.exists(req))) op = "create";
+  } else if (op === "update" && def?.handlers.create && !def.handlers.update) {
+    op = "create";
+  }
+  req.op = op;
+
+  if (token) {
+    // A token sees its own namespace and those below it, never a sibling's.
+    if (tokenNs === null || acl === null || !ns.path.startsWith(tokenNs)) throw permissionDenied();
+    const needsSudo = def?.sudo?.includes(op) === true;
+    const p = aclPath(tokenNs, ns, path, op);
+    const capOp: Operation = op === "create" && !def?.handlers.create ? "update" : op;
+    if (!isAllowed(acl, p, capOp, needsSudo)) throw permissionDenied();
+    if (token.numUses > 0) {
+      const left = await spendUse(db, token.hash);
+      if (left === null) throw permissionDenied();
+      token.usesLeft = left;
+      if (left === 0) {
+        // After the response is fine: the row is already unusable (uses_left = 0), a use-limited
+        // token cannot create children (token-routes.ts), and a child insert needs a parent with
+        // uses left at that instant (token-store.ts), so nothing can outlive it (issue 18 #2).
+        const accessor = token.accessor;
+        cfg.waitUntil(revokeTree(db, accessor));
+      }
+    }
+  }
+
+  if (!backend || !matched || !def) throw notFound([`unsupported path: ${path}`]);
+  const handler = def.handlers[op] ?? (op === "create" ? def.handlers.update : undefined);
+  if (!handler) throw new ApiError(405, "unsupported operation");
+
+  const parsed = parseFields(def.fields ?? {}, body, matched.params, op === "update" || op === "create");
+  req.fields = parsed.values;
+  req.has = parsed.has;
+  if (parsed.unknown.length > 0 && def.fields && isWrite) warnings.push(unknownFieldsWarning(parsed.unknown));
+  if (parsed.replaced.length > 0 && isWrite) warnings.push(replacedFieldsWarning(parsed.replaced));
+
+  const reply = await handler.call(def.handlers, req);
+  if (reply instanceof Response) return reply;
+  if (reply === null || reply === undefined) {
+    // Nothing to return is 204, unless there are warnings to deliver (upstream answers 200 then).
+    if (warnings.length === 0) return new Response(null, { status: 204, headers: { "x-request-id": requestId } });
+    return jsonResponse(envelope(requestId, { warnings }, backend.mountType), 200, requestId);
+  }
+  const merged = { ...reply, warnings: [...warnings, ...(reply.warnings ?? [])] };
+  return jsonResponse(envelope(requestId, merged, backend.mountType), reply.status ?? 200, requestId);
+}
+
+/** Path of the namespace a token belongs to; null when that namespace is gone. */
+async function tokenNamespacePath(db: Db, token: TokenEntry): Promise<string | null> {
+  if (token.configuredRoot || token.namespaceId === ROOT_NAMESPACE.id) return "";
+  return (await getNamespaceById(db, token.namespaceId))?.path ?? null;
+}

@@ -1,0 +1,226 @@
+/**
+ * sys/mounts: enable, read, tune and disable secrets engines (CONTRACT.md "System paths").
+ * Enable, tune and disable answer 204. Disabling removes the engine's data for that mount, and
+ * for a KV-v2 mount first unsyncs the secrets-sync associations of its secrets.
+ *
+ * Concurrency (invariants 1 and 2 of ./lifecycle.ts): an enable is one conditional INSERT, so of
+ * racing enables of the same or nested paths one wins and the rest answer 400; a disable marks
+ * the mount "disabling" before it unsyncs and purges, so a write racing it either lands before
+ * the mark and is purged, or is refused with 409 "mount is being disabled". The order of the
+ * disable's steps is what makes that hold: do not purge before marking.
+ */
+import { getNamespaceByPath } from "../../auth/namespace-store";
+import { loadConfig } from "../../core/config";
+import { ENGINES } from "../engines";
+import { formatGoDuration, parseDurationSeconds as parseTtl } from "../../core/duration";
+import { ApiError, badRequest, notFound } from "../../core/errors";
+import { defineFields } from "../../core/fields";
+import { route, type Req } from "../../core/route";
+import { unsyncMount } from "../../engines/sync/operations";
+import { randomHex } from "../../core/encoding";
+import { isUniqueViolation, MOUNT_DISABLING } from "../../core/lifecycle";
+import { deleteMountRow, getMount, insertMountIfFree, listMounts, markMountDisabling, overlappingMount, updateMount, type MountRow } from "../../core/mount-store";
+
+import { MAX_MOUNT_PATH_SEGMENTS, SYSTEM_MAX_TTL } from "../../core/limits";
+
+export { SYSTEM_MAX_TTL };
+
+const RESERVED_MOUNT_ROOTS = new Set(["sys", "auth", "identity", "cubbyhole"]);
+
+/** Normalizes a mount path to "a/b/" and checks its segments. */
+export function normalizeMountPath(raw: string): string {
+  const segs = raw.split("/").filter((s) => s !== "");
+  if (segs.length === 0) throw badRequest("path: a mount path is required");
+  // Mount lookups try one prefix per segment up to this bound (mountCandidates).
+  if (segs.length > MAX_MOUNT_PATH_SEGMENTS) {
+    throw badRequest(`path: a mount path has at most ${MAX_MOUNT_PATH_SEGMENTS} segments, got ${segs.length}`);
+  }
+  for (const s of segs) {
+    if (!/^[\w.-]+$/.test(s) || s === "." || s === "..") {
+      throw badRequest(`path: invalid mount path segment "${s}" (letters, digits, '_', '-', '.')`);
+    }
+  }
+  if (RESERVED_MOUNT_ROOTS.has(segs[0] as string)) throw badRequest(`path: "${segs[0]}/" is reserved`);
+  return `${segs.join("/")}/`;
+}
+
+export function effectiveTtls(m: MountRow): { defaultTtl: number; maxTtl: number } {
+  const maxTtl = m.maxLeaseTtl || SYSTEM_MAX_TTL;
+  return { defaultTtl: Math.min(m.defaultLeaseTtl || SYSTEM_MAX_TTL, maxTtl), maxTtl };
+}
+
+function mountView(m: MountRow): Record<string, unknown> {
+  const { defaultTtl, maxTtl } = effectiveTtls(m);
+  return {
+    type: m.type,
+    description: m.description,
+    accessor: m.accessor,
+    uuid: m.id,
+    config: { default_lease_ttl: defaultTtl, max_lease_ttl: maxTtl, force_no_cache: false },
+    options: m.type === "kv" ? { version: "2", ...m.options } : m.options,
+    local: false,
+    seal_wrap: false,
+    external_entropy_access: false,
+    plugin_version: "",
+  };
+}
+
+/** Resolves `type` and `options` to a supported engine: pki, or kv version 2 (also "kv-v2"). */
+function engineType(type: string, options: Record<string, unknown>): { type: string; options: Record<string, string> } {
+  if (type === "pki") return { type: "pki", options: {} };
+  if (type === "kv-v2") return { type: "kv", options: { version: "2" } };
+  if (type === "kv") {
+    const v = options.version === undefined ? "2" : String(options.version);
+    if (v !== "2") throw badRequest(`options.version: only version "2" of the kv engine is supported, got "${v}"`);
+    return { type: "kv", options: { version: "2" } };
+  }
+  throw badRequest(`type: unknown secrets engine type "${type}" (supported: kv, kv-v2, pki)`);
+}
+
+function ttlFrom(config: Record<string, unknown>, key: string): number {
+  const v = config[key];
+  if (v === undefined || v === null || v === "" || v === "system") return 0;
+  try {
+    return parseTtl(v);
+  } catch (e) {
+    throw badRequest(`config.${key}: ${e instanceof Error ? e.message : String(e)}`);
+  }
+}
+
+function checkTtls(defaultTtl: number, maxTtl: number): void {
+  const max = maxTtl || SYSTEM_MAX_TTL;
+  if (maxTtl > SYSTEM_MAX_TTL) throw badRequest(`max_lease_ttl: cannot exceed the system maximum of ${formatGoDuration(SYSTEM_MAX_TTL)}`);
+  if ((defaultTtl || SYSTEM_MAX_TTL) > max) throw badRequest("default_lease_ttl: cannot be greater than max_lease_ttl");
+}
+
+const enableFields = defineFields({
+  path: { type: "string", description: "Where to mount the engine.", required: true },
+  type: { type: "string", description: "Engine type: pki, kv (options.version \"2\") or kv-v2.", required: true },
+  description: { type: "string", description: "Human-friendly description.", default: "" },
+  config: { type: "map", description: "default_lease_ttl, max_lease_ttl.", default: {} },
+  options: { type: "map", description: "Engine options; kv takes version \"2\".", default: {} },
+});
+
+async function requireMount(req: Req, raw: string): Promise<MountRow> {
+  const mount = await getMount(req.db, req.ns.id, normalizeMountPath(raw));
+  if (!mount) throw badRequest(`no mount at path "${raw}"`);
+  return mount;
+}
+
+const tuneFields = defineFields({
+  path: { type: "string", description: "The mount.", required: true },
+  default_lease_ttl: { type: "string", description: "Default lease TTL (seconds, duration or \"system\")." },
+  max_lease_ttl: { type: "string", description: "Maximum lease TTL (seconds, duration or \"system\")." },
+  description: { type: "string", description: "Human-friendly description." },
+});
+
+export const mountRoutes = [
+  route({
+    pattern: "mounts",
+    handlers: {
+      async read(req) {
+        const out: Record<string, unknown> = {};
+        for (const m of await listMounts(req.db, req.ns.id)) out[m.path] = mountView(m);
+        return { data: out, topLevel: out };
+      },
+    },
+  }),
+  route({
+    pattern: "mounts/*path/tune",
+    fields: tuneFields,
+    handlers: {
+      async read(req) {
+        const m = await requireMount(req, req.fields.path);
+        const { defaultTtl, maxTtl } = effectiveTtls(m);
+        return {
+          data: {
+            default_lease_ttl: defaultTtl,
+            max_lease_ttl: maxTtl,
+            force_no_cache: false,
+            description: m.description,
+            options: mountView(m).options,
+          },
+        };
+      },
+      async update(req) {
+        const m = await requireMount(req, req.fields.path);
+        const f = req.fields;
+        const raw = { default_lease_ttl: f.default_lease_ttl, max_lease_ttl: f.max_lease_ttl };
+        const defaultTtl = req.has("default_lease_ttl") ? ttlFrom(raw, "default_lease_ttl") : m.defaultLeaseTtl;
+        const maxTtl = req.has("max_lease_ttl") ? ttlFrom(raw, "max_lease_ttl") : m.maxLeaseTtl;
+        checkTtls(defaultTtl, maxTtl);
+        const tuned = await updateMount(req.db, m.id, {
+          defaultLeaseTtl: defaultTtl,
+          maxLeaseTtl: maxTtl,
+          description: f.description ?? m.description,
+        });
+        if (!tuned) throw new ApiError(409, MOUNT_DISABLING);
+        return null;
+      },
+    },
+  }),
+  route({
+    pattern: "mounts/*path",
+    fields: enableFields,
+    handlers: {
+      async read(req) {
+        const mount = await getMount(req.db, req.ns.id, normalizeMountPath(req.params.path ?? ""));
+        if (!mount) throw notFound();
+        return { data: mountView(mount) };
+      },
+      async update(req) {
+        const f = req.fields;
+        const path = normalizeMountPath(f.path);
+        const { type, options } = engineType(f.type, f.options);
+        const defaultTtl = ttlFrom(f.config, "default_lease_ttl");
+        const maxTtl = ttlFrom(f.config, "max_lease_ttl");
+        checkTtls(defaultTtl, maxTtl);
+        // A child namespace of the same name would shadow the mount (path prefixes select namespaces).
+        const firstSegment = path.split("/")[0] as string;
+        const shadowing = `${req.ns.path}${firstSegment}/`;
+        // The conditional insert is the check (lifecycle.ts invariant 1); the reads below only
+        // explain a refusal. A refusal with nothing left in the way means the obstacle was
+        // removed meanwhile, so the insert is simply tried again; so is a colliding accessor.
+        for (let attempt = 0; attempt < 3; attempt++) {
+          const row: MountRow = {
+            id: crypto.randomUUID(),
+            namespaceId: req.ns.id,
+            path,
+            type,
+            accessor: `${type}_${randomHex(4)}`,
+            description: f.description,
+            options,
+            defaultLeaseTtl: defaultTtl,
+            maxLeaseTtl: maxTtl,
+            createdAt: Date.now(),
+            state: "active",
+          };
+          try {
+            if (await insertMountIfFree(req.db, row, shadowing)) return null;
+          } catch (e) {
+            if (!isUniqueViolation(e)) throw e;
+          }
+          const taken = await overlappingMount(req.db, req.ns.id, path);
+          if (taken) throw badRequest(`path is already in use at ${taken.path}`);
+          if (await getNamespaceByPath(req.db, shadowing)) throw badRequest(`path: "${firstSegment}" is the name of a child namespace`);
+        }
+        throw new ApiError(409, `path "${path}": concurrent changes to the mount table; try again`);
+      },
+      async delete(req) {
+        const mount = await getMount(req.db, req.ns.id, normalizeMountPath(req.params.path ?? ""));
+        if (!mount) return null;
+        // (a) First the mark: from here on no write of the mount's rows can commit, so the purge
+        // below sees every row there will ever be (lifecycle.ts invariant 2).
+        await markMountDisabling(req.db, mount.id);
+        // (b) Its secrets are going away: the sync engine unsyncs their associations (through the
+        // queue), so no provider copy outlives the mount and no association stays SYNCED.
+        if (mount.type === "kv") await unsyncMount({ env: req.env, db: req.db, keys: loadConfig(req.env).seal }, mount.id);
+        // (c) and (d): by mount id, idempotent, so a repeated DELETE finishes a failed one.
+        const engine = ENGINES[mount.type];
+        if (engine) await engine.purge(req.db, mount, req.env);
+        await deleteMountRow(req.db, mount.id);
+        return null;
+      },
+    },
+  }),
+];

@@ -1,0 +1,9 @@
+/** Every sys/ endpoint, in one table for the dispatcher. */
+import type { RouteDef } from "../../core/route";
+import { syncRoutes } from "../../engines/sync/routes";
+import { capabilityRoutes } from "./capabilities";
+import { mountRoutes } from "./mounts";
+import { namespaceRoutes } from "./namespaces";
+import { policyRoutes } from "./policies";
+
+export const sysRoutes: RouteDef[] = [...mountRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...syncRoutes];

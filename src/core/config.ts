@@ -1,0 +1,43 @@
+/**
+ * Worker configuration (CONTRACT.md "Configuration"). Production refuses to serve without a
+ * usable ROOT_TOKEN and SEAL_KEY: every request but sys/health then answers 503 with the reason.
+ */
+import { isValidSealKey, type SealKeys } from "./db/seal";
+import { ApiError } from "./errors";
+import { DEFAULT_MAX_REQUEST_BYTES } from "./request";
+
+export interface Config {
+  rootToken: string;
+  seal: SealKeys;
+  /** Path of the administrative namespace with a trailing slash, or "" (root only). */
+  adminNamespace: string;
+  maxBodyBytes: number;
+  development: boolean;
+}
+
+/** What is wrong with the configuration, or null when the service can serve. */
+export function configProblem(env: Env): string | null {
+  const problems: string[] = [];
+  if (!env.ROOT_TOKEN || env.ROOT_TOKEN.length < 16) {
+    problems.push("ROOT_TOKEN is not set or is shorter than 16 characters");
+  }
+  if (!isValidSealKey(env.SEAL_KEY)) problems.push("SEAL_KEY is not set or is not base64 of 32 bytes");
+  if (problems.length === 0) return null;
+  // Development may run with a short root token (the default is "dev-root-token"), never without a seal key.
+  if (env.ENVIRONMENT === "development" && isValidSealKey(env.SEAL_KEY) && env.ROOT_TOKEN) return null;
+  return `service is not configured: ${problems.join("; ")}`;
+}
+
+export function loadConfig(env: Env): Config {
+  const problem = configProblem(env);
+  if (problem) throw new ApiError(503, problem);
+  const max = Number(env.MAX_REQUEST_BYTES ?? "");
+  const admin = (env.ADMIN_NAMESPACE ?? "").split("/").filter((s) => s !== "");
+  return {
+    rootToken: env.ROOT_TOKEN ?? "",
+    seal: { current: env.SEAL_KEY ?? "", previous: env.SEAL_KEYS_PREVIOUS },
+    adminNamespace: admin.map((s) => `${s}/`).join(""),
+    maxBodyBytes: Number.isFinite(max) && max > 0 ? max : DEFAULT_MAX_REQUEST_BYTES,
+    development: env.ENVIRONMENT === "development",
+  };
+}

@@ -1,0 +1,81 @@
+/**
+ * Tables of the service core: namespaces, ACL policies, tokens and mounts.
+ * Times are Unix milliseconds. Nothing secret is stored here in the clear: tokens are kept as
+ * SHA-256 hashes only (docs/storage-schema.md).
+ */
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+export const namespaces = sqliteTable("namespaces", {
+  id: text("id").primaryKey(),
+  /** Full path with a trailing slash ("team/", "team/dev/"); the root namespace is "" and implicit. */
+  path: text("path").notNull().unique(),
+  parentId: text("parent_id").notNull(),
+  customMetadata: text("custom_metadata", { mode: "json" }).$type<Record<string, string>>().notNull(),
+  createdAt: integer("created_at").notNull(),
+  /**
+   * "deleting" from the moment a delete begins: triggers then refuse every row written into the
+   * namespace (src/core/lifecycle.ts), so the delete's purge cannot miss one.
+   */
+  state: text("state", { enum: ["active", "deleting"] }).notNull().default("active"),
+});
+
+export const policies = sqliteTable(
+  "policies",
+  {
+    namespaceId: text("namespace_id").notNull(),
+    name: text("name").notNull(),
+    text: text("text").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.namespaceId, t.name] })],
+);
+
+export const tokens = sqliteTable(
+  "tokens",
+  {
+    /** SHA-256 of the token, hex. The token itself is never stored. */
+    hash: text("hash").primaryKey(),
+    accessor: text("accessor").notNull().unique(),
+    namespaceId: text("namespace_id").notNull(),
+    /** Accessor of the parent token; null for orphans and for children of the configured root token. */
+    parentAccessor: text("parent_accessor"),
+    policies: text("policies", { mode: "json" }).$type<string[]>().notNull(),
+    displayName: text("display_name").notNull(),
+    meta: text("meta", { mode: "json" }).$type<Record<string, string> | null>(),
+    numUses: integer("num_uses").notNull(),
+    /** Uses left when numUses > 0; decremented atomically on each use. */
+    usesLeft: integer("uses_left").notNull(),
+    ttl: integer("ttl").notNull(),
+    explicitMaxTtl: integer("explicit_max_ttl").notNull(),
+    renewable: integer("renewable", { mode: "boolean" }).notNull(),
+    creationTime: integer("creation_time").notNull(),
+    expireTime: integer("expire_time"),
+    /** Hard limit from explicit_max_ttl or the parent's expiry; renewals never pass it. */
+    maxExpireTime: integer("max_expire_time"),
+  },
+  (t) => [index("tokens_parent").on(t.parentAccessor), index("tokens_namespace").on(t.namespaceId)],
+);
+
+export const mounts = sqliteTable(
+  "mounts",
+  {
+    id: text("id").primaryKey(),
+    namespaceId: text("namespace_id").notNull(),
+    /** Path with a trailing slash, relative to the namespace ("secret/", "team/pki/"). */
+    path: text("path").notNull(),
+    type: text("type").notNull(),
+    accessor: text("accessor").notNull().unique(),
+    description: text("description").notNull(),
+    options: text("options", { mode: "json" }).$type<Record<string, string>>().notNull(),
+    /** Seconds; 0 means the system default (768h, CONTRACT.md). */
+    defaultLeaseTtl: integer("default_lease_ttl").notNull(),
+    maxLeaseTtl: integer("max_lease_ttl").notNull(),
+    createdAt: integer("created_at").notNull(),
+    /**
+     * "disabling" from the moment a disable begins: triggers then refuse every insert or update
+     * of the mount's engine rows (src/core/lifecycle.ts), so the purge that follows removes all.
+     */
+    state: text("state", { enum: ["active", "disabling"] }).notNull().default("active"),
+  },
+  (t) => [uniqueIndex("mounts_ns_path").on(t.namespaceId, t.path)],
+);

@@ -1,0 +1,181 @@
+/**
+ * Tables of the PKI engine. Every row belongs to one mount (`mount_id`); disabling the mount
+ * removes them (src/engines/pki/storage/store.ts purgePkiMount). Private keys are sealed (src/core/db/seal.ts) with
+ * the key id as context, so a sealed key copied to another row does not open there.
+ * Times are Unix milliseconds unless a column says otherwise.
+ */
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+export const pkiKeys = sqliteTable(
+  "pki_keys",
+  {
+    id: text("id").primaryKey(),
+    mountId: text("mount_id").notNull(),
+    /** "" when unnamed; unique per mount otherwise (checked by the engine). */
+    name: text("name").notNull(),
+    keyType: text("key_type").notNull(),
+    keyBits: integer("key_bits").notNull(),
+    /** base64 DER SubjectPublicKeyInfo: how issuers are linked to keys (pki-engine.md §4.1). */
+    publicKey: text("public_key").notNull(),
+    /** Sealed base64 PKCS#8. */
+    sealedPrivateKey: text("sealed_private_key").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("pki_keys_mount").on(t.mountId)],
+);
+
+export const pkiIssuers = sqliteTable(
+  "pki_issuers",
+  {
+    id: text("id").primaryKey(),
+    mountId: text("mount_id").notNull(),
+    name: text("name").notNull(),
+    /** "" when no key of the mount matches the certificate's public key. */
+    keyId: text("key_id").notNull(),
+    /** Normalised PEM: trimmed plus exactly one trailing newline (pki-engine.md §4.1). */
+    certificate: text("certificate").notNull(),
+    /** Colon hex serial of the issuer certificate. */
+    serial: text("serial").notNull(),
+    /** base64 DER of the subject and issuer names, for chain building. */
+    subjectDer: text("subject_der").notNull(),
+    issuerDer: text("issuer_der").notNull(),
+    publicKey: text("public_key").notNull(),
+    notAfter: integer("not_after").notNull(),
+    /** Computed chain: issuer ids, self first. */
+    caChain: text("ca_chain", { mode: "json" }).$type<string[]>().notNull(),
+    manualChain: text("manual_chain", { mode: "json" }).$type<string[] | null>(),
+    leafNotAfterBehavior: text("leaf_not_after_behavior").notNull(),
+    usage: text("usage", { mode: "json" }).$type<string[]>().notNull(),
+    revocationSignatureAlgorithm: text("revocation_signature_algorithm").notNull(),
+    aia: text("aia", { mode: "json" }).$type<IssuerAia | null>(),
+    revoked: integer("revoked", { mode: "boolean" }).notNull(),
+    revocationTime: integer("revocation_time"),
+    lastModified: integer("last_modified").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [index("pki_issuers_mount").on(t.mountId)],
+);
+
+export interface IssuerAia {
+  issuing_certificates: string[];
+  crl_distribution_points: string[];
+  delta_crl_distribution_points: string[];
+  ocsp_servers: string[];
+  enable_aia_url_templating: boolean;
+}
+
+/** Mount-level settings by name: "issuers", "keys", "urls", "cluster" (JSON values). */
+export const pkiConfig = sqliteTable(
+  "pki_config",
+  {
+    mountId: text("mount_id").notNull(),
+    name: text("name").notNull(),
+    value: text("value", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.mountId, t.name] })],
+);
+
+export const pkiRoles = sqliteTable(
+  "pki_roles",
+  {
+    mountId: text("mount_id").notNull(),
+    name: text("name").notNull(),
+    /** The role object exactly as a read returns it (pki-engine.md §2.3). */
+    data: text("data", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.mountId, t.name] })],
+);
+
+/**
+ * Certificates issued by (or generated in) the mount. The unique index on (mount, serial) is
+ * the last line of defence behind the Authority Durable Object's serial reservation.
+ */
+export const pkiCerts = sqliteTable(
+  "pki_certs",
+  {
+    mountId: text("mount_id").notNull(),
+    /** Colon-separated lowercase hex (pki-engine.md §1.7). */
+    serial: text("serial").notNull(),
+    /** base64 DER. */
+    der: text("der").notNull(),
+    issuerId: text("issuer_id").notNull(),
+    /** Unix seconds. */
+    notAfter: integer("not_after").notNull(),
+    createdAt: integer("created_at").notNull(),
+    /** Sealed cert_metadata (spec "Issue": base64 value tied to the serial); null when none. */
+    metadata: text("metadata"),
+  },
+  (t) => [uniqueIndex("pki_certs_mount_serial").on(t.mountId, t.serial)],
+);
+
+/**
+ * Revoked certificates of the mount (pki-engine.md §5, §6.2). `id` is a mount-wide, strictly
+ * growing sequence: a complete CRL records the highest id it covered (`pki_crls.max_seq`), and a
+ * delta CRL lists exactly the entries above it. Revoked issuers get a row here too when their
+ * certificate was stored by this mount.
+ */
+export const pkiRevoked = sqliteTable(
+  "pki_revoked",
+  {
+    id: integer("id").primaryKey({ autoIncrement: true }),
+    mountId: text("mount_id").notNull(),
+    /** Colon-separated lowercase hex, as in pki_certs. */
+    serial: text("serial").notNull(),
+    /** The issuer whose key signed the certificate; "" when none of the mount's issuers did. */
+    issuerId: text("issuer_id").notNull(),
+    /** Unix seconds. */
+    revocationTime: integer("revocation_time").notNull(),
+    /** Unix seconds: the certificate's notAfter (tidy removes entries past it plus a buffer). */
+    notAfter: integer("not_after").notNull(),
+    /** base64 DER of the revoked certificate. */
+    der: text("der").notNull(),
+    createdAt: integer("created_at").notNull(),
+  },
+  (t) => [uniqueIndex("pki_revoked_mount_serial").on(t.mountId, t.serial), index("pki_revoked_mount_issuer").on(t.mountId, t.issuerId)],
+);
+
+/**
+ * The last CRLs built for each issuer (pki-engine.md §6.2): one complete and one delta row per
+ * issuer. Written only by the mount's Authority Durable Object, which serializes rebuilds.
+ */
+export const pkiCrls = sqliteTable(
+  "pki_crls",
+  {
+    mountId: text("mount_id").notNull(),
+    issuerId: text("issuer_id").notNull(),
+    /** "complete" or "delta". */
+    kind: text("kind").notNull(),
+    /** The CRL number (RFC 5280 §5.2.3); complete and delta CRLs share the counter. */
+    number: integer("number").notNull(),
+    /** base64 DER of the signed CRL. */
+    der: text("der").notNull(),
+    /**
+     * The highest pki_revoked.id the CRL covers: a complete CRL lists every revocation up to it;
+     * a delta lists those above its complete CRL's max_seq, up to its own (src/engines/pki/revocation/crl-rebuild.ts).
+     */
+    maxSeq: integer("max_seq").notNull(),
+    /** Unix milliseconds. */
+    thisUpdate: integer("this_update").notNull(),
+    nextUpdate: integer("next_update").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.mountId, t.issuerId, t.kind] })],
+);
+
+/**
+ * The DER of a CRL too large for one D1 value (D1 caps a string at 2 MB; a 100,000-entry CRL is
+ * about 4 MB of DER): base64 slices in order. A pki_crls row whose `der` is "" is stored here.
+ * Rows are replaced together with their pki_crls row in one D1 batch (one transaction), and
+ * read with it in one batch, so a reader never mixes slices of two builds.
+ */
+export const pkiCrlChunks = sqliteTable(
+  "pki_crl_chunks",
+  {
+    mountId: text("mount_id").notNull(),
+    issuerId: text("issuer_id").notNull(),
+    kind: text("kind").notNull(),
+    idx: integer("idx").notNull(),
+    data: text("data").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.mountId, t.issuerId, t.kind, t.idx] })],
+);

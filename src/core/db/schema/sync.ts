@@ -1,0 +1,97 @@
+/**
+ * Tables of secrets sync (spec/secrets-sync-api.md, reference/secrets-sync.md §1).
+ * Credentials never reach D1 in the clear: a destination keeps its non-sensitive connection
+ * details as JSON and its sensitive members (keys, tokens, client secrets, service-account JSON)
+ * sealed together (src/core/db/seal.ts); an app keeps its private key sealed. The seal context names
+ * the row, so a sealed value copied to another row does not open there.
+ * Times are Unix milliseconds. All access goes through src/engines/sync/store.ts.
+ */
+import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+
+/** The global sync switch (one row, id "global"; absent means the defaults). */
+export const syncConfig = sqliteTable("sync_config", {
+  id: text("id").primaryKey(),
+  disabled: integer("disabled", { mode: "boolean" }).notNull(),
+  queueCapacity: integer("queue_capacity").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
+
+export const syncDestinations = sqliteTable(
+  "sync_destinations",
+  {
+    namespaceId: text("namespace_id").notNull(),
+    type: text("type").notNull(),
+    name: text("name").notNull(),
+    /** Non-sensitive connection details (region, key_vault_uri, repository_owner, ...). */
+    connection: text("connection", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    /** Sealed JSON object of the sensitive connection members. */
+    sealedCredentials: text("sealed_credentials").notNull(),
+    /** {granularity, secret_name_template, custom_tags}. */
+    options: text("options", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    /** Set once a delete with purge=true was accepted; part 2's engine carries the purge out. */
+    purgeInitiatedAt: integer("purge_initiated_at"),
+    purgeError: text("purge_error"),
+    /** Bumped on every write; updates are conditional on it (compare-and-set, no lost updates). */
+    version: integer("version").notNull(),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.namespaceId, t.type, t.name] }), index("sync_destinations_purge").on(t.purgeInitiatedAt)],
+);
+
+/**
+ * Links between a KV-v2 secret and a destination, and the sync engine's state for each
+ * (src/engines/sync/engine.ts). `generation` counts the triggers (set, remove, KV change, reconcile);
+ * `done_generation` is the last generation whose outcome is final, so a redelivered message for
+ * a finished generation is a no-op. `desired` is the user's latest intent ("synced" or
+ * "unsynced"); a removed association stays as a tombstone (desired "unsynced", status
+ * UNSYNCED) so its generation keeps growing if it is set again, and is hidden from reads.
+ * `external` maps each sub-key ("" for secret-path granularity) to the name it has at the
+ * provider and its own status. `lease_*` serialise the engine's work on one association.
+ */
+export const syncAssociations = sqliteTable(
+  "sync_associations",
+  {
+    id: text("id").primaryKey(),
+    namespaceId: text("namespace_id").notNull(),
+    destinationType: text("destination_type").notNull(),
+    destinationName: text("destination_name").notNull(),
+    mountAccessor: text("mount_accessor").notNull(),
+    secretName: text("secret_name").notNull(),
+    syncStatus: text("sync_status").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    mountId: text("mount_id").notNull().default(""),
+    mountPath: text("mount_path").notNull().default(""),
+    desired: text("desired").notNull().default("synced"),
+    generation: integer("generation").notNull().default(1),
+    doneGeneration: integer("done_generation").notNull().default(0),
+    external: text("external", { mode: "json" }).$type<Record<string, unknown>>().notNull().default({}),
+    lastError: text("last_error"),
+    attempts: integer("attempts").notNull().default(0),
+    leaseToken: text("lease_token"),
+    leaseUntil: integer("lease_until"),
+  },
+  (t) => [
+    index("sync_associations_destination").on(t.namespaceId, t.destinationType, t.destinationName),
+    uniqueIndex("sync_associations_link").on(t.namespaceId, t.destinationType, t.destinationName, t.mountId, t.secretName),
+    index("sync_associations_secret").on(t.mountId, t.secretName),
+    index("sync_associations_status").on(t.syncStatus),
+  ],
+);
+
+/** Custom repository-host applications (reference §1.15). */
+export const syncRepohostApps = sqliteTable(
+  "sync_repohost_apps",
+  {
+    namespaceId: text("namespace_id").notNull(),
+    name: text("name").notNull(),
+    appId: integer("app_id").notNull(),
+    /** Sealed PKCS#8 PEM of the app's RSA private key. */
+    sealedPrivateKey: text("sealed_private_key").notNull(),
+    /** "SHA256:<base64>" of the public key's DER SubjectPublicKeyInfo. */
+    fingerprint: text("fingerprint").notNull(),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.namespaceId, t.name] })],
+);

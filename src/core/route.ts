@@ -1,0 +1,168 @@
+/**
+ * Endpoint declarations: a path pattern, the fields it takes, the operations it implements and
+ * which of them are public or need `sudo`. Engines export arrays of these; the dispatcher
+ * (src/app/dispatch.ts) matches, authorizes, coerces fields and calls the handler.
+ */
+import type { SQL } from "drizzle-orm";
+import type { BatchItem } from "drizzle-orm/batch";
+import type { Acl, Operation } from "../auth/acl";
+import type { Capability } from "../auth/policy-parser";
+import type { TokenEntry } from "../auth/token-store";
+import type { Db } from "./db/client";
+import type { MountRow, NamespaceRef } from "./mount-store";
+import { trimEndChar } from "./text";
+import type { FieldSchema, FieldValues } from "./fields";
+
+export type { Operation };
+
+/** What a handler sees. Fields are already coerced against the route's declaration. */
+export interface Req<F extends FieldSchema = FieldSchema> {
+  env: Env;
+  db: Db;
+  requestId: string;
+  /** The namespace the request addresses. */
+  ns: NamespaceRef;
+  /** The mount the path falls under (null for sys/ and auth/token/). */
+  mount: MountRow | null;
+  /** Path relative to the namespace, e.g. "secret/data/app" (what policies match). */
+  path: string;
+  params: Record<string, string>;
+  fields: FieldValues<F>;
+  has(name: keyof F & string): boolean;
+  /** The decoded JSON body (or query data for reads), before coercion. */
+  body: Record<string, unknown>;
+  rawBody: Uint8Array<ArrayBuffer>;
+  contentType: string;
+  query: URLSearchParams;
+  headers: Headers;
+  /** The authenticated caller; null only on public operations. */
+  token: TokenEntry | null;
+  acl: Acl | null;
+  /**
+   * The caller's capabilities on a path given relative to the request's namespace, resolved
+   * exactly as the dispatcher resolves the request's own path (relative to the token's
+   * namespace). Every capability check other than the dispatcher's own goes through this, so a
+   * path in namespace team1 is never checked as if it were the root namespace's (issue 18 #1).
+   * Empty for public operations (no token).
+   */
+  capabilities(path: string): Set<Capability>;
+  op: Operation;
+  warnings: string[];
+  waitUntil(p: Promise<unknown>): void;
+  /**
+   * Results of the route's `prefetch` reads, in the order `prefetch` returned them, when the
+   * dispatcher could send them in the request's first D1 batch; absent otherwise.
+   */
+  prefetched?: unknown[];
+}
+
+export interface AuthBlock {
+  client_token: string;
+  accessor: string;
+  policies: string[];
+  token_policies: string[];
+  identity_policies: null;
+  metadata: Record<string, string> | null;
+  lease_duration: number;
+  renewable: boolean;
+  entity_id: string;
+  token_type: "service";
+  orphan: boolean;
+  mfa_requirement: null;
+  num_uses: number;
+}
+
+/** A JSON reply: rendered in the envelope. `null`/`undefined` means 204 No Content. */
+export interface JsonReply {
+  data?: unknown;
+  warnings?: string[];
+  auth?: AuthBlock | null;
+  status?: number;
+  /** Extra top-level members (upstream repeats sys/mounts at the top level for old clients). */
+  topLevel?: Record<string, unknown>;
+}
+
+export type Reply = Response | JsonReply | null | undefined;
+
+/** Handlers per operation. Method syntax keeps them assignable across field schemas. */
+export interface Handlers<F extends FieldSchema> {
+  read?(req: Req<F>): Promise<Reply>;
+  list?(req: Req<F>): Promise<Reply>;
+  create?(req: Req<F>): Promise<Reply>;
+  update?(req: Req<F>): Promise<Reply>;
+  patch?(req: Req<F>): Promise<Reply>;
+  delete?(req: Req<F>): Promise<Reply>;
+}
+
+export interface RouteDef<F extends FieldSchema = FieldSchema> {
+  /**
+   * Segments separated by "/": literals, `:name` (one "generic name" segment, pki-engine.md §1.1),
+   * `:name?` (optional last segment) and `*name` (the rest of the path, one or more segments).
+   */
+  pattern: string;
+  fields?: F;
+  handlers: Handlers<F>;
+  /** Operations that need no token (pki-engine.md §1.5). */
+  public?: Operation[];
+  /** Operations on root-protected paths: the policy must grant `sudo` as well. */
+  sudo?: Operation[];
+  /** Decides create vs update for the ACL on writes; without it a write is an update. */
+  exists?(req: Req<F>): Promise<boolean>;
+  /** Keep the raw body (no JSON parsing), e.g. OCSP requests. */
+  rawBody?: boolean;
+  /**
+   * The `*rest` parameter is opaque data, not a path: empty segments are allowed in it and its
+   * trailing slashes are kept (OCSP GET carries base64, where "//" and a final "/" occur).
+   */
+  opaqueRest?: boolean;
+  /**
+   * Reads the handler will need, sent with the request's first D1 batch when the dispatcher can
+   * guess the mount (src/app/dispatch.ts firstRound): `mountId` is an SQL expression for the
+   * guessed mount's id. The handler gets the results as `req.prefetched` only if the guess was
+   * right, and must do the reads itself otherwise.
+   */
+  prefetch?(db: Db, mountId: SQL, params: Record<string, string>): BatchItem<"sqlite">[];
+}
+
+export interface CompiledRoute {
+  def: RouteDef;
+  regex: RegExp;
+}
+
+const GENERIC_NAME = String.raw`\w(?:[\w.-]*\w)?`;
+
+export function compileRoute(def: RouteDef): CompiledRoute {
+  const parts = def.pattern.split("/").map((seg) => {
+    if (seg.startsWith("*")) return `(?<${seg.slice(1)}>.+)`;
+    if (seg.startsWith(":") && seg.endsWith("?")) return `(?:/(?<${seg.slice(1, -1)}>${GENERIC_NAME}))?`;
+    if (seg.startsWith(":")) return `(?<${seg.slice(1)}>${GENERIC_NAME})`;
+    return seg.replace(/[.+?^${}()|[\]\\]/g, "\\$&");
+  });
+  let src = "";
+  parts.forEach((p, i) => {
+    src += i === 0 || p.startsWith("(?:/") ? p : `/${p}`;
+  });
+  return { def, regex: new RegExp(`^${src}$`) };
+}
+
+/** Declares a route while keeping its field types for the handlers. */
+export function route<const F extends FieldSchema = Record<string, never>>(def: RouteDef<F>): RouteDef {
+  return def as unknown as RouteDef;
+}
+
+export function matchRoute(
+  routes: CompiledRoute[],
+  path: string,
+): { route: CompiledRoute; params: Record<string, string> } | null {
+  // Not `replace(/\/+$/, "")`: that regex is quadratic on a long run of "/" (src/core/text.ts).
+  const p = trimEndChar(path, "/");
+  for (const r of routes) {
+    const m = r.regex.exec(p);
+    if (m) {
+      const params: Record<string, string> = {};
+      for (const [k, v] of Object.entries(m.groups ?? {})) if (v !== undefined) params[k] = v;
+      return { route: r, params };
+    }
+  }
+  return null;
+}

@@ -1,0 +1,471 @@
+/**
+ * CA certificates: root generation (pki-engine.md §4.2), intermediate CSR generation (§4.3) and
+ * signing an intermediate (spec "Sign intermediate"). Keys are generated in WebCrypto and only
+ * written together with the issuer that uses them (one D1 batch).
+ */
+import { badRequest } from "../../../core/errors";
+import { defineFields, type FieldValues } from "../../../core/fields";
+import { effectiveTtls } from "../../../app/sys/mounts";
+import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
+import { OID, emptySans, encodeName, publicKeyFacts, sanExtension, sanIsEmpty, basicConstraintsExtension, type ExtensionDer } from "../x509/asn1";
+import { isValidOid } from "../x509/der";
+import { checkFormat, checkPrivateKeyFormat, encodeCert, formatPrivateKey, responseChain, certOutput } from "../issuance/format";
+import { certDerFromPem, checkObjectName, importIssuersAndKeys, resolveKeyIn } from "./issuers";
+import { unsealPrivateKey, sealPrivateKey } from "../storage/keystore";
+import { validateKeySpec } from "../x509/keytypes";
+import { colonHex, toPem } from "../x509/pem";
+import { applyRole, permissiveRole } from "../policy/policy";
+import { NO_AIA, caExtensions, resolveAia, type AiaUrls } from "../issuance/profile";
+import { defaultRole } from "../policy/roles";
+import { reserveSerial } from "../issuance/serials";
+import { getAllConfig, insertCertStmt, insertKeyStmt, listIssuers, listKeys, putConfigStmt, runBatch, type KeyRow, type Stmt } from "../storage/store";
+import { computeValidity } from "../issuance/ttl";
+import { generateKeyPair, importSigner, parseCertificate, signCertificate, signCsr } from "../x509/x509";
+import { issuerKeyId, loadCsr, signingIssuer, type IssueContext } from "../issuance/issue";
+import { OID_AKI, OID_SKI } from "../x509/resign";
+
+const css = (description: string) => ({ type: "comma-string-slice" as const, description, default: [] as string[] });
+
+/** Subject and SAN fields shared by every CA path. */
+const subjectFields = {
+  common_name: { type: "string", description: "Subject CN.", default: "" },
+  alt_names: css("DNS / e-mail SANs."),
+  ip_sans: css("IP SANs."),
+  uri_sans: css("URI SANs."),
+  other_sans: css("Other SANs, <oid>;UTF8:<value>."),
+  exclude_cn_from_sans: { type: "bool", description: "Leave the CN out of the SANs.", default: false },
+  ou: css("Subject OU."),
+  organization: css("Subject O."),
+  country: css("Subject C."),
+  locality: css("Subject L."),
+  province: css("Subject ST."),
+  street_address: css("Subject street address."),
+  postal_code: css("Subject postal code."),
+  serial_number: { type: "string", description: "Subject serialNumber attribute.", default: "" },
+  format: { type: "string", description: "pem, der or pem_bundle.", default: "pem" },
+  signature_bits: { type: "int", description: "RSA hash size (0: automatic).", default: 0 },
+  use_pss: { type: "bool", description: "RSA-PSS signatures.", default: false },
+} as const;
+
+const keyFields = {
+  type: { type: "string", description: "internal, exported or existing.", required: true },
+  private_key_format: { type: "string", description: "der or pkcs8.", default: "der" },
+  key_type: { type: "string", description: "rsa, ec or ed25519.", default: "rsa" },
+  key_bits: { type: "int", description: "Key size (0: type default).", default: 0 },
+  key_name: { type: "string", description: "Name of the new key." },
+  key_ref: { type: "string", description: "Key to use with type existing.", default: "default" },
+} as const;
+
+const validityFields = {
+  ttl: { type: "duration", description: "Validity (default: mount default TTL).", default: 0 },
+  not_after: { type: "string", description: "Absolute notAfter, YYYY-MM-DDTHH:MM:SSZ.", default: "" },
+  not_before_duration: { type: "duration", description: "Backdating of notBefore.", default: 30 },
+  max_path_length: { type: "int", description: "Path length constraint (-1: none).", default: -1 },
+  permitted_dns_domains: css("Name constraints: permitted DNS domains."),
+  key_usage: css("Only DigitalSignature has an effect on CA certificates."),
+  ext_key_usage: css("Extended key usage names."),
+  ext_key_usage_oids: css("Extended key usage OIDs."),
+} as const;
+
+export const rootFields = defineFields({
+  ...subjectFields,
+  ...keyFields,
+  ...validityFields,
+  issuer_name: { type: "string", description: "Name of the new issuer." },
+});
+
+export const intermediateFields = defineFields({
+  ...subjectFields,
+  ...keyFields,
+  add_basic_constraints: { type: "bool", description: "Request CA:true in the CSR.", default: false },
+});
+
+/** intermediate/cross-sign: the intermediate fields, always with an existing key. */
+export const crossSignFields = defineFields({
+  ...intermediateFields,
+  type: { type: "string", description: "Always existing.", default: "existing" },
+});
+
+export const signIntermediateFields = defineFields({
+  ...subjectFields,
+  ...validityFields,
+  issuer_ref: { type: "string", description: "Signing issuer.", default: "default" },
+  csr: { type: "string", description: "PEM certificate request.", default: "" },
+  use_csr_values: { type: "bool", description: "Keep the CSR's subject, SANs and extensions.", default: false },
+  skid: { type: "string", description: "Subject Key Identifier in hex (cross-signing only).", default: "" },
+  common_name: { type: "string", description: "Subject CN.", default: "" },
+});
+
+type SubjectValues = FieldValues<typeof rootFields>;
+
+const AIA_WARNING =
+  "This mount hasn't configured any authority information access (AIA) fields; this may make it harder for systems to find missing certificates in the chain or to validate revocation status of certificates. Consider updating /config/urls or the newly generated issuer with this information.";
+
+function namesFrom(f: Pick<SubjectValues, keyof typeof subjectFields>) {
+  const role = permissiveRole({
+    ...defaultRole(),
+    ou: f.ou,
+    organization: f.organization,
+    country: f.country,
+    locality: f.locality,
+    province: f.province,
+    street_address: f.street_address,
+    postal_code: f.postal_code,
+  });
+  return applyRole(
+    role,
+    {
+      common_name: f.common_name,
+      alt_names: f.alt_names,
+      ip_sans: f.ip_sans,
+      uri_sans: f.uri_sans,
+      other_sans: f.other_sans,
+      serial_number: f.serial_number,
+      user_ids: [],
+      exclude_cn_from_sans: f.exclude_cn_from_sans,
+    },
+    null,
+  );
+}
+
+interface KeyMaterial {
+  pkcs8: Uint8Array<ArrayBuffer>;
+  spki: Uint8Array<ArrayBuffer>;
+  keyType: string;
+  existing: KeyRow | null;
+}
+
+/** The key for a CA path: generated (internal/exported) or an existing key of the mount. */
+async function caKey(ctx: IssueContext, f: Pick<SubjectValues, keyof typeof keyFields | "signature_bits">, has: (n: string) => boolean): Promise<KeyMaterial> {
+  if (f.type === "kms") throw badRequest('type: "kms" keys are not supported by this service');
+  if (!["internal", "exported", "existing"].includes(f.type)) {
+    throw badRequest('the "exported" path parameter must be "internal", "existing", exported" or "kms"');
+  }
+  if (f.type === "existing") {
+    if (has("key_type") || has("key_bits")) {
+      throw badRequest("invalid parameter for the kms/existing path parameter, key_type nor key_bits arguments can be set in this mode");
+    }
+    const [keys, cfg] = await Promise.all([listKeys(ctx.db, ctx.mount.id), getAllConfig(ctx.db, ctx.mount.id)]);
+    const key = resolveKeyIn(keys, cfg.keys, f.key_ref);
+    return { pkcs8: await unsealPrivateKey(ctx.env, key), spki: base64ToBytes(key.publicKey), keyType: key.keyType, existing: key };
+  }
+  const spec = validateKeySpec(f.key_type, f.key_bits, f.signature_bits, true);
+  const pair = await generateKeyPair(spec.keyType as "rsa" | "ec" | "ed25519", spec.keyBits);
+  return { ...pair, keyType: spec.keyType, existing: null };
+}
+
+const DNS_LABEL = "[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?";
+const PERMITTED_DOMAIN_RE = new RegExp(`^\\.?${DNS_LABEL}(?:\\.${DNS_LABEL})*$`);
+
+/**
+ * The CA-only request fields every CA path shares. max_path_length: -1 means "none" (spec "Sign
+ * intermediate"); any other negative value has no meaning and would be encoded as a negative
+ * pathLenConstraint, which RFC 5280 §4.2.1.9 (INTEGER (0..MAX)) does not allow.
+ * permitted_dns_domains: each entry goes into an IA5String dNSName constraint (RFC 5280
+ * §4.2.1.10), so it must be an ASCII DNS name, optionally with a leading "." for "subdomains only".
+ */
+function checkCaConstraints(f: { max_path_length: number; permitted_dns_domains: string[] }): void {
+  if (f.max_path_length < -1) {
+    throw badRequest(`max_path_length: must be -1 (no limit) or a path length of 0 or more, got ${f.max_path_length}`);
+  }
+  for (const d of f.permitted_dns_domains) {
+    if (d.length > 254 || !PERMITTED_DOMAIN_RE.test(d)) {
+      throw badRequest(`permitted_dns_domains: "${d}" is not a DNS domain (ASCII labels separated by dots, optionally with one leading "."; RFC 5280 §4.2.1.10)`);
+    }
+  }
+}
+
+/** Global AIA for a new root: templated URLs cannot name an issuer that does not exist yet. */
+function rootAia(urls: Awaited<ReturnType<typeof getAllConfig>>["urls"], warnings: string[]): AiaUrls {
+  const hasUrls = urls.issuing_certificates.length + urls.crl_distribution_points.length + urls.ocsp_servers.length > 0;
+  if (!hasUrls) {
+    warnings.push(AIA_WARNING);
+    return NO_AIA;
+  }
+  if (urls.enable_templating) {
+    warnings.push("The mount's AIA URLs are templated; they were left out of the root certificate because it is self-signed.");
+    return NO_AIA;
+  }
+  return resolveAia("", null, urls, { path: "", aia_path: "" });
+}
+
+export interface RootOptions {
+  /** root/rotate: the issuer name defaults to "next" when free. */
+  rotate?: boolean;
+}
+
+export async function generateRoot(ctx: IssueContext, f: FieldValues<typeof rootFields>, has: (n: string) => boolean, opts: RootOptions = {}) {
+  const format = checkFormat(f.format);
+  const keyFormat = checkPrivateKeyFormat(f.private_key_format);
+  checkOids("ext_key_usage_oids", f.ext_key_usage_oids);
+  if (f.issuer_name !== undefined && has("issuer_name")) checkObjectName("issuer", f.issuer_name);
+  if (f.key_name !== undefined && has("key_name") && f.type !== "existing") checkObjectName("key", f.key_name);
+  checkCaConstraints(f);
+  const warnings: string[] = [];
+  const key = await caKey(ctx, f, has);
+  const names = namesFrom(f);
+  const cfg = await getAllConfig(ctx.db, ctx.mount.id);
+  const { defaultTtl, maxTtl } = effectiveTtls(ctx.mount);
+  const validity = computeValidity({
+    now: Date.now(),
+    requestTtl: f.ttl,
+    requestNotAfter: f.not_after,
+    roleTtl: 0,
+    roleMaxTtl: 0,
+    roleNotAfter: "",
+    notAfterBound: "permit",
+    mountDefaultTtl: defaultTtl,
+    mountMaxTtl: maxTtl,
+    notBeforeDuration: f.not_before_duration,
+    notBefore: "",
+    issuer: null,
+    // CONTRACT.md: a ttl above the engine's max_ttl is refused (upstream caps it); a long-lived
+    // root uses not_after, which max_ttl does not cap.
+    refuseOverMax: true,
+  });
+  warnings.push(...validity.warnings);
+  const subject = encodeName(names.subject);
+  if (subject.length <= 2) {
+    warnings.push("This issuer certificate was generated without a Subject; this makes it likely that issuing leaf certs with this certificate will cause TLS validation libraries to reject this certificate.");
+  }
+  if (f.max_path_length === 0) {
+    warnings.push("Max path length of the generated certificate is zero. This certificate cannot be used to issue intermediate CA certificates.");
+  }
+  const facts = await publicKeyFacts(key.spki);
+  const [serialHex, signer] = await Promise.all([reserveSerial(ctx.env, ctx.mount), importSigner(key.pkcs8, key.spki, f.signature_bits, f.use_pss)]);
+  const der = await signCertificate({
+    serialHex,
+    subject,
+    issuer: subject,
+    notBefore: validity.notBefore,
+    notAfter: validity.notAfter,
+    spki: key.spki,
+    extensions: caExtensions({
+      sans: names.sans,
+      subjectEmpty: subject.length <= 2,
+      ski: facts.ski,
+      issuerSki: facts.ski,
+      maxPathLength: f.max_path_length,
+      keyUsage: f.key_usage,
+      extKeyUsage: f.ext_key_usage,
+      extKeyUsageOids: f.ext_key_usage_oids,
+      permittedDnsDomains: f.permitted_dns_domains,
+      aia: rootAia(cfg.urls, warnings),
+    }),
+    signer,
+  });
+  const serial = colonHex(serialHex);
+  let issuerName = f.issuer_name ?? "";
+  if (opts.rotate && !has("issuer_name")) {
+    const all = await listIssuers(ctx.db, ctx.mount.id);
+    issuerName = all.some((i) => i.name === "next") ? "" : "next";
+  }
+  const notAfterSec = Math.floor(validity.notAfter.getTime() / 1000);
+  const newIssuerId = crypto.randomUUID();
+  const result = await importIssuersAndKeys(ctx.db, ctx.env, ctx.mount.id, {
+    issuerId: newIssuerId,
+    certs: [der],
+    keys: key.existing ? [] : [key.pkcs8],
+    issuerName,
+    keyName: key.existing ? undefined : (f.key_name ?? ""),
+    extra: [insertCertStmt(ctx.db, { mountId: ctx.mount.id, serial, der: bytesToBase64(der), issuerId: newIssuerId, notAfter: notAfterSec, createdAt: Date.now() })],
+  });
+  warnings.push(...result.warnings);
+  const issuerId = result.importedIssuers[0] ?? result.existingIssuers[0] ?? "";
+  const issuer = result.issuers.find((i) => i.id === issuerId);
+  const keyRow = result.keys.find((k) => k.id === issuer?.keyId);
+  const exported = f.type === "exported";
+  const formattedKey = exported ? formatPrivateKey(key.pkcs8, key.keyType, format, keyFormat) : null;
+  const certText = encodeCert(der, format);
+  const data: Record<string, unknown> = {
+    certificate: format === "pem_bundle" && formattedKey ? `${formattedKey.bundlePem}\n${certText}` : certText,
+    issuing_ca: certText,
+    serial_number: serial,
+    expiration: notAfterSec,
+    issuer_id: issuerId,
+    issuer_name: issuer?.name ?? "",
+    key_id: keyRow?.id ?? "",
+    key_name: keyRow?.name ?? "",
+  };
+  if (formattedKey) {
+    data.private_key = formattedKey.private_key;
+    data.private_key_type = formattedKey.private_key_type;
+  }
+  return { data, warnings };
+}
+
+/** intermediate/generate/:type: a key and a CSR; the key is stored, no issuer is created. */
+export async function generateIntermediate(ctx: IssueContext, f: FieldValues<typeof intermediateFields>, has: (n: string) => boolean) {
+  const format = checkFormat(f.format);
+  const keyFormat = checkPrivateKeyFormat(f.private_key_format);
+  const warnings: string[] = [];
+  if (f.key_name !== undefined && has("key_name") && f.type !== "existing") checkObjectName("key", f.key_name);
+  const key = await caKey(ctx, f, has);
+  const names = namesFrom(f);
+  const subject = encodeName(names.subject);
+  const exts: ExtensionDer[] = [];
+  if (!sanIsEmpty(names.sans)) exts.push(sanExtension(names.sans, subject.length <= 2));
+  if (f.add_basic_constraints) exts.push(basicConstraintsExtension(true));
+  const csr = await signCsr(subject, exts, key.pkcs8, key.spki, f.signature_bits, f.use_pss);
+  let keyId = key.existing?.id ?? "";
+  let keyName = key.existing?.name ?? "";
+  if (!key.existing) {
+    const [keys, cfg] = await Promise.all([listKeys(ctx.db, ctx.mount.id), getAllConfig(ctx.db, ctx.mount.id)]);
+    keyName = f.key_name ?? "";
+    if (keyName !== "" && keys.some((k) => k.name === keyName)) throw badRequest("key name already in use");
+    keyId = crypto.randomUUID();
+    const facts = await publicKeyFacts(key.spki);
+    const row: KeyRow = {
+      id: keyId,
+      mountId: ctx.mount.id,
+      name: keyName,
+      keyType: facts.type,
+      keyBits: facts.bits,
+      publicKey: bytesToBase64(key.spki),
+      sealedPrivateKey: await sealPrivateKey(ctx.env, ctx.mount.id, keyId, key.pkcs8),
+      createdAt: Date.now(),
+    };
+    const stmts: Stmt[] = [insertKeyStmt(ctx.db, row)];
+    if (cfg.keys.default === "" || !keys.some((k) => k.id === cfg.keys.default)) stmts.push(putConfigStmt(ctx.db, ctx.mount.id, "keys", { default: keyId }));
+    await runBatch(ctx.db, stmts);
+  }
+  const cfg = await getAllConfig(ctx.db, ctx.mount.id);
+  if (cfg.urls.issuing_certificates.length + cfg.urls.crl_distribution_points.length + cfg.urls.ocsp_servers.length === 0) warnings.push(AIA_WARNING);
+  const exported = f.type === "exported";
+  const formattedKey = exported ? formatPrivateKey(key.pkcs8, key.keyType, format, keyFormat) : null;
+  const csrText = format === "der" ? bytesToBase64(csr) : toPem("CERTIFICATE REQUEST", csr);
+  const data: Record<string, unknown> = {
+    csr: format === "pem_bundle" && formattedKey ? `${formattedKey.bundlePem}\n${csrText}` : csrText,
+    key_id: keyId,
+    key_name: keyName,
+  };
+  if (formattedKey) {
+    data.private_key = formattedKey.private_key;
+    data.private_key_type = formattedKey.private_key_type;
+  }
+  return { data, warnings };
+}
+
+/** OID lists from the request: a malformed OID is the client's error (400 naming the field). */
+function checkOids(field: string, oids: string[]): void {
+  for (const o of oids) if (!isValidOid(o)) throw badRequest(`${field}: "${o}" is not a valid OID`);
+}
+
+/**
+ * root/sign-intermediate and issuer/:ref/sign-intermediate (spec "Sign intermediate"). The
+ * notAfter is truncated to the signer's (the spec; OpenBao permits instead, pki-engine.md §9.1).
+ * With use_csr_values the CSR's subject and SAN extension are kept byte for byte, its key usages
+ * replace the requested ones on top of CertSign/CRLSign, and its other extensions are copied
+ * over the generated ones with the same OID (as Go's ExtraExtensions do upstream).
+ */
+export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof signIntermediateFields>, issuerRef: string) {
+  const format = checkFormat(f.format);
+  checkOids("ext_key_usage_oids", f.ext_key_usage_oids);
+  checkCaConstraints(f);
+  const csr = await loadCsr(f.csr);
+  if (csr.facts.type === "rsa" && csr.facts.bits < 2048) {
+    throw badRequest(`csr: RSA keys < 2048 bits are unsafe and not supported: got ${csr.facts.bits}`);
+  }
+  const { issuer, key, all } = await signingIssuer(ctx, issuerRef);
+  const issuerSpki = base64ToBytes(issuer.publicKey);
+  const issuerFacts = await publicKeyFacts(issuerSpki);
+  // signature_bits: 256/384/512 for RSA issuers, ignored for the others (spec table).
+  validateKeySpec(issuerFacts.type, 0, f.signature_bits);
+  const warnings: string[] = [];
+  let names;
+  if (f.use_csr_values) {
+    names = { subject: {}, sans: emptySans() };
+  } else {
+    if (f.common_name === "") throw badRequest("common_name: a common name is required to sign an intermediate");
+    names = namesFrom(f);
+  }
+  const { defaultTtl, maxTtl } = effectiveTtls(ctx.mount);
+  const validity = computeValidity({
+    now: Date.now(),
+    requestTtl: f.ttl,
+    requestNotAfter: f.not_after,
+    roleTtl: 0,
+    roleMaxTtl: 0,
+    roleNotAfter: "",
+    notAfterBound: "permit",
+    mountDefaultTtl: defaultTtl,
+    mountMaxTtl: maxTtl,
+    notBeforeDuration: f.not_before_duration,
+    notBefore: "",
+    // The spec: "By default the signed certificate's notAfter is truncated to the signing
+    // issuer's notAfter" (OpenBao permits instead, pki-engine.md §9.1; the spec wins).
+    issuer: { notAfter: issuer.notAfter, behavior: "truncate" },
+    refuseOverMax: true,
+  });
+  warnings.push(...validity.warnings);
+  // RFC 5280 §4.2.1.9: a child CA's path length must be below its signer's.
+  const issuerInfo = parseCertificate(certDerFromPem(issuer.certificate));
+  let pathLen = f.max_path_length;
+  if (pathLen < 0 && issuerInfo.pathLen !== undefined) pathLen = Math.max(0, issuerInfo.pathLen - 1);
+  if (issuerInfo.pathLen !== undefined && issuerInfo.pathLen === 0) {
+    throw badRequest("the signing issuer has a path length of zero and cannot sign intermediate CAs");
+  }
+  if (pathLen === 0) {
+    // Upstream's text (pathSignIntermediate), whether the zero was asked for or derived.
+    warnings.push("Max path length of the signed certificate is zero. This certificate cannot be used to issue intermediate CA certificates.");
+  }
+  const cfg = await getAllConfig(ctx.db, ctx.mount.id);
+  const aia = resolveAia(issuer.id, issuer.aia, cfg.urls, cfg.cluster);
+  const [serialHex, pkcs8, facts, issuerSki] = await Promise.all([
+    reserveSerial(ctx.env, ctx.mount),
+    unsealPrivateKey(ctx.env, key),
+    publicKeyFacts(csr.spki),
+    issuerKeyId(issuer),
+  ]);
+  let ski: Uint8Array = facts.ski;
+  if (f.skid !== "") {
+    const hex = f.skid.replace(/[:\s-]/g, "");
+    if (!/^([0-9a-fA-F]{2})+$/.test(hex)) throw badRequest("skid: must be hex-encoded bytes");
+    ski = Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16));
+  }
+  const signer = await importSigner(pkcs8, issuerSpki, f.signature_bits, f.use_pss);
+  const subject = f.use_csr_values ? csr.subject : encodeName(names.subject);
+  // Spec key_usage: "overwritten by use_csr_values when the CSR has a key usage extension".
+  const csrKeyUsage = f.use_csr_values ? csr.keyUsage : null;
+  const keyUsage = csrKeyUsage !== null ? [] : [...f.key_usage];
+  let extraExts: ExtensionDer[] = [];
+  if (f.use_csr_values) {
+    // The CA profile decides these; the CSR's SKI/AKI never name this signature's keys.
+    const handled = new Set<string>([OID.basicConstraints, OID.keyUsage, OID_SKI, OID_AKI]);
+    extraExts = csr.extensions.filter((e) => !handled.has(e.oid));
+  }
+  const profile = caExtensions({
+    sans: names.sans,
+    subjectEmpty: subject.length <= 2,
+    ski,
+    issuerSki,
+    maxPathLength: pathLen,
+    keyUsage,
+    additiveKeyUsage: true,
+    extraKeyUsageBits: csrKeyUsage ?? [],
+    extKeyUsage: f.ext_key_usage,
+    extKeyUsageOids: f.ext_key_usage_oids,
+    permittedDnsDomains: f.permitted_dns_domains,
+    aia,
+  });
+  const der = await signCertificate({
+    serialHex,
+    subject,
+    issuer: base64ToBytes(issuer.subjectDer),
+    notBefore: validity.notBefore,
+    notAfter: validity.notAfter,
+    spki: csr.spki,
+    // An extension appears once (RFC 5280 §4.2): a copied CSR extension replaces ours.
+    extensions: [...profile.filter((e) => !extraExts.some((x) => x.oid === e.oid)), ...extraExts],
+    signer,
+  });
+  const serial = colonHex(serialHex);
+  const notAfterSec = Math.floor(validity.notAfter.getTime() / 1000);
+  await runBatch(ctx.db, [insertCertStmt(ctx.db, { mountId: ctx.mount.id, serial, der: bytesToBase64(der), issuerId: issuer.id, notAfter: notAfterSec, createdAt: Date.now() })]);
+  const chain = responseChain(issuer, all, false);
+  const out = certOutput(der, issuer, chain, format, null);
+  return {
+    data: { ...out, serial_number: serial, expiration: String(notAfterSec) },
+    warnings,
+  };
+}

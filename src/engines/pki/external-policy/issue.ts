@@ -1,0 +1,233 @@
+/**
+ * external-policy/issue, /sign and /sign-intermediate (spec "Issue/Sign/Sign intermediate with
+ * external policy"; pki-engine.md §7). Only format, key_type, key_bits, private_key_format,
+ * remove_roots_from_chain and csr are read here; the caller's whole body goes to the policy
+ * service, which decides. Private keys never leave: for issue the key is generated here and the
+ * service gets a CSR for it (with an empty subject, see docs/pki-external-policy.md).
+ */
+import { formatGoDuration } from "../../../core/duration";
+import { ApiError, badRequest } from "../../../core/errors";
+import { defineFields, parseFields } from "../../../core/fields";
+import { effectiveTtls } from "../../../app/sys/mounts";
+import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
+import { encodeName, publicKeyFacts } from "../x509/asn1";
+import { buildCiepsRequest, callPolicyService, usableConfig, type CiepsResponse, type IssuanceMode } from "./client";
+import { checkTemplateKind, readTemplate, signatureChoice, templateExtensions, templateValidity } from "./template";
+import { certOutput, checkFormat, checkPrivateKeyFormat, formatPrivateKey, responseChain } from "../issuance/format";
+import { certDerFromPem } from "../ca/issuers";
+import { issuerKeyId, loadCsr, signingIssuerFrom, type IssueContext } from "../issuance/issue";
+import { unsealPrivateKey } from "../storage/keystore";
+import { validateKeySpec } from "../x509/keytypes";
+import { colonHex, toPem } from "../x509/pem";
+import { resolveAia, type AiaUrls } from "../issuance/profile";
+import { reserveSerial } from "../issuance/serials";
+import { insertCertStmt, loadIssuanceState, putConfigStmt, runBatch, type IssuanceState, type IssuerRow, type Stmt } from "../storage/store";
+import { generateKeyPair, importSigner, parseCertificate, signCertificate, signCsr } from "../x509/x509";
+
+const common = {
+  format: { type: "string", description: "pem, der or pem_bundle.", default: "pem" },
+  private_key_format: { type: "string", description: "der (default) or pkcs8.", default: "der" },
+  remove_roots_from_chain: { type: "bool", description: "Drop self-signed CAs from ca_chain.", default: false },
+} as const;
+
+/** What Lanyard itself reads from an issue body; everything else is the service's business. */
+export const externalIssueFields = defineFields({
+  ...common,
+  key_type: { type: "string", description: "rsa (default), ec or ed25519.", default: "rsa" },
+  key_bits: { type: "int", description: "0 = the type's default (rsa 2048, ec 256).", default: 0 },
+});
+
+export const externalSignFields = defineFields({
+  ...common,
+  csr: { type: "string", description: "PEM certificate request.", required: true },
+});
+
+export interface ExternalPolicyRequest {
+  mode: IssuanceMode;
+  /** The optional `:policy` path segment ("" when absent). */
+  policy: string;
+  /** The issuer named in the path (per-issuer paths); null on the plain paths. */
+  pathIssuerRef: string | null;
+  /** The caller's body, unparsed. */
+  body: Record<string, unknown>;
+  /** The namespace path ("" for the root namespace). */
+  ns: string;
+}
+
+interface KeyMaterial {
+  spki: Uint8Array<ArrayBuffer>;
+  csrPem: string;
+  /** Only for issue: the key generated here, which stays here. */
+  pkcs8: Uint8Array<ArrayBuffer> | null;
+  keyType: string;
+}
+
+async function keyMaterial(mode: IssuanceMode, body: Record<string, unknown>): Promise<{ key: KeyMaterial; format: ReturnType<typeof checkFormat>; keyFormat: "der" | "pkcs8"; removeRoots: boolean }> {
+  if (mode === "issue") {
+    const f = parseFields(externalIssueFields, body).values;
+    const format = checkFormat(f.format);
+    const keyFormat = checkPrivateKeyFormat(f.private_key_format);
+    const spec = validateKeySpec(f.key_type, f.key_bits, 0, true);
+    const keyType = spec.keyType as "rsa" | "ec" | "ed25519";
+    const pair = await generateKeyPair(keyType, spec.keyBits);
+    // The service gets a CSR proving the key, with an empty subject and no extensions: the
+    // caller's wishes travel as the body's other values (docs/pki-external-policy.md).
+    const csr = await signCsr(encodeName({}), [], pair.pkcs8, pair.spki);
+    return { key: { spki: pair.spki, csrPem: toPem("CERTIFICATE REQUEST", csr), pkcs8: pair.pkcs8, keyType }, format, keyFormat, removeRoots: f.remove_roots_from_chain };
+  }
+  const f = parseFields(externalSignFields, body).values;
+  const format = checkFormat(f.format);
+  const keyFormat = checkPrivateKeyFormat(f.private_key_format);
+  const csr = await loadCsr(f.csr);
+  if (csr.facts.type === "rsa" && csr.facts.bits < 2048) throw badRequest(`csr: RSA keys < 2048 bits are unsafe and not supported: got ${csr.facts.bits}`);
+  return { key: { spki: csr.spki, csrPem: f.csr, pkcs8: null, keyType: csr.facts.type }, format, keyFormat, removeRoots: f.remove_roots_from_chain };
+}
+
+/** The issuer the request names: the path's, else the mount's default (null when none is set). */
+function requestedIssuer(state: IssuanceState, pathRef: string | null): IssuerRow | null {
+  if (pathRef !== null) return signingIssuerFrom(state, pathRef).issuer;
+  if (state.issuers.length === 0) throw badRequest("could not fetch the CA certificate (was one set?): this mount has no issuers");
+  return state.issuers.find((i) => i.id === state.config.issuers.default) ?? null;
+}
+
+const sameBytes = (a: Uint8Array, b: Uint8Array) => a.length === b.length && a.every((x, i) => x === b[i]);
+
+/** Records a well-formed answer (config/external-policy external_service_validated, last_successful_request). */
+function statusStmt(ctx: IssueContext, state: IssuanceState, now: number): Stmt {
+  return putConfigStmt(ctx.db, ctx.mount.id, "external_policy_status", {
+    validated_for: state.config.external_policy.external_service_last_updated,
+    last_successful_request: new Date(now).toISOString(),
+  });
+}
+
+/** The signing issuer: the path's wins on per-issuer paths, else the answer's issuer_ref (§7). */
+function pickIssuer(state: IssuanceState, r: ExternalPolicyRequest, requested: IssuerRow | null, resp: CiepsResponse, warnings: string[]) {
+  if (r.pathIssuerRef !== null) {
+    const chosen = signingIssuerFrom(state, r.pathIssuerRef);
+    if (resp.issuer_ref !== "") {
+      let named: IssuerRow | null = null;
+      try {
+        named = signingIssuerFrom(state, resp.issuer_ref).issuer;
+      } catch {
+        named = null;
+      }
+      if (named?.id !== chosen.issuer.id) {
+        warnings.push(`the policy service named issuer_ref "${resp.issuer_ref}"; the issuer in the request path (${chosen.issuer.id}) signed instead`);
+      }
+    }
+    return chosen;
+  }
+  const ref = resp.issuer_ref !== "" ? resp.issuer_ref : requested?.id;
+  if (!ref) throw new ApiError(502, "external policy service: the answer names no issuer_ref and the mount has no default issuer");
+  try {
+    return signingIssuerFrom(state, ref);
+  } catch (e) {
+    // The service chose the issuer, so an unusable one is the service's error.
+    if (e instanceof ApiError && resp.issuer_ref !== "") throw new ApiError(502, `external policy service: issuer_ref "${resp.issuer_ref}": ${e.messages.join("; ")}`);
+    throw e;
+  }
+}
+
+export async function issueWithExternalPolicy(ctx: IssueContext, r: ExternalPolicyRequest): Promise<{ data: Record<string, unknown>; warnings: string[] }> {
+  const state = await loadIssuanceState(ctx.db, ctx.mount.id, null);
+  const cfg = state.config.external_policy;
+  const url = usableConfig(ctx.env, cfg);
+  const requested = requestedIssuer(state, r.pathIssuerRef);
+  const { key, format, keyFormat, removeRoots } = await keyMaterial(r.mode, r.body);
+  const aia: AiaUrls | null = requested ? resolveAia(requested.id, requested.aia, state.config.urls, state.config.cluster) : null;
+  const { defaultTtl, maxTtl } = effectiveTtls(ctx.mount);
+
+  const request = buildCiepsRequest({
+    mode: r.mode,
+    policy: r.policy,
+    mount: ctx.mount.path,
+    ns: r.ns,
+    userValues: { ...r.body, csr: key.csrPem },
+    issuer: requested
+      ? { name: requested.name, id: requested.id, certificate: requested.certificate.trim(), leafNotAfterBehavior: requested.leafNotAfterBehavior }
+      : null,
+    aia,
+    mountDefaultTtl: formatGoDuration(defaultTtl),
+    mountMaxTtl: formatGoDuration(maxTtl),
+  });
+  const resp = await callPolicyService(url, cfg.timeout, request);
+  const now = Date.now();
+
+  const warnings = [...resp.warnings];
+  if (resp.error !== "") {
+    if (resp.certificate === "") {
+      await runBatch(ctx.db, [statusStmt(ctx, state, now)]);
+      throw badRequest(`the external policy service refused the request: ${resp.error}`);
+    }
+    // §7: with both a certificate and an error, the error becomes a warning and the cert is issued.
+    warnings.push(resp.error);
+  }
+  if (resp.certificate === "") throw new ApiError(502, "external policy service: the answer has neither a certificate nor an error");
+
+  const { issuer, key: issuerKey, all } = pickIssuer(state, r, requested, resp, warnings);
+  const template = readTemplate(resp.certificate);
+  checkTemplateKind(template, r.mode);
+  if (r.mode === "ica" && parseCertificate(certDerFromPem(issuer.certificate)).pathLen === 0) {
+    throw badRequest("the signing issuer has a path length of zero and cannot sign intermediate CAs");
+  }
+  const validity = templateValidity(template, issuer.notAfter, r.mode === "ica" ? "truncate" : issuer.leafNotAfterBehavior, now);
+  warnings.push(...validity.warnings);
+  const keyReplaced = !sameBytes(template.spki, key.spki);
+  if (keyReplaced) warnings.push("the policy service's template carried another public key; the certificate binds the requester's key");
+
+  const issuerSpki = base64ToBytes(issuer.publicKey);
+  // The AKI is the issuer's own SKI (issuerKeyId), so leaves of an imported CA whose SKI is not
+  // the SHA-1 of its key still chain (RFC 5280 §4.2.1.1).
+  const [serialHex, pkcs8, issuerFacts, subjectFacts, issuerSki] = await Promise.all([
+    reserveSerial(ctx.env, ctx.mount),
+    unsealPrivateKey(ctx.env, issuerKey),
+    publicKeyFacts(issuerSpki),
+    publicKeyFacts(key.spki),
+    issuerKeyId(issuer),
+  ]);
+  const choice = signatureChoice(template, issuerFacts.type);
+  const signer = await importSigner(pkcs8, issuerSpki, choice.signatureBits, choice.usePss);
+  if (choice.ecdsaHash) signer.algorithm = { ...signer.algorithm, hash: choice.ecdsaHash };
+  const der = await signCertificate({
+    serialHex,
+    subject: template.subject,
+    issuer: base64ToBytes(issuer.subjectDer),
+    notBefore: validity.notBefore,
+    notAfter: validity.notAfter,
+    spki: key.spki,
+    extensions: templateExtensions(template, {
+      mode: r.mode,
+      ski: subjectFacts.ski,
+      keyReplaced,
+      issuerSki,
+      aia: resolveAia(issuer.id, issuer.aia, state.config.urls, state.config.cluster),
+    }),
+    signer,
+  });
+
+  const serial = colonHex(serialHex);
+  const notAfterSec = Math.floor(validity.notAfter.getTime() / 1000);
+  const stmts: Stmt[] = [statusStmt(ctx, state, now)];
+  if (resp.store_certificate) {
+    stmts.push(insertCertStmt(ctx.db, { mountId: ctx.mount.id, serial, der: bytesToBase64(der), issuerId: issuer.id, notAfter: notAfterSec, createdAt: now }));
+    if (resp.generate_lease) warnings.push("generate_lease: this service does not create leases for certificates; the certificate was stored without one");
+  }
+  await runBatch(ctx.db, stmts);
+
+  const chain = responseChain(issuer, all, removeRoots);
+  const formattedKey = key.pkcs8 ? formatPrivateKey(key.pkcs8, key.keyType, format, keyFormat) : null;
+  const out = certOutput(der, issuer, chain, format, formattedKey);
+  const data: Record<string, unknown> = {
+    certificate: out.certificate,
+    issuing_ca: out.issuing_ca,
+    ca_chain: out.ca_chain,
+    serial_number: serial,
+    // As issue/sign answer it (spec "Certificate response": a decimal string).
+    expiration: String(notAfterSec),
+  };
+  if (formattedKey) {
+    data.private_key = formattedKey.private_key;
+    data.private_key_type = formattedKey.private_key_type;
+  }
+  return { data, warnings };
+}

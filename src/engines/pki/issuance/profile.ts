@@ -1,0 +1,197 @@
+/**
+ * The certificate profile (pki-engine.md §1.10): which extensions a leaf or CA certificate
+ * gets, and the AIA / CRL distribution point URLs (§6.5). Pure functions returning DER.
+ */
+import { badRequest } from "../../../core/errors";
+import {
+  KEY_USAGE_BITS,
+  aiaExtension,
+  akiExtension,
+  basicConstraintsExtension,
+  certificatePoliciesExtension,
+  distributionPointsExtension,
+  extKeyUsageExtension,
+  keyUsageExtension,
+  nameConstraintsExtension,
+  sanExtension,
+  sanIsEmpty,
+  skiExtension,
+  type ExtensionDer,
+  type PolicyIdentifier,
+  type SanSpec,
+} from "../x509/asn1";
+import type { Role } from "../policy/roles";
+import type { ClusterConfig, UrlsConfig } from "../storage/store";
+import type { IssuerAia } from "../../../core/db/schema/pki";
+
+export const EKU_OIDS: Record<string, string> = {
+  any: "2.5.29.37.0",
+  serverauth: "1.3.6.1.5.5.7.3.1",
+  clientauth: "1.3.6.1.5.5.7.3.2",
+  codesigning: "1.3.6.1.5.5.7.3.3",
+  emailprotection: "1.3.6.1.5.5.7.3.4",
+  ipsecendsystem: "1.3.6.1.5.5.7.3.5",
+  ipsectunnel: "1.3.6.1.5.5.7.3.6",
+  ipsecuser: "1.3.6.1.5.5.7.3.7",
+  timestamping: "1.3.6.1.5.5.7.3.8",
+  ocspsigning: "1.3.6.1.5.5.7.3.9",
+  microsoftservergatedcrypto: "1.3.6.1.4.1.311.10.3.3",
+  netscapeservergatedcrypto: "2.16.840.1.113730.4.1",
+};
+
+/** Key usage names (case-insensitive, unknown names ignored as upstream does) → bit positions. */
+export function keyUsageBits(names: string[]): number[] {
+  const bits = new Set<number>();
+  for (const n of names) {
+    const b = KEY_USAGE_BITS[n.trim().toLowerCase().replace(/^keyusage/, "")];
+    if (b !== undefined) bits.add(b);
+  }
+  return [...bits].sort((a, b) => a - b);
+}
+
+/** EKU OIDs: the role flags, then ext_key_usage names, then ext_key_usage_oids (deduplicated). */
+export function extKeyUsageOids(role: Pick<Role, "server_flag" | "client_flag" | "code_signing_flag" | "email_protection_flag" | "ext_key_usage" | "ext_key_usage_oids">): string[] {
+  const out: string[] = [];
+  const add = (o: string | undefined) => {
+    if (o && !out.includes(o)) out.push(o);
+  };
+  if (role.server_flag) add(EKU_OIDS.serverauth);
+  if (role.client_flag) add(EKU_OIDS.clientauth);
+  if (role.code_signing_flag) add(EKU_OIDS.codesigning);
+  if (role.email_protection_flag) add(EKU_OIDS.emailprotection);
+  for (const n of role.ext_key_usage) add(EKU_OIDS[n.trim().toLowerCase().replace(/^extkeyusage/, "")]);
+  for (const o of role.ext_key_usage_oids) add(o);
+  return out;
+}
+
+export interface AiaUrls {
+  issuingCertificates: string[];
+  crlDistributionPoints: string[];
+  deltaCrlDistributionPoints: string[];
+  ocspServers: string[];
+}
+
+const TEMPLATE_RE = /\{\{[^}]*\}\}/;
+
+/**
+ * The URLs a certificate signed by `issuerId` carries (§6.5): the issuer's own set when any of
+ * it is configured, else the mount's; templates expanded. A template that cannot be filled
+ * fails the issuance with 400 (upstream 500s).
+ */
+export function resolveAia(issuerId: string, issuerAia: IssuerAia | null, urls: UrlsConfig, cluster: ClusterConfig): AiaUrls {
+  const own =
+    issuerAia &&
+    (issuerAia.issuing_certificates.length > 0 || issuerAia.crl_distribution_points.length > 0 || issuerAia.ocsp_servers.length > 0);
+  const src = own
+    ? { ...issuerAia, enable_templating: issuerAia.enable_aia_url_templating }
+    : urls;
+  const expand = (list: string[]) =>
+    list.map((u) => {
+      if (!src.enable_templating) return u;
+      const out = u
+        .replaceAll("{{issuer_id}}", issuerId)
+        .replaceAll("{{cluster_path}}", cluster.path)
+        .replaceAll("{{cluster_aia_path}}", cluster.aia_path);
+      if (TEMPLATE_RE.test(out) || (u.includes("{{cluster_path}}") && !cluster.path) || (u.includes("{{cluster_aia_path}}") && !cluster.aia_path)) {
+        throw badRequest(`unable to fetch AIA URL information: template in "${u}" cannot be filled from config/cluster`);
+      }
+      return out;
+    });
+  return {
+    issuingCertificates: expand(src.issuing_certificates),
+    crlDistributionPoints: expand(src.crl_distribution_points),
+    deltaCrlDistributionPoints: expand(src.delta_crl_distribution_points),
+    ocspServers: expand(src.ocsp_servers),
+  };
+}
+
+export const NO_AIA: AiaUrls = { issuingCertificates: [], crlDistributionPoints: [], deltaCrlDistributionPoints: [], ocspServers: [] };
+
+function aiaExtensions(aia: AiaUrls): ExtensionDer[] {
+  return [
+    aiaExtension(aia.issuingCertificates, aia.ocspServers),
+    distributionPointsExtension(aia.crlDistributionPoints, "crl"),
+    distributionPointsExtension(aia.deltaCrlDistributionPoints, "delta"),
+  ].filter((e): e is ExtensionDer => e !== null);
+}
+
+export function policyList(role: Pick<Role, "policy_identifiers">): PolicyIdentifier[] {
+  return role.policy_identifiers.map((p) => (typeof p === "string" ? { oid: p } : p));
+}
+
+export interface LeafProfile {
+  role: Role;
+  sans: SanSpec;
+  subjectEmpty: boolean;
+  ski: Uint8Array;
+  issuerSki: Uint8Array;
+  aia: AiaUrls;
+}
+
+/** Extensions of a leaf certificate, in the order Go's x509 package writes them. */
+export function leafExtensions(p: LeafProfile): ExtensionDer[] {
+  const exts: (ExtensionDer | null)[] = [
+    keyUsageExtension(keyUsageBits(p.role.key_usage)),
+    extKeyUsageExtension(extKeyUsageOids(p.role)),
+    p.role.basic_constraints_valid_for_non_ca ? basicConstraintsExtension(false) : null,
+    skiExtension(p.ski),
+    akiExtension(p.issuerSki),
+    ...aiaExtensions(p.aia),
+    sanIsEmpty(p.sans) ? null : sanExtension(p.sans, p.subjectEmpty),
+    certificatePoliciesExtension(policyList(p.role)),
+  ];
+  return exts.filter((e): e is ExtensionDer => e !== null);
+}
+
+export interface CaProfile {
+  sans: SanSpec;
+  subjectEmpty: boolean;
+  ski: Uint8Array;
+  /** The signer's SKI; equal to `ski` for a self-signed root. */
+  issuerSki: Uint8Array;
+  maxPathLength: number;
+  keyUsage: string[];
+  /**
+   * Root generation honours only DigitalSignature from `keyUsage` (pki-engine.md §1.10);
+   * sign-intermediate adds every requested usage to CertSign and CRLSign (spec "Sign
+   * intermediate", key_usage), plus `extraKeyUsageBits` (the CSR's, with use_csr_values).
+   */
+  additiveKeyUsage?: boolean;
+  extraKeyUsageBits?: number[];
+  extKeyUsage: string[];
+  extKeyUsageOids: string[];
+  permittedDnsDomains: string[];
+  aia: AiaUrls;
+}
+
+/**
+ * Extensions of a CA certificate (§1.10): CertSign and CRLSign always, DigitalSignature only
+ * when requested; CA:true with the path length when one is set (RFC 5280 §4.2.1.9).
+ */
+export function caExtensions(p: CaProfile): ExtensionDer[] {
+  const requested = keyUsageBits(p.keyUsage);
+  const bits = p.additiveKeyUsage
+    ? [...new Set([5, 6, ...requested, ...(p.extraKeyUsageBits ?? [])])].sort((a, b) => a - b)
+    : requested.includes(0)
+      ? [0, 5, 6]
+      : [5, 6];
+  const eku = extKeyUsageOids({
+    server_flag: false,
+    client_flag: false,
+    code_signing_flag: false,
+    email_protection_flag: false,
+    ext_key_usage: p.extKeyUsage,
+    ext_key_usage_oids: p.extKeyUsageOids,
+  });
+  const exts: (ExtensionDer | null)[] = [
+    keyUsageExtension(bits),
+    extKeyUsageExtension(eku),
+    basicConstraintsExtension(true, p.maxPathLength >= 0 ? p.maxPathLength : undefined),
+    skiExtension(p.ski),
+    akiExtension(p.issuerSki),
+    ...aiaExtensions(p.aia),
+    sanIsEmpty(p.sans) ? null : sanExtension(p.sans, p.subjectEmpty),
+    nameConstraintsExtension(p.permittedDnsDomains),
+  ];
+  return exts.filter((e): e is ExtensionDer => e !== null);
+}

@@ -1,0 +1,196 @@
+/**
+ * sign-verbatim(/:role) and issuer/:ref/sign-verbatim(/:role) (spec "Sign verbatim"): a leaf
+ * certificate with the CSR's own subject and extensions, not subject to role name policy. The
+ * only refusal of content is a CA request (spec Errors 6). Upstream builds a synthetic role
+ * (pki-engine.md §3 "synthetic role") and copies every CSR extension but basicConstraints over
+ * what it generates (Go's ExtraExtensions), so the key_usage / ext_key_usage / OID fields are
+ * defaults that apply only when the CSR lacks the extension. A named role contributes ttl,
+ * max_ttl, issuer_ref, no_store, no_store_metadata and not_before_duration.
+ */
+import { badRequest } from "../../../core/errors";
+import { defineFields, type FieldValues } from "../../../core/fields";
+import { effectiveTtls } from "../../../app/sys/mounts";
+import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
+import {
+  OID,
+  aiaExtension,
+  akiExtension,
+  distributionPointsExtension,
+  extKeyUsageExtension,
+  keyUsageExtension,
+  nameAttributes,
+  publicKeyFacts,
+  skiExtension,
+  type ExtensionDer,
+} from "../x509/asn1";
+import { metadataToStore, sealMetadata } from "./cert-metadata";
+import { DerError, children, isValidOid, oid, parse, seq, set, utf8 } from "../x509/der";
+import { certOutput, checkFormat, responseChain } from "./format";
+import { issuerKeyId, loadCsr, signingIssuerFrom, type IssueContext } from "./issue";
+import { unsealPrivateKey } from "../storage/keystore";
+import { validateKeySpec } from "../x509/keytypes";
+import { colonHex } from "../x509/pem";
+import { extKeyUsageOids, keyUsageBits, resolveAia } from "./profile";
+import { OID_AKI, OID_SKI } from "../x509/resign";
+import { DEFAULT_KEY_USAGE, type Role } from "../policy/roles";
+import { reserveSerial } from "./serials";
+import { insertCertStmt, loadIssuanceState, runBatch } from "../storage/store";
+import { computeValidity, type LeafNotAfterBehavior } from "./ttl";
+import { importSigner, signCertificate } from "../x509/x509";
+
+const css = (description: string, def: string[] = []) => ({ type: "comma-string-slice" as const, description, default: def });
+
+export const signVerbatimFields = defineFields({
+  role: { type: "string", description: "Role (path): its ttl, max_ttl, issuer_ref, no_store, no_store_metadata and not_before_duration apply." },
+  name: { type: "string", description: "Role, as a body field (spec \"Sign verbatim\" name), when the path names none." },
+  issuer_ref: { type: "string", description: "Signing issuer (per-issuer paths)." },
+  csr: { type: "string", description: "PEM certificate request.", default: "" },
+  key_usage: css("Key usages when the CSR has no key usage extension (case-insensitive; empty: none).", DEFAULT_KEY_USAGE),
+  ext_key_usage: css("Extended key usages when the CSR has no extended key usage extension."),
+  ext_key_usage_oids: css("Extended key usage OIDs when the CSR has no extended key usage extension."),
+  enforce_leaf_not_after_behavior: {
+    type: "bool",
+    description: "Follow the issuer's leaf_not_after_behavior instead of truncating to its notAfter.",
+    default: false,
+  },
+  ttl: { type: "duration", description: "Requested TTL (at most the role's or the engine's max_ttl).", default: 0 },
+  format: { type: "string", description: "pem, der or pem_bundle.", default: "pem" },
+  not_after: { type: "string", description: "Absolute notAfter, YYYY-MM-DDTHH:MM:SSZ.", default: "" },
+  signature_bits: { type: "int", description: "RSA issuers: hash size 256, 384 or 512 (0: automatic).", default: 0 },
+  use_pss: { type: "bool", description: "RSA issuers: RSA-PSS signatures.", default: false },
+  remove_roots_from_chain: { type: "bool", description: "Drop self-signed CAs from ca_chain.", default: false },
+  user_ids: css("User ID (0.9.2342.19200300.100.1.1) subject values to add; not validated here."),
+  cert_metadata: { type: "string", description: "Base64 metadata stored with the certificate (needs a role).", default: "" },
+});
+
+export interface VerbatimOptions {
+  /** The issuer from the path (per-issuer paths), else null: the role's issuer, or the default. */
+  pathIssuer: string | null;
+  /** The role name ("" for none). */
+  roleName: string;
+  /** cert_metadata when the request carried it, else null. */
+  certMetadata: string | null;
+}
+
+/** The CSR's subject with the requested user ids appended as UID attributes (RFC 4519 §2.39). */
+function subjectWithUserIds(subject: Uint8Array<ArrayBuffer>, userIds: string[]): Uint8Array<ArrayBuffer> {
+  const wanted = [...new Set(userIds.map((u) => u.trim()).filter((u) => u !== ""))];
+  if (wanted.length === 0) return subject;
+  let rdns;
+  let present: string[];
+  try {
+    rdns = children(parse(subject)).map((n) => n.raw);
+    present = nameAttributes(subject).filter((a) => a.type === OID.userId).map((a) => a.value);
+  } catch (e) {
+    throw badRequest(`csr: the certificate request's subject could not be read: ${e instanceof DerError ? e.message : String(e)}`);
+  }
+  const added = wanted.filter((u) => !present.includes(u)).map((u) => set(seq(oid(OID.userId), utf8(u))));
+  return seq(...rdns, ...added);
+}
+
+export async function signVerbatim(ctx: IssueContext, f: FieldValues<typeof signVerbatimFields>, opts: VerbatimOptions) {
+  const format = checkFormat(f.format);
+  const state = await loadIssuanceState(ctx.db, ctx.mount.id, opts.roleName || null);
+  const role = opts.roleName ? (state.role as Role | null) : null;
+  if (opts.roleName && !role) throw badRequest(`unknown role: ${opts.roleName}`);
+  const metadata = metadataToStore({ value: opts.certMetadata, role, verbatim: true });
+  for (const o of f.ext_key_usage_oids) {
+    if (!isValidOid(o.trim())) throw badRequest(`ext_key_usage_oids: "${o}" is not a valid OID`);
+  }
+
+  const csr = await loadCsr(f.csr);
+  // Spec Errors 6: "Sign-verbatim refuses to issue an intermediate CA certificate."
+  if (csr.isCa) {
+    throw badRequest("csr: the certificate request asks for a CA certificate (basicConstraints CA:TRUE); sign-verbatim does not issue CA certificates, use sign-intermediate");
+  }
+  if (csr.facts.type === "rsa" && csr.facts.bits < 2048) {
+    throw badRequest(`csr: RSA keys < 2048 bits are unsafe and not supported: got ${csr.facts.bits}`);
+  }
+
+  const { issuer, key, all, cfg } = signingIssuerFrom(state, opts.pathIssuer ?? (role?.issuer_ref || "default"));
+  const issuerSpki = base64ToBytes(issuer.publicKey);
+  const issuerFacts = await publicKeyFacts(issuerSpki);
+  // Only RSA issuers honour signature_bits (spec "Sign intermediate"), but a bad value is refused.
+  validateKeySpec(issuerFacts.type, 0, f.signature_bits);
+
+  const { defaultTtl, maxTtl } = effectiveTtls(ctx.mount);
+  const now = Date.now();
+  const validity = computeValidity({
+    now,
+    requestTtl: f.ttl,
+    requestNotAfter: f.not_after,
+    roleTtl: role?.ttl ?? 0,
+    roleMaxTtl: role?.max_ttl ?? 0,
+    roleNotAfter: "",
+    notAfterBound: "permit",
+    mountDefaultTtl: defaultTtl,
+    mountMaxTtl: maxTtl,
+    notBeforeDuration: role && role.not_before_duration > 0 ? role.not_before_duration : 30,
+    notBefore: "",
+    // enforce_leaf_not_after_behavior=false truncates to the issuer's notAfter (spec).
+    issuer: { notAfter: issuer.notAfter, behavior: f.enforce_leaf_not_after_behavior ? (issuer.leafNotAfterBehavior as LeafNotAfterBehavior) : "truncate" },
+    refuseOverMax: true,
+  });
+
+  // The CSR's extensions win over generated ones with the same OID (Go's ExtraExtensions);
+  // basicConstraints is never copied, and the AKI must name this issuer (RFC 5280 §4.2.1.1).
+  const fromCsr = csr.extensions.filter((e) => e.oid !== OID.basicConstraints && e.oid !== OID_AKI);
+  const inCsr = (o: string) => fromCsr.some((e) => e.oid === o);
+  const aia = resolveAia(issuer.id, issuer.aia, cfg.urls, cfg.cluster);
+  const eku = extKeyUsageOids({
+    server_flag: false,
+    client_flag: false,
+    code_signing_flag: false,
+    email_protection_flag: false,
+    ext_key_usage: f.ext_key_usage,
+    ext_key_usage_oids: f.ext_key_usage_oids.map((o) => o.trim()),
+  });
+  const [leafFacts, issuerSki] = await Promise.all([publicKeyFacts(csr.spki), issuerKeyId(issuer)]);
+  const generated: (ExtensionDer | null)[] = [
+    inCsr(OID.keyUsage) ? null : keyUsageExtension(keyUsageBits(f.key_usage)),
+    inCsr(OID.extKeyUsage) ? null : extKeyUsageExtension(eku),
+    inCsr(OID_SKI) ? null : skiExtension(leafFacts.ski),
+    akiExtension(issuerSki),
+    inCsr(OID.authorityInfoAccess) ? null : aiaExtension(aia.issuingCertificates, aia.ocspServers),
+    inCsr(OID.crlDistributionPoints) ? null : distributionPointsExtension(aia.crlDistributionPoints, "crl"),
+    inCsr(OID.freshestCrl) ? null : distributionPointsExtension(aia.deltaCrlDistributionPoints, "delta"),
+  ];
+  const extensions = [...generated.filter((e): e is ExtensionDer => e !== null), ...fromCsr];
+  const subject = subjectWithUserIds(csr.subject, f.user_ids);
+
+  const [serialHex, signer] = await Promise.all([
+    reserveSerial(ctx.env, ctx.mount),
+    unsealPrivateKey(ctx.env, key).then((pk) => importSigner(pk, issuerSpki, f.signature_bits, f.use_pss)),
+  ]);
+  const der = await signCertificate({
+    serialHex,
+    subject,
+    issuer: base64ToBytes(issuer.subjectDer),
+    notBefore: validity.notBefore,
+    notAfter: validity.notAfter,
+    spki: csr.spki,
+    extensions,
+    signer,
+  });
+
+  const serial = colonHex(serialHex);
+  const notAfterSec = Math.floor(validity.notAfter.getTime() / 1000);
+  if (!role?.no_store) {
+    await runBatch(ctx.db, [
+      insertCertStmt(ctx.db, {
+        mountId: ctx.mount.id,
+        serial,
+        der: bytesToBase64(der),
+        issuerId: issuer.id,
+        notAfter: notAfterSec,
+        createdAt: now,
+        metadata: metadata === null ? null : await sealMetadata(ctx.env, ctx.mount.id, serial, opts.roleName, metadata),
+      }),
+    ]);
+  }
+  const out = certOutput(der, issuer, responseChain(issuer, all, f.remove_roots_from_chain), format, null);
+  return {
+    data: { ...out, serial_number: serial, expiration: String(notAfterSec) },
+    warnings: validity.warnings,
+  };
+}

@@ -1,0 +1,302 @@
+/**
+ * Roles (pki-engine.md §2): the field declarations with their defaults, and the pure
+ * validation that turns request fields into the stored role object (the same object a read
+ * returns, §2.3). Whether `issuer_ref` resolves is checked by the route (it needs storage).
+ */
+import { badRequest } from "../../../core/errors";
+import { defineFields, type FieldValues } from "../../../core/fields";
+import { isValidOid } from "../x509/der";
+import { validateKeySpec } from "../x509/keytypes";
+import { capRoleLists } from "./name-limits";
+import { formatCidr, parseCidr, parseOtherSan } from "./names";
+
+const css = (description: string, def: string[] = []) => ({ type: "comma-string-slice" as const, description, default: def });
+const flag = (description: string, def: boolean) => ({ type: "bool" as const, description, default: def });
+
+export const DEFAULT_KEY_USAGE = ["DigitalSignature", "KeyAgreement", "KeyEncipherment"];
+
+export const roleFields = defineFields({
+  name: { type: "string", description: "Name of the role.", required: true },
+  issuer_ref: { type: "string", description: "Issuer used by this role: id, name or 'default'.", default: "default" },
+  ttl: { type: "duration", description: "Default TTL of issued certificates (0: mount default).", default: 0 },
+  max_ttl: { type: "duration", description: "Maximum TTL (0: mount maximum).", default: 0 },
+  allow_localhost: flag("Allow localhost/localdomain names.", true),
+  allowed_domains: css("Domains the role may issue for."),
+  allowed_domains_template: flag("Identity templating in allowed_domains (not supported: names are literal).", false),
+  allow_globs_in_identity_templates: flag("Allow * in template substitutions.", false),
+  allow_bare_domains: flag("Allow the allowed domains themselves.", false),
+  allow_subdomains: flag("Allow subdomains of the allowed domains, any depth.", false),
+  allow_glob_domains: flag("Treat allowed domains containing * as globs.", false),
+  allow_wildcard_certificates: flag("Allow wildcard names.", true),
+  allow_any_name: flag("Skip domain matching.", false),
+  enforce_hostnames: flag("Names must be valid hostnames.", true),
+  allow_ip_sans: flag("Allow IP SANs.", true),
+  allowed_ip_sans_cidr: css("CIDRs IP SANs must fall in (empty: any)."),
+  allowed_uri_sans: css("Allowed URI SANs (globs)."),
+  allowed_uri_sans_template: flag("Identity templating in allowed_uri_sans.", false),
+  allowed_other_sans: css("Allowed other SANs, <oid>;UTF8:<value glob>, or *."),
+  allowed_serial_numbers: css("Allowed subject serial numbers (globs)."),
+  allowed_user_ids: css("Allowed user ids (globs)."),
+  server_flag: flag("ServerAuth EKU.", true),
+  client_flag: flag("ClientAuth EKU.", true),
+  code_signing_flag: flag("CodeSigning EKU.", false),
+  email_protection_flag: flag("EmailProtection EKU.", false),
+  key_type: { type: "string", description: "rsa, ec, ed25519 or any.", default: "rsa" },
+  key_bits: { type: "int", description: "Key size (0: type default).", default: 0 },
+  signature_bits: { type: "int", description: "Hash size for RSA signatures (0: 256).", default: 0 },
+  use_pss: flag("RSA-PSS signatures.", false),
+  key_usage: css("Key usages.", DEFAULT_KEY_USAGE),
+  ext_key_usage: css("Extended key usage names."),
+  ext_key_usage_oids: css("Extended key usage OIDs."),
+  use_csr_common_name: flag("Sign: take the CN from the CSR.", true),
+  use_csr_sans: flag("Sign: take the SANs from the CSR.", true),
+  ou: css("Subject OU."),
+  organization: css("Subject O."),
+  country: css("Subject C."),
+  locality: css("Subject L."),
+  province: css("Subject ST."),
+  street_address: css("Subject street address."),
+  postal_code: css("Subject postal code."),
+  generate_lease: flag("Attach a lease to issued certificates.", false),
+  no_store: flag("Do not store issued certificates.", false),
+  no_store_metadata: flag("Do not store certificate metadata.", false),
+  require_cn: flag("Require a common name.", true),
+  cn_validations: css("email, hostname, or disabled.", ["email", "hostname"]),
+  policy_identifiers: { type: "any", description: "Certificate policy OIDs, or a JSON list of {oid, notice, cps}.", default: [] },
+  basic_constraints_valid_for_non_ca: flag("Add CA:false basic constraints.", false),
+  not_before_duration: { type: "duration", description: "Backdating of notBefore.", default: 30 },
+  not_before: { type: "string", description: "Fixed notBefore (RFC 3339).", default: "" },
+  not_before_bound: { type: "string", description: "permit, duration or forbid.", default: "permit" },
+  not_after: { type: "string", description: "Fixed notAfter (RFC 3339).", default: "" },
+  not_after_bound: { type: "string", description: "permit, ttl-limited, forbid or an RFC 3339 time.", default: "permit" },
+});
+
+export type RoleFieldValues = FieldValues<typeof roleFields>;
+
+export interface PolicyInfo {
+  oid: string;
+  notice?: string;
+  cps?: string;
+}
+
+/** The stored role: exactly the read shape (§2.3). */
+export interface Role {
+  allow_any_name: boolean;
+  allow_bare_domains: boolean;
+  allow_glob_domains: boolean;
+  allow_globs_in_identity_templates: boolean;
+  allow_ip_sans: boolean;
+  allow_localhost: boolean;
+  allow_subdomains: boolean;
+  allow_token_displayname: boolean;
+  allow_wildcard_certificates: boolean;
+  allowed_domains: string[];
+  allowed_domains_template: boolean;
+  allowed_ip_sans_cidr: string[];
+  allowed_other_sans: string[];
+  allowed_serial_numbers: string[];
+  allowed_uri_sans: string[];
+  allowed_uri_sans_template: boolean;
+  allowed_user_ids: string[];
+  basic_constraints_valid_for_non_ca: boolean;
+  client_flag: boolean;
+  cn_validations: string[];
+  code_signing_flag: boolean;
+  country: string[];
+  email_protection_flag: boolean;
+  enforce_hostnames: boolean;
+  ext_key_usage: string[];
+  ext_key_usage_oids: string[];
+  generate_lease: boolean;
+  issuer_ref: string;
+  key_bits: number;
+  key_type: string;
+  key_usage: string[];
+  locality: string[];
+  max_ttl: number;
+  no_store: boolean;
+  no_store_metadata: boolean;
+  not_after: string;
+  not_after_bound: string;
+  not_before: string;
+  not_before_bound: string;
+  not_before_duration: number;
+  organization: string[];
+  ou: string[];
+  policy_identifiers: (string | PolicyInfo)[];
+  postal_code: string[];
+  province: string[];
+  require_cn: boolean;
+  server_flag: boolean;
+  signature_bits: number;
+  street_address: string[];
+  ttl: number;
+  use_csr_common_name: boolean;
+  use_csr_sans: boolean;
+  use_pss: boolean;
+}
+
+/** Parses policy_identifiers: a list of OIDs, or a JSON string (or list) of {oid, notice, cps}. */
+export function parsePolicyIdentifiers(raw: unknown): (string | PolicyInfo)[] {
+  let v = raw;
+  if (typeof v === "string") {
+    const t = v.trim();
+    if (t === "") return [];
+    if (t.startsWith("[") || t.startsWith("{")) {
+      try {
+        v = JSON.parse(t);
+      } catch {
+        throw badRequest("policy_identifiers: invalid JSON");
+      }
+    } else {
+      v = t.split(",").map((s) => s.trim()).filter((s) => s !== "");
+    }
+  }
+  const list = Array.isArray(v) ? v : [v];
+  return list.map((item) => {
+    if (typeof item === "string") {
+      if (!isValidOid(item)) throw badRequest(`policy_identifiers: "${item}" is not a valid OID`);
+      return item;
+    }
+    if (typeof item === "object" && item !== null && typeof (item as { oid?: unknown }).oid === "string") {
+      const o = item as { oid: string; notice?: unknown; cps?: unknown };
+      if (!isValidOid(o.oid)) throw badRequest(`policy_identifiers: "${o.oid}" is not a valid OID`);
+      const out: PolicyInfo = { oid: o.oid };
+      if (typeof o.notice === "string" && o.notice !== "") out.notice = o.notice;
+      if (typeof o.cps === "string" && o.cps !== "") out.cps = o.cps;
+      return out;
+    }
+    throw badRequest("policy_identifiers: entries must be OIDs or objects with an oid");
+  });
+}
+
+function validateCnValidations(list: string[]): string[] {
+  const out: string[] = [];
+  for (const raw of list) {
+    const v = raw.trim().toLowerCase();
+    if (!["email", "hostname", "disabled"].includes(v)) throw badRequest(`cn_validations value incorrect: unknown type: \`${v}\``);
+    if (out.includes(v)) throw badRequest(`cn_validations value incorrect: \`${v}\` specified multiple times`);
+    out.push(v);
+  }
+  if (out.includes("disabled") && out.length > 1) {
+    throw badRequest("cn_validations value incorrect: cannot specify `disabled` along with `email` or `hostname`");
+  }
+  return out.length === 0 ? ["email", "hostname"] : out;
+}
+
+function validateBound(field: string, v: string, allowed: string[], allowTimestamp: boolean): void {
+  if (allowed.includes(v)) return;
+  if (allowTimestamp && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(v) && !Number.isNaN(Date.parse(v))) return;
+  throw badRequest(`Unknown value for field \`${field}\`. Possible values are ${allowed.map((a) => `\`${a}\``).join(" ")}${allowTimestamp ? " or an RFC 3339 timestamp" : ""}`);
+}
+
+/**
+ * Builds a role from fully-resolved field values (defaults already applied, or merged from the
+ * stored role for PATCH), validating in upstream's order (§2.4). Returns the role and warnings.
+ */
+export function buildRole(f: Omit<RoleFieldValues, "name">): { role: Role; warnings: string[] } {
+  const warnings: string[] = [];
+  // Size limits first, so no entry is parsed or stored unbounded (issue 18 #4; name-limits.ts).
+  capRoleLists(f);
+  for (const entry of f.allowed_other_sans) {
+    if (entry === "*") continue;
+    try {
+      parseOtherSan(entry);
+    } catch (e) {
+      throw badRequest(`error parsing allowed_other_sans: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  const cidrs = f.allowed_ip_sans_cidr.map((c) => {
+    const parsed = parseCidr(c);
+    if (!parsed) throw badRequest(`error parsing allowed_ip_sans_cidr: invalid CIDR address: ${c}`);
+    return formatCidr(parsed);
+  });
+  let generateLease = f.generate_lease;
+  if (f.no_store && generateLease) {
+    generateLease = false;
+    warnings.push("mutually exclusive values no_store=true and generate_lease=true were both specified; no_store=true takes priority");
+  } else if (generateLease) {
+    warnings.push(
+      "it is encouraged to disable generate_lease and rely on PKI's native capabilities when possible; this option can cause Vault-wide issues with large numbers of issued certificates",
+    );
+  }
+  validateBound("not_after_bound", f.not_after_bound, ["permit", "ttl-limited", "forbid"], true);
+  validateBound("not_before_bound", f.not_before_bound, ["permit", "duration", "forbid"], false);
+  if (f.not_after !== "" && Number.isNaN(Date.parse(f.not_after))) throw badRequest(`not_after: "${f.not_after}" is not an RFC 3339 time`);
+  if (f.not_before !== "" && Number.isNaN(Date.parse(f.not_before))) throw badRequest(`not_before: "${f.not_before}" is not an RFC 3339 time`);
+  if (f.ttl > 0 && f.max_ttl > 0 && f.ttl > f.max_ttl) throw badRequest('"ttl" value must be less than "max_ttl" value');
+  const spec = validateKeySpec(f.key_type, f.key_bits, f.signature_bits);
+  for (const o of f.ext_key_usage_oids) {
+    if (!isValidOid(o)) throw badRequest(`"${o}" could not be parsed as a valid oid for an extended key usage`);
+  }
+  const policies = parsePolicyIdentifiers(f.policy_identifiers);
+  const cnValidations = validateCnValidations(f.cn_validations);
+  const role: Role = {
+    allow_any_name: f.allow_any_name,
+    allow_bare_domains: f.allow_bare_domains,
+    allow_glob_domains: f.allow_glob_domains,
+    allow_globs_in_identity_templates: f.allow_globs_in_identity_templates,
+    allow_ip_sans: f.allow_ip_sans,
+    allow_localhost: f.allow_localhost,
+    allow_subdomains: f.allow_subdomains,
+    allow_token_displayname: false,
+    allow_wildcard_certificates: f.allow_wildcard_certificates,
+    allowed_domains: f.allowed_domains,
+    allowed_domains_template: f.allowed_domains_template,
+    allowed_ip_sans_cidr: cidrs,
+    allowed_other_sans: f.allowed_other_sans,
+    allowed_serial_numbers: f.allowed_serial_numbers,
+    allowed_uri_sans: f.allowed_uri_sans,
+    allowed_uri_sans_template: f.allowed_uri_sans_template,
+    allowed_user_ids: f.allowed_user_ids,
+    basic_constraints_valid_for_non_ca: f.basic_constraints_valid_for_non_ca,
+    client_flag: f.client_flag,
+    cn_validations: cnValidations,
+    code_signing_flag: f.code_signing_flag,
+    country: f.country,
+    email_protection_flag: f.email_protection_flag,
+    enforce_hostnames: f.enforce_hostnames,
+    ext_key_usage: f.ext_key_usage,
+    ext_key_usage_oids: f.ext_key_usage_oids,
+    generate_lease: generateLease,
+    issuer_ref: f.issuer_ref.trim() === "" ? "default" : f.issuer_ref,
+    key_bits: spec.keyBits,
+    key_type: spec.keyType,
+    key_usage: f.key_usage,
+    locality: f.locality,
+    max_ttl: f.max_ttl,
+    no_store: f.no_store,
+    no_store_metadata: f.no_store_metadata,
+    not_after: f.not_after,
+    not_after_bound: f.not_after_bound,
+    not_before: f.not_before,
+    not_before_bound: f.not_before_bound,
+    not_before_duration: f.not_before_duration,
+    organization: f.organization,
+    ou: f.ou,
+    policy_identifiers: policies,
+    postal_code: f.postal_code,
+    province: f.province,
+    require_cn: f.require_cn,
+    server_flag: f.server_flag,
+    signature_bits: spec.signatureBits,
+    street_address: f.street_address,
+    ttl: f.ttl,
+    use_csr_common_name: f.use_csr_common_name,
+    use_csr_sans: f.use_csr_sans,
+    use_pss: f.use_pss,
+  };
+  return { role, warnings };
+}
+
+/** Turns a stored role back into field values, so PATCH can overlay the request on it. */
+export function roleToFields(role: Role): Omit<RoleFieldValues, "name"> {
+  return { ...role };
+}
+
+/** The role every field of which has its default (the base of synthetic CA-generation roles). */
+export function defaultRole(): Role {
+  const values: Record<string, unknown> = {};
+  for (const [k, def] of Object.entries(roleFields)) if ("default" in def) values[k] = structuredClone(def.default);
+  return buildRole(values as Omit<RoleFieldValues, "name">).role;
+}

@@ -1,0 +1,284 @@
+/**
+ * Building a mount's CRLs (pki-engine.md §6.1–6.2). `buildMountCrls` does the work and runs only
+ * inside the mount's Authority Durable Object, which calls it one build at a time
+ * (src/engines/pki/authority/crl-coordinator.ts); everything else asks the Authority through `rebuildCrls` /
+ * `rebuildDeltaCrls`, which answer once a build that started after the call has finished.
+ *
+ * Invariants:
+ * - Two builds of a mount never interleave (the coordinator runs them one after another), so the
+ *   read-number-write sequence below needs no further locking.
+ * - CRL numbers come from counters in the Authority's storage, one per CRL issuer (key + subject
+ *   group), raised and stored before the CRL is written: a failed write leaves a gap, never a
+ *   repeat. Complete and delta CRLs share the counter (RFC 5280 §5.2.3, §5.2.4).
+ * - A complete CRL covers every revocation with sequence ≤ M, where M is read before the entries
+ *   (rows are numbered in commit order, so none ≤ M can appear later), and records M as its
+ *   max_seq. Its delta lists the revocations above that; a fresh complete build writes an empty
+ *   delta next to it (upstream does too). A delta row's max_seq is the highest sequence it covers.
+ * - Entries are streamed page by page from D1 into per-CRL byte buffers (crl.ts): memory grows
+ *   with the DER (≈40 bytes per entry), not with row objects. DER larger than one D1 value is
+ *   stored in slices (revocation-store.ts).
+ */
+import type { Db } from "../../../core/db/client";
+import { openDb } from "../../../core/db/client";
+import { parseDurationSeconds } from "../../../core/duration";
+import type { MountRow } from "../../../core/mount-store";
+import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
+import { RevokedListWriter, assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList } from "../x509/crl";
+import { crlGroups, crlSigner, type CrlGroup } from "./crl-groups";
+import { certDerFromPem } from "../ca/issuers";
+import { resolveAia } from "../issuance/profile";
+import {
+  deleteCrlsExceptStmts,
+  getCrlDer,
+  listCrlMeta,
+  listRevokedEntries,
+  maxRevokedSeq,
+  putCrlStmts,
+  type CrlKind,
+} from "../storage/revocation-store";
+import { authorityOf } from "../issuance/serials";
+import { getAllConfig, listIssuers, listKeys, runBatch, type ConfigShapes, type CrlConfig, type IssuerRow, type KeyRow } from "../storage/store";
+import { isSignedBy, signBytes } from "../x509/x509";
+
+/** Rows per D1 page while streaming revocations into the CRLs. */
+const PAGE = 5000;
+
+/** The CRL-number counters the Authority keeps (one per CRL issuer group). */
+export interface CrlCounters {
+  last(groupId: string): Promise<number>;
+  store(groupId: string, n: number): Promise<void>;
+}
+
+export interface CrlBuildRequest {
+  kind: CrlKind;
+  /** Forced builds (crl/rotate, config changes) write an empty CRL while `disable` is set. */
+  force: boolean;
+}
+
+export interface CrlBuildReport {
+  /** What was built: "none" when nothing was (CRLs disabled and not forced). */
+  built: CrlKind | "none";
+  warnings: string[];
+  /** Refusals that left a CRL unchanged (max_crl_entries). */
+  errors: string[];
+  /** CRL numbers written, by issuer id. */
+  numbers: Record<string, { complete?: number; delta?: number }>;
+  maxSeq: number;
+}
+
+/** Complete rebuild through the Authority (revocation, tidy, issuer changes): warnings only. */
+export async function rebuildCrls(env: Env, mount: MountRow, opts: { force?: boolean } = {}): Promise<string[]> {
+  const r = await authorityOf(env, mount).crlRebuild(mount, { kind: "complete", force: opts.force ?? false });
+  return [...r.warnings, ...r.errors];
+}
+
+/** Delta rebuild through the Authority (crl/rotate-delta, revocations with delta CRLs). */
+export async function rebuildDeltaCrls(env: Env, mount: MountRow): Promise<CrlBuildReport> {
+  return authorityOf(env, mount).crlRebuild(mount, { kind: "delta", force: false });
+}
+
+/** Seconds of a config/crl duration string; the default when unparsable (validated on write). */
+export function durationOr(value: string, fallback: number): number {
+  try {
+    return parseDurationSeconds(value);
+  } catch {
+    return fallback;
+  }
+}
+
+interface Target {
+  group: CrlGroup;
+  writer: RevokedListWriter;
+  /** Revocations above this sequence belong on the delta (complete builds: unused). */
+  baseSeq: number;
+  completeNumber: number;
+  seen: Set<string> | null;
+}
+
+/** Where an entry goes: its issuer's group, else (issuer gone) the default issuer's group. */
+function routeEntries(groups: CrlGroup[], issuers: IssuerRow[]) {
+  const groupOf = new Map<string, CrlGroup>();
+  for (const g of groups) for (const m of g.members) groupOf.set(m.id, g);
+  const known = new Set(issuers.map((i) => i.id));
+  const fallback = groups.find((g) => g.hasDefault) ?? null;
+  // Issuer certificates are never taken from revocation rows: a revoked issuer goes on its
+  // parents' CRLs through the issuer records (upstream augmentWithRevokedIssuers), never its own.
+  const issuerSerials = new Set(issuers.map((i) => i.serial));
+  return (issuerId: string, serial: string): CrlGroup | null => {
+    if (issuerSerials.has(serial)) return null;
+    if (known.has(issuerId)) return groupOf.get(issuerId) ?? null;
+    return fallback;
+  };
+}
+
+/** Revoked issuers on the CRLs of the other groups whose key signed them (complete CRLs only). */
+async function addRevokedIssuers(issuers: IssuerRow[], targets: Target[]): Promise<void> {
+  for (const r of issuers) {
+    if (!r.revoked || !r.revocationTime) continue;
+    const der = certDerFromPem(r.certificate);
+    for (const t of targets) {
+      if (t.group.members.some((m) => m.id === r.id)) continue;
+      const rep = t.group.representative;
+      if (rep.subjectDer !== r.issuerDer) continue;
+      if (await isSignedBy(der, base64ToBytes(rep.publicKey))) t.writer.add(r.serial, Math.floor(r.revocationTime / 1000));
+    }
+  }
+}
+
+async function streamEntries(db: Db, mountId: string, afterSeq: number, uptoSeq: number, place: (e: { id: number; serial: string; issuerId: string; revocationTime: number }) => void): Promise<void> {
+  let after = afterSeq;
+  for (;;) {
+    const page = await listRevokedEntries(db, mountId, after, uptoSeq, PAGE);
+    for (const e of page) place(e);
+    const last = page[page.length - 1];
+    if (!last || page.length < PAGE) return;
+    after = last.id;
+  }
+}
+
+function freshestUrls(rep: IssuerRow, cfg: ConfigShapes, warnings: string[]): string[] {
+  try {
+    return resolveAia(rep.id, rep.aia, cfg.urls, cfg.cluster).deltaCrlDistributionPoints;
+  } catch (e) {
+    warnings.push(`issuer ${rep.id}: delta CRL distribution points left out of the Freshest CRL extension: ${e instanceof Error ? e.message : String(e)}`);
+    return [];
+  }
+}
+
+async function signCrl(env: Env, group: CrlGroup, keys: Map<string, KeyRow>, warnings: string[], tbsParams: Omit<Parameters<typeof encodeTbsCertList>[0], "algorithm" | "issuer" | "authorityKeyId">): Promise<string> {
+  const key = keys.get(group.representative.keyId);
+  if (!key) throw new Error(`key ${group.representative.keyId} of issuer ${group.representative.id} is missing`);
+  const s = await crlSigner(env, group, key, warnings);
+  const tbs = encodeTbsCertList({ ...tbsParams, algorithm: s.algorithm, issuer: s.issuerName, authorityKeyId: s.facts.ski });
+  // signBytes, not crypto.subtle: EC P-224 keys are signed in software (x509.ts Signer).
+  const raw = await signBytes(s.signer, tbs);
+  const sig = s.algorithm.family === "ec" ? ecdsaSignatureDer(raw) : raw;
+  return bytesToBase64(assembleCertificateList(tbs, s.algorithm, sig));
+}
+
+/**
+ * Builds and stores the mount's complete CRLs (each with a fresh, empty delta) or its delta CRLs.
+ * Runs inside the Authority only (see the invariants above).
+ */
+export async function buildMountCrls(env: Env, mount: MountRow, req: CrlBuildRequest, counters: CrlCounters, now = Date.now()): Promise<CrlBuildReport> {
+  const db = openDb(env.DB);
+  const [issuers, keyRows, cfg, metas] = await Promise.all([listIssuers(db, mount.id), listKeys(db, mount.id), getAllConfig(db, mount.id), listCrlMeta(db, mount.id)]);
+  const report: CrlBuildReport = { built: "none", warnings: [], errors: [], numbers: {}, maxSeq: 0 };
+  const crlCfg = cfg.crl;
+  // Upstream: with the CRL disabled only a forced build writes (an empty CRL); deltas never.
+  if (crlCfg.disable && (!req.force || req.kind === "delta")) return report;
+  const { groups, warnings } = await crlGroups(issuers, cfg.issuers.default);
+  report.warnings.push(...warnings);
+  const keys = new Map(keyRows.map((k) => [k.id, k]));
+
+  let kind = req.kind;
+  const completes = new Map<string, { number: number; maxSeq: number }>();
+  if (kind === "delta") {
+    for (const g of groups) {
+      const c = metas.find((r) => r.issuerId === g.representative.id && r.kind === "complete");
+      if (!c) {
+        // A CRL issuer without a complete CRL yet (new issuer): a delta needs a base, so build all.
+        kind = "complete";
+        break;
+      }
+      completes.set(g.id, { number: c.number, maxSeq: c.maxSeq });
+    }
+  }
+
+  const maxSeq = await maxRevokedSeq(db, mount.id);
+  report.maxSeq = maxSeq;
+  const targets: Target[] = groups.map((g) => ({
+    group: g,
+    writer: new RevokedListWriter(),
+    baseSeq: completes.get(g.id)?.maxSeq ?? 0,
+    completeNumber: completes.get(g.id)?.number ?? 0,
+    seen: null,
+  }));
+  const byGroup = new Map(targets.map((t) => [t.group.id, t]));
+  if (!crlCfg.disable) {
+    const route = routeEntries(groups, issuers);
+    const from = kind === "delta" ? Math.min(...targets.map((t) => t.baseSeq)) : 0;
+    await streamEntries(db, mount.id, from, maxSeq, (e) => {
+      const g = route(e.issuerId, e.serial);
+      const t = g ? byGroup.get(g.id) : undefined;
+      if (!t || (kind === "delta" && e.id <= t.baseSeq)) return;
+      t.writer.add(e.serial, e.revocationTime);
+    });
+    if (kind === "complete") await addRevokedIssuers(issuers, targets);
+  }
+
+  const limit = crlCfg.max_crl_entries;
+  const thisUpdate = new Date(Math.floor(now / 1000) * 1000);
+  const nextUpdate = new Date(thisUpdate.getTime() + durationOr(crlCfg.expiry, 72 * 3600) * 1000);
+  for (const t of targets) {
+    const g = t.group;
+    if (limit > 0 && t.writer.count > limit) {
+      report.errors.push(`error building CRL: revocation list size (${t.writer.count}) exceeds configured maximum (${limit}) for issuer ${g.representative.id}`);
+      continue;
+    }
+    const revoked = t.writer.finish();
+    const ids = new Set(g.members.map((m) => m.id));
+    const stored = Math.max(await counters.last(g.id), ...metas.filter((r) => ids.has(r.issuerId)).map((r) => r.number));
+    const meta = (k: CrlKind, number: number, seq: number) => ({ kind: k, number, maxSeq: seq, thisUpdate: thisUpdate.getTime(), nextUpdate: nextUpdate.getTime() });
+    const rows: { kind: CrlKind; number: number; maxSeq: number; thisUpdate: number; nextUpdate: number; b64: string }[] = [];
+    if (kind === "complete") {
+      const number = stored + 1;
+      // RFC 5280 §5.2.4: the delta names the complete CRL it updates; it lists nothing yet.
+      await counters.store(g.id, number + 1);
+      const fresh = freshestUrls(g.representative, cfg, report.warnings);
+      const b64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked, crlNumber: number, freshestCrlUrls: fresh });
+      const deltaB64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked: null, crlNumber: number + 1, deltaOf: number });
+      rows.push({ ...meta("complete", number, maxSeq), b64 }, { ...meta("delta", number + 1, maxSeq), b64: deltaB64 });
+    } else {
+      const number = stored + 1;
+      await counters.store(g.id, number);
+      const b64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked, crlNumber: number, deltaOf: t.completeNumber });
+      rows.push({ ...meta("delta", number, maxSeq), b64 });
+    }
+    const stmts = g.members.flatMap((m) => rows.flatMap((r) => putCrlStmts(db, { mountId: mount.id, issuerId: m.id, ...meta(r.kind, r.number, r.maxSeq) }, r.b64)));
+    await runBatch(db, stmts);
+    for (const m of g.members) {
+      for (const r of rows) report.numbers[m.id] = { ...report.numbers[m.id], [r.kind]: r.number };
+    }
+  }
+  // CRLs of deleted issuers go (upstream removes CRLs no issuer points at any more).
+  if (kind === "complete") await runBatch(db, deleteCrlsExceptStmts(db, mount.id, issuers.map((i) => i.id)));
+  report.built = kind;
+  return report;
+}
+
+/** The stored CRL of an issuer, building the mount's CRLs first when it has none yet (new issuer). */
+export async function crlFor(env: Env, db: Db, mount: MountRow, issuer: IssuerRow, kind: CrlKind) {
+  const found = await getCrlDer(db, mount.id, issuer.id, kind);
+  if (found || issuer.keyId === "" || !issuer.usage.includes("crl-signing")) return found;
+  // Forced, so that a mount with CRLs disabled still publishes its (empty) CRL, as upstream
+  // does from root generation on.
+  await rebuildCrls(env, mount, { force: true });
+  return getCrlDer(db, mount.id, issuer.id, kind);
+}
+
+/**
+ * The auto_rebuild schedule (pki-engine.md §6.2), checked by the cron every minute: a complete
+ * build when an issuer that may sign CRLs has none yet or a CRL is within the grace period of its
+ * nextUpdate; with enable_delta, a delta build every delta_rebuild_interval when revocations
+ * arrived since the last delta.
+ */
+export async function autoRebuildDue(db: Db, mount: MountRow, crl: CrlConfig, now = Date.now()): Promise<CrlKind | null> {
+  const [metas, issuers, maxSeq] = await Promise.all([listCrlMeta(db, mount.id), listIssuers(db, mount.id), maxRevokedSeq(db, mount.id)]);
+  const completes = metas.filter((m) => m.kind === "complete");
+  const grace = durationOr(crl.auto_rebuild_grace_period, 12 * 3600) * 1000;
+  const signers = issuers.filter((i) => i.keyId !== "" && i.usage.includes("crl-signing"));
+  if (signers.some((i) => !completes.some((c) => c.issuerId === i.id))) return "complete";
+  if (completes.some((c) => now > c.nextUpdate - grace)) return "complete";
+  if (!crl.enable_delta) return null;
+  const deltas = metas.filter((m) => m.kind === "delta");
+  const lastDelta = Math.max(0, ...deltas.map((d) => d.thisUpdate));
+  const covered = Math.min(...deltas.map((d) => d.maxSeq), maxSeq);
+  const interval = durationOr(crl.delta_rebuild_interval, 15 * 60) * 1000;
+  return maxSeq > covered && now - lastDelta >= interval ? "delta" : null;
+}
+
+/** "Warning N during CRL rebuild: …" as upstream words them. */
+export function rebuildWarnings(warnings: string[]): string[] {
+  return warnings.map((w, i) => `Warning ${i + 1} during CRL rebuild: ${w}`);
+}

@@ -1,0 +1,51 @@
+/** Helpers shared by the PKI route files. */
+import { ApiError } from "../../../core/errors";
+import type { Req } from "../../../core/route";
+import type { MountRow } from "../../../core/mount-store";
+import type { IssueContext } from "../issuance/issue";
+
+export function mountOf(req: Req): MountRow {
+  // The dispatcher only routes engine paths with their mount; a missing one is a wiring bug.
+  if (!req.mount) throw new ApiError(500, "internal error: PKI route without a mount");
+  return req.mount;
+}
+
+export function ctxOf(req: Req): IssueContext {
+  return { db: req.db, env: req.env, mount: mountOf(req) };
+}
+
+/** A raw (non-JSON) reply; an empty body is 204 (pki-engine.md §1.6). */
+export function raw(body: string | Uint8Array<ArrayBuffer> | null, contentType: string): Response {
+  if (body === null || body.length === 0) return new Response(null, { status: 204 });
+  return new Response(body, { status: 200, headers: { "content-type": contentType } });
+}
+
+/** Sorted keys with `after`/`limit` pagination (pki-engine.md §2.1); 404 when none. */
+export function paginate(keys: string[], req: Req): string[] {
+  const after = typeof req.body.after === "string" ? req.body.after : "";
+  const limit = Number(req.body.limit ?? 0);
+  let out = [...keys].sort();
+  if (after) out = out.filter((k) => k > after);
+  if (Number.isFinite(limit) && limit > 0) out = out.slice(0, limit);
+  return out;
+}
+
+/**
+ * Conditional GET on CA paths (pki-engine.md §1.6): 304 when the object's last modification is
+ * strictly before If-Modified-Since. HTTP dates carry whole seconds, so the comparison does too.
+ */
+export function notModified(req: Req, lastModifiedMs: number): Response | null {
+  const header = req.headers.get("if-modified-since");
+  if (!header || !lastModifiedMs) return null;
+  const since = Date.parse(header);
+  if (Number.isNaN(since)) return null;
+  const last = Math.floor(lastModifiedMs / 1000) * 1000;
+  if (last >= since) return null;
+  return new Response(null, { status: 304, headers: { "last-modified": new Date(last).toUTCString() } });
+}
+
+/** Adds Last-Modified to a raw reply (so clients can send If-Modified-Since). */
+export function withLastModified(res: Response, lastModifiedMs: number): Response {
+  if (res.status === 200 && lastModifiedMs) res.headers.set("last-modified", new Date(lastModifiedMs).toUTCString());
+  return res;
+}

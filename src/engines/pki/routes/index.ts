@@ -1,0 +1,17 @@
+/** The PKI engine's route table, in match order (specific paths before general ones). */
+import type { RouteDef } from "../../../core/route";
+import { certMetadataRoutes } from "./cert-metadata";
+import { certRoutes } from "./certs";
+import { crlRoutes } from "./crl";
+import { revokeRoutes } from "./revoke";
+import { externalPolicyRoutes } from "./external-policy";
+import { generateRoutes } from "./generate";
+import { issueRoutes } from "./issue";
+import { issuerRoutes } from "./issuers";
+import { keyRoutes } from "./keys";
+import { ocspRoutes } from "./ocsp";
+import { roleRoutes } from "./roles";
+import { signPrivilegedRoutes } from "./sign-privileged";
+import { tidyRoutes } from "./tidy";
+
+export const pkiRoutes: RouteDef[] = [...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...signPrivilegedRoutes, ...certMetadataRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...revokeRoutes, ...crlRoutes, ...certRoutes, ...tidyRoutes, ...ocspRoutes];

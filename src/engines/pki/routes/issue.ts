@@ -1,0 +1,83 @@
+/** issue/:role, sign/:role and their per-issuer forms (spec "Issue", "Sign"). */
+import { badRequest } from "../../../core/errors";
+import { defineFields } from "../../../core/fields";
+import { route, type Req } from "../../../core/route";
+import { checkFormat, checkPrivateKeyFormat } from "../issuance/format";
+import { issueLeaf } from "../issuance/issue";
+import { ctxOf } from "./common";
+import type { Role } from "../policy/roles";
+import { issuanceStateFromResults, issuanceStateQueries, loadIssuanceState } from "../storage/store";
+import type { Db } from "../../../core/db/client";
+import type { SQL } from "drizzle-orm";
+
+const css = (description: string) => ({ type: "comma-string-slice" as const, description, default: [] as string[] });
+
+const issueFields = defineFields({
+  role: { type: "string", description: "Role name.", required: true },
+  issuer_ref: { type: "string", description: "Issuer (per-issuer paths)." },
+  common_name: { type: "string", description: "Subject CN.", default: "" },
+  alt_names: css("Comma-separated DNS names and e-mail addresses."),
+  ip_sans: css("IP SANs."),
+  uri_sans: css("URI SANs."),
+  other_sans: css("Other SANs, <oid>;UTF8:<value>."),
+  ttl: { type: "duration", description: "Requested TTL (at most the role's max_ttl).", default: 0 },
+  format: { type: "string", description: "pem, der or pem_bundle.", default: "pem" },
+  private_key_format: { type: "string", description: "der or pkcs8.", default: "der" },
+  exclude_cn_from_sans: { type: "bool", description: "Leave the CN out of the SANs.", default: false },
+  not_after: { type: "string", description: "Absolute notAfter, YYYY-MM-DDTHH:MM:SSZ.", default: "" },
+  remove_roots_from_chain: { type: "bool", description: "Drop self-signed CAs from ca_chain.", default: false },
+  user_ids: css("User ID subject attributes."),
+  serial_number: { type: "string", description: "Subject serialNumber attribute.", default: "" },
+  cert_metadata: { type: "string", description: "Base64 metadata stored (sealed) with the certificate; read it at cert-metadata/:serial.", default: "" },
+});
+
+const signFields = defineFields({
+  ...issueFields,
+  csr: { type: "string", description: "PEM certificate request.", default: "" },
+});
+
+function handler(kind: "issue" | "sign") {
+  return async (req: Req<typeof signFields>) => {
+    const f = req.fields;
+    const ctx = ctxOf(req as Req);
+    // Role, issuers, keys and configuration in one D1 round trip, usually already made in the
+    // request's first batch (prefetch below).
+    const prefetched = req.prefetched && req.params.role === f.role ? issuanceStateFromResults(f.role, req.prefetched) : null;
+    const state = prefetched ?? (await loadIssuanceState(req.db, ctx.mount.id, f.role));
+    const role = state.role as Role | null;
+    if (!role) throw badRequest(`unknown role: ${f.role}`);
+    return issueLeaf(ctx, state, {
+      role,
+      issuerRef: f.issuer_ref ?? role.issuer_ref,
+      names: {
+        common_name: f.common_name,
+        alt_names: f.alt_names,
+        ip_sans: f.ip_sans,
+        uri_sans: f.uri_sans,
+        other_sans: f.other_sans,
+        serial_number: f.serial_number,
+        user_ids: f.user_ids,
+        exclude_cn_from_sans: f.exclude_cn_from_sans,
+      },
+      ttl: f.ttl,
+      notAfter: f.not_after,
+      format: checkFormat(f.format),
+      privateKeyFormat: checkPrivateKeyFormat(f.private_key_format),
+      removeRootsFromChain: f.remove_roots_from_chain,
+      csr: kind === "sign" ? (f.csr ?? "") : undefined,
+      roleName: f.role,
+      // Present-but-empty counts (upstream checks the field's presence, not its value).
+      certMetadata: req.has("cert_metadata") ? f.cert_metadata : null,
+    });
+  };
+}
+
+/** The issuance state goes into the request's first D1 batch (RouteDef.prefetch; npm run bench). */
+const prefetch = (db: Db, mountId: SQL, params: Record<string, string>) => [...issuanceStateQueries(db, mountId, params.role ?? "")];
+
+export const issueRoutes = [
+  route({ pattern: "issue/:role", fields: issueFields, handlers: { update: handler("issue") }, prefetch }),
+  route({ pattern: "issuer/:issuer_ref/issue/:role", fields: issueFields, handlers: { update: handler("issue") }, prefetch }),
+  route({ pattern: "sign/:role", fields: signFields, handlers: { update: handler("sign") }, prefetch }),
+  route({ pattern: "issuer/:issuer_ref/sign/:role", fields: signFields, handlers: { update: handler("sign") }, prefetch }),
+];

@@ -1,0 +1,65 @@
+/**
+ * revoke, revoke-with-key (spec "Revoke certificate", "Revoke with private key"),
+ * issuer/:ref/revoke (pki-engine.md §4.6) and LIST certs/revoked (§5). Logic in ../revoke.ts.
+ */
+import { notFound } from "../../../core/errors";
+import { defineFields } from "../../../core/fields";
+import { route } from "../../../core/route";
+import { listRevokedSerials } from "../storage/revocation-store";
+import { revokeCertificate, revokeIssuer } from "../revocation/revoke";
+import { ctxOf, mountOf, paginate } from "./common";
+
+const target = {
+  serial_number: { type: "string", description: "Serial number of the certificate, colon- or hyphen-separated hex." },
+  certificate: { type: "string", description: "The certificate (PEM); it must be signed by an issuer of this mount." },
+} as const;
+
+const revokeFields = defineFields(target);
+const revokeWithKeyFields = defineFields({
+  ...target,
+  private_key: { type: "string", description: "PEM private key of the certificate (proof of possession)." },
+});
+
+export const revokeRoutes = [
+  route({
+    pattern: "revoke",
+    fields: revokeFields,
+    handlers: {
+      update: (req) =>
+        revokeCertificate(ctxOf(req), {
+          serialNumber: req.has("serial_number") ? req.fields.serial_number : undefined,
+          certificate: req.has("certificate") ? req.fields.certificate : undefined,
+          privateKey: undefined,
+          withKey: false,
+        }),
+    },
+  }),
+  route({
+    pattern: "revoke-with-key",
+    fields: revokeWithKeyFields,
+    handlers: {
+      update: (req) =>
+        revokeCertificate(ctxOf(req), {
+          serialNumber: req.has("serial_number") ? req.fields.serial_number : undefined,
+          certificate: req.has("certificate") ? req.fields.certificate : undefined,
+          privateKey: req.has("private_key") ? req.fields.private_key : undefined,
+          withKey: true,
+        }),
+    },
+  }),
+  route({
+    pattern: "issuer/:ref/revoke",
+    fields: defineFields({ ref: { type: "string", description: "Issuer id, name or 'default'.", required: true } }),
+    handlers: { update: (req) => revokeIssuer(ctxOf(req), req.fields.ref) },
+  }),
+  route({
+    pattern: "certs/revoked",
+    handlers: {
+      async list(req) {
+        const keys = paginate(await listRevokedSerials(req.db, mountOf(req).id), req);
+        if (keys.length === 0) throw notFound();
+        return { data: { keys } };
+      },
+    },
+  }),
+];

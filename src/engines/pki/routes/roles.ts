@@ -1,0 +1,77 @@
+/** roles, roles/:name (pki-engine.md §2). */
+import { badRequest, notFound } from "../../../core/errors";
+import { parseFields } from "../../../core/fields";
+import { route, type Req } from "../../../core/route";
+import { resolveIssuerIn } from "../ca/issuers";
+import { buildRole, roleFields, roleToFields, type Role, type RoleFieldValues } from "../policy/roles";
+import { deleteRole, getAllConfig, getRoleData, listIssuers, listRoles, putRoleData } from "../storage/store";
+import { mountOf, paginate } from "./common";
+
+/** The warning for an issuer_ref that does not resolve now (§2.4): accepted, but flagged. */
+async function issuerRefWarning(req: Req, ref: string): Promise<string | null> {
+  const mount = mountOf(req);
+  const [issuers, cfg] = await Promise.all([listIssuers(req.db, mount.id), getAllConfig(req.db, mount.id)]);
+  try {
+    resolveIssuerIn(issuers, cfg.issuers, ref);
+    return null;
+  } catch {
+    if (ref.trim().toLowerCase() === "default") {
+      return "Issuing Certificate was set to default, but no default issuing certificate (configurable at /config/issuers) is currently set";
+    }
+    return `Issuing Certificate was set to ${ref} but no issuing certificate currently has that name`;
+  }
+}
+
+async function save(req: Req, name: string, values: Omit<RoleFieldValues, "name">) {
+  const { role, warnings } = buildRole(values);
+  const w = await issuerRefWarning(req, role.issuer_ref);
+  if (w) warnings.push(w);
+  await putRoleData(req.db, mountOf(req).id, name, role as unknown as Record<string, unknown>);
+  return { data: role, warnings };
+}
+
+export async function loadRole(req: Req, name: string): Promise<Role | null> {
+  const data = await getRoleData(req.db, mountOf(req).id, name);
+  return data ? (data as unknown as Role) : null;
+}
+
+export const roleRoutes = [
+  route({
+    pattern: "roles",
+    handlers: {
+      async list(req) {
+        const keys = paginate((await listRoles(req.db, mountOf(req).id)).map((r) => r.name), req);
+        if (keys.length === 0) throw notFound();
+        return { data: { keys } };
+      },
+    },
+  }),
+  route({
+    pattern: "roles/:name",
+    fields: roleFields,
+    handlers: {
+      async read(req) {
+        const role = await loadRole(req, req.fields.name);
+        if (!role) throw notFound();
+        return { data: role };
+      },
+      async update(req) {
+        const { name, ...values } = req.fields;
+        return save(req, name, values);
+      },
+      async patch(req) {
+        const existing = await loadRole(req, req.fields.name);
+        if (!existing) throw badRequest("Unable to fetch role entry to patch");
+        // Overlay only the fields the client sent on the stored role (merge patch).
+        const merged: Record<string, unknown> = { ...roleToFields(existing) };
+        const parsed = parseFields(roleFields, req.body, req.params);
+        for (const k of Object.keys(roleFields)) if (k !== "name" && parsed.has(k as keyof typeof roleFields & string)) merged[k] = parsed.values[k as keyof typeof roleFields];
+        return save(req, req.fields.name, merged as Omit<RoleFieldValues, "name">);
+      },
+      async delete(req) {
+        await deleteRole(req.db, mountOf(req).id, req.fields.name);
+        return null;
+      },
+    },
+  }),
+];

@@ -1,0 +1,221 @@
+/**
+ * Storage of revocations and built CRLs (pki_revoked, pki_crls, pki_crl_chunks): the only module
+ * that touches those tables (tidy-store.ts pages and deletes pki_revoked for tidy). CRL rows are
+ * written only by the mount's Authority Durable Object (src/engines/pki/authority/authority.ts), which
+ * serializes rebuilds.
+ *
+ * A CRL's DER is kept as base64 in pki_crls.der when it fits one D1 value comfortably; a larger
+ * one (a 100,000-entry CRL is ~5.4 MB of base64, D1 caps a value at 2 MB) goes to pki_crl_chunks
+ * in CHUNK_CHARS slices with pki_crls.der = "". Writer and reader each use one D1 batch (one
+ * transaction), so a reader sees either the old CRL or the new one, never slices of both.
+ */
+import { and, asc, eq, gt, inArray, lte, max, sql, type SQL } from "drizzle-orm";
+import type { Db } from "../../../core/db/client";
+import { mounts, pkiConfig, pkiCrlChunks, pkiCrls, pkiRevoked } from "../../../core/db/schema";
+import type { MountRow } from "../../../core/mount-store";
+import { base64ToBytesStrict } from "../../../core/encoding";
+import { CONFIG_DEFAULTS, issuanceStateFromResults, issuanceStateOf, signingStateQueries, type CrlConfig, type IssuanceState, type Stmt } from "./store";
+
+/** Base64 characters per stored slice: well below D1's 2,000,000-byte value limit. */
+export const CHUNK_CHARS = 1_000_000;
+
+export type RevokedRow = typeof pkiRevoked.$inferSelect;
+export type NewRevokedRow = typeof pkiRevoked.$inferInsert;
+export type CrlRow = typeof pkiCrls.$inferSelect;
+
+export async function getRevoked(db: Db, mountId: string, serial: string): Promise<RevokedRow | null> {
+  const rows = await db.select().from(pkiRevoked).where(and(eq(pkiRevoked.mountId, mountId), eq(pkiRevoked.serial, serial)));
+  return rows[0] ?? null;
+}
+
+/**
+ * The mount's issuance state plus the revocation entries of `serials`, in one D1 round trip: the
+ * OCSP responder's whole read (pki-engine.md §6.8), kept to one batch because a local D1 round
+ * trip costs about as much CPU as the rest of a response (npm run bench -- ocsp).
+ */
+export async function loadStateAndRevoked(db: Db, mountId: string, serials: string[]): Promise<{ state: IssuanceState; revoked: RevokedRow[] }> {
+  const [i, c, k, revoked] = await db.batch(stateAndRevokedQueries(db, mountId, serials));
+  return { state: issuanceStateOf(null, [], i, c, k), revoked };
+}
+
+/**
+ * The four reads of loadStateAndRevoked (no role: OCSP signs without one), for a route's prefetch.
+ * One bound parameter per serial stays far below D1's 100: parseOcspRequest refuses requests of
+ * MAX_OCSP_REQUEST_BYTES (2048) or more, and each Request in one takes at least 60 bytes.
+ */
+export function stateAndRevokedQueries(db: Db, mountId: string | SQL, serials: string[]) {
+  const [issuers, config, keys] = signingStateQueries(db, mountId);
+  const revoked = db
+    .select()
+    .from(pkiRevoked)
+    .where(and(eq(pkiRevoked.mountId, mountId), inArray(pkiRevoked.serial, serials.length > 0 ? serials : [""])));
+  return [issuers, config, keys, revoked] as const;
+}
+
+/** The results of stateAndRevokedQueries, in their order; null when they are not that shape. */
+export function stateAndRevokedFromResults(results: readonly unknown[]): { state: IssuanceState; revoked: RevokedRow[] } | null {
+  if (results.length !== 4 || !results.every(Array.isArray)) return null;
+  const state = issuanceStateFromResults(null, [[], ...results.slice(0, 3)]);
+  return state ? { state, revoked: results[3] as RevokedRow[] } : null;
+}
+
+/**
+ * Records a revocation unless the serial is already revoked (revoking twice keeps the first
+ * time, pki-engine.md §5). Returns the stored row either way.
+ */
+export async function insertRevoked(db: Db, row: Omit<NewRevokedRow, "id">): Promise<RevokedRow> {
+  const inserted = await db.insert(pkiRevoked).values(row).onConflictDoNothing().returning();
+  const first = inserted[0];
+  if (first) return first;
+  const existing = await getRevoked(db, row.mountId, row.serial);
+  if (!existing) throw new Error("revocation entry vanished while it was being written");
+  return existing;
+}
+
+/** Every revocation of the mount, in sequence order. */
+export const listRevoked = (db: Db, mountId: string): Promise<RevokedRow[]> =>
+  db.select().from(pkiRevoked).where(eq(pkiRevoked.mountId, mountId)).orderBy(asc(pkiRevoked.id));
+
+/** Revocations recorded after sequence number `afterSeq` (delta CRLs). */
+export const listRevokedAfter = (db: Db, mountId: string, afterSeq: number): Promise<RevokedRow[]> =>
+  db.select().from(pkiRevoked).where(and(eq(pkiRevoked.mountId, mountId), gt(pkiRevoked.id, afterSeq))).orderBy(asc(pkiRevoked.id));
+
+export const deleteRevokedStmt = (db: Db, mountId: string, serial: string): Stmt =>
+  db.delete(pkiRevoked).where(and(eq(pkiRevoked.mountId, mountId), eq(pkiRevoked.serial, serial)));
+
+export async function getCrl(db: Db, mountId: string, issuerId: string, kind: "complete" | "delta"): Promise<CrlRow | null> {
+  const rows = await db.select().from(pkiCrls).where(and(eq(pkiCrls.mountId, mountId), eq(pkiCrls.issuerId, issuerId), eq(pkiCrls.kind, kind)));
+  return rows[0] ?? null;
+}
+
+export const putCrlStmt = (db: Db, row: CrlRow): Stmt =>
+  db
+    .insert(pkiCrls)
+    .values(row)
+    .onConflictDoUpdate({
+      target: [pkiCrls.mountId, pkiCrls.issuerId, pkiCrls.kind],
+      set: { number: row.number, der: row.der, maxSeq: row.maxSeq, thisUpdate: row.thisUpdate, nextUpdate: row.nextUpdate },
+    });
+
+/** Removes every revocation and CRL of a mount (the mount is being disabled). */
+export function purgeRevocationStmts(db: Db, mountId: string): Stmt[] {
+  return [
+    db.delete(pkiRevoked).where(eq(pkiRevoked.mountId, mountId)),
+    db.delete(pkiCrls).where(eq(pkiCrls.mountId, mountId)),
+    db.delete(pkiCrlChunks).where(eq(pkiCrlChunks.mountId, mountId)),
+  ];
+}
+
+// -- revocations: reads for LIST, the CRL builder and the cron ---------------------------------
+
+/** Colon serials of every revocation of the mount (LIST certs/revoked). */
+export async function listRevokedSerials(db: Db, mountId: string): Promise<string[]> {
+  const rows = await db.select({ serial: pkiRevoked.serial }).from(pkiRevoked).where(eq(pkiRevoked.mountId, mountId));
+  return rows.map((r) => r.serial);
+}
+
+/** What a CRL entry needs: no certificate bytes (those would cost ~700 bytes per entry). */
+export interface RevokedEntry {
+  id: number;
+  serial: string;
+  issuerId: string;
+  revocationTime: number;
+}
+
+/** One page of revocations with afterId < id ≤ uptoId, in sequence order. */
+export function listRevokedEntries(db: Db, mountId: string, afterId: number, uptoId: number, limit: number): Promise<RevokedEntry[]> {
+  return db
+    .select({ id: pkiRevoked.id, serial: pkiRevoked.serial, issuerId: pkiRevoked.issuerId, revocationTime: pkiRevoked.revocationTime })
+    .from(pkiRevoked)
+    .where(and(eq(pkiRevoked.mountId, mountId), gt(pkiRevoked.id, afterId), lte(pkiRevoked.id, uptoId)))
+    .orderBy(asc(pkiRevoked.id))
+    .limit(limit);
+}
+
+/** The highest revocation sequence number of the mount (0 when none). */
+export async function maxRevokedSeq(db: Db, mountId: string): Promise<number> {
+  const rows = await db.select({ m: max(pkiRevoked.id) }).from(pkiRevoked).where(eq(pkiRevoked.mountId, mountId));
+  return rows[0]?.m ?? 0;
+}
+
+// -- CRLs ---------------------------------------------------------------------------------------
+
+export type CrlKind = "complete" | "delta";
+
+/** A stored CRL with its DER reassembled. */
+export interface StoredCrl {
+  row: Omit<CrlRow, "der">;
+  der: Uint8Array<ArrayBuffer>;
+}
+
+/** Reads a CRL and its slices in one batch (one transaction: a consistent pair). */
+export async function getCrlDer(db: Db, mountId: string, issuerId: string, kind: CrlKind): Promise<StoredCrl | null> {
+  const key = and(eq(pkiCrls.mountId, mountId), eq(pkiCrls.issuerId, issuerId), eq(pkiCrls.kind, kind));
+  const [rows, chunks] = await db.batch([
+    db.select().from(pkiCrls).where(key),
+    db
+      .select({ data: pkiCrlChunks.data })
+      .from(pkiCrlChunks)
+      .where(and(eq(pkiCrlChunks.mountId, mountId), eq(pkiCrlChunks.issuerId, issuerId), eq(pkiCrlChunks.kind, kind)))
+      .orderBy(asc(pkiCrlChunks.idx)),
+  ]);
+  const row = rows[0];
+  if (!row) return null;
+  const b64 = row.der !== "" ? row.der : chunks.map((c) => c.data).join("");
+  const { der: _der, ...meta } = row;
+  return { row: meta, der: base64ToBytesStrict(b64) };
+}
+
+/** Metadata of every stored CRL of the mount (no DER): the cron's due check. */
+export function listCrlMeta(db: Db, mountId: string): Promise<Omit<CrlRow, "der">[]> {
+  return db
+    .select({
+      mountId: pkiCrls.mountId,
+      issuerId: pkiCrls.issuerId,
+      kind: pkiCrls.kind,
+      number: pkiCrls.number,
+      maxSeq: pkiCrls.maxSeq,
+      thisUpdate: pkiCrls.thisUpdate,
+      nextUpdate: pkiCrls.nextUpdate,
+    })
+    .from(pkiCrls)
+    .where(eq(pkiCrls.mountId, mountId));
+}
+
+/** Statements that replace one CRL (row and slices); run them in one batch. */
+export function putCrlStmts(db: Db, row: Omit<CrlRow, "der">, derB64: string): Stmt[] {
+  const chunked = derB64.length > CHUNK_CHARS;
+  const stmts: Stmt[] = [
+    db.delete(pkiCrlChunks).where(and(eq(pkiCrlChunks.mountId, row.mountId), eq(pkiCrlChunks.issuerId, row.issuerId), eq(pkiCrlChunks.kind, row.kind))),
+  ];
+  if (chunked) {
+    for (let i = 0, idx = 0; i < derB64.length; i += CHUNK_CHARS, idx++) {
+      stmts.push(db.insert(pkiCrlChunks).values({ mountId: row.mountId, issuerId: row.issuerId, kind: row.kind, idx, data: derB64.slice(i, i + CHUNK_CHARS) }));
+    }
+  }
+  stmts.push(putCrlStmt(db, { ...row, der: chunked ? "" : derB64 }));
+  return stmts;
+}
+
+/**
+ * Removes the CRLs of issuers that no longer have one (deleted, keyless, or lacking crl-signing).
+ * The ids to keep travel as one JSON array parameter: a list of bound parameters broke with 100
+ * issuers in a mount, D1's limit per statement (issue 18 #6).
+ */
+export function deleteCrlsExceptStmts(db: Db, mountId: string, keepIssuerIds: string[]): Stmt[] {
+  const keep = JSON.stringify(keepIssuerIds);
+  return [
+    db.delete(pkiCrls).where(and(eq(pkiCrls.mountId, mountId), sql`${pkiCrls.issuerId} NOT IN (SELECT value FROM json_each(${keep}))`)),
+    db.delete(pkiCrlChunks).where(and(eq(pkiCrlChunks.mountId, mountId), sql`${pkiCrlChunks.issuerId} NOT IN (SELECT value FROM json_each(${keep}))`)),
+  ];
+}
+
+/** PKI mounts whose config/crl has auto_rebuild (the cron's work list), with that config. */
+export async function listAutoRebuildMounts(db: Db): Promise<{ mount: MountRow; config: CrlConfig }[]> {
+  const rows = await db
+    .select({ mount: mounts, value: pkiConfig.value })
+    .from(pkiConfig)
+    .innerJoin(mounts, eq(mounts.id, pkiConfig.mountId))
+    .where(and(eq(pkiConfig.name, "crl"), eq(mounts.type, "pki"), sql`json_extract(${pkiConfig.value}, '$.auto_rebuild') = 1`));
+  return rows.map((r) => ({ mount: r.mount, config: { ...CONFIG_DEFAULTS.crl, ...(r.value as Partial<CrlConfig>) } })).filter((r) => r.config.auto_rebuild);
+}

@@ -1,0 +1,127 @@
+/**
+ * Tidy's storage (pki-engine.md §6.7): paged scans and bulk deletes over pki_certs and
+ * pki_revoked, the stored-certificate counts of tidy-status, and the list of mounts with
+ * auto-tidy enabled. Kept apart from store.ts / revocation-store.ts (which own the single-row
+ * reads and writes of those tables) because only the tidy job needs these bulk forms.
+ *
+ * D1 allows at most 100 bound parameters per statement, so deletes by serial go in chunks; every
+ * delete RETURNs what it removed, so the job counts rows that really went (a retried step never
+ * counts a row twice).
+ */
+import { and, asc, count, eq, gt, inArray } from "drizzle-orm";
+import type { Db } from "../../../core/db/client";
+import { mounts, pkiCerts, pkiConfig, pkiRevoked } from "../../../core/db/schema";
+import type { MountRow } from "../../../core/mount-store";
+import { AUTO_TIDY_DEFAULTS, type AutoTidyConfig } from "../tidy/tidy";
+
+const CHUNK = 90;
+
+export interface CertPageRow {
+  serial: string;
+  der: string;
+  /** Unix seconds. */
+  notAfter: number;
+  revoked: boolean;
+}
+
+/** Stored certificates after `afterSerial`, in serial order, with whether each is revoked. */
+export async function listCertsPage(db: Db, mountId: string, afterSerial: string, limit: number): Promise<CertPageRow[]> {
+  const rows = await db
+    .select({ serial: pkiCerts.serial, der: pkiCerts.der, notAfter: pkiCerts.notAfter, revokedSerial: pkiRevoked.serial })
+    .from(pkiCerts)
+    .leftJoin(pkiRevoked, and(eq(pkiRevoked.mountId, pkiCerts.mountId), eq(pkiRevoked.serial, pkiCerts.serial)))
+    .where(and(eq(pkiCerts.mountId, mountId), gt(pkiCerts.serial, afterSerial)))
+    .orderBy(asc(pkiCerts.serial))
+    .limit(limit);
+  return rows.map((r) => ({ serial: r.serial, der: r.der, notAfter: r.notAfter, revoked: r.revokedSerial !== null }));
+}
+
+export interface RevokedPageRow {
+  id: number;
+  serial: string;
+  issuerId: string;
+  /** Unix seconds. */
+  notAfter: number;
+  der: string;
+}
+
+/** Revocation entries after sequence id `afterId`, in sequence order. */
+export function listRevokedPage(db: Db, mountId: string, afterId: number, limit: number): Promise<RevokedPageRow[]> {
+  return db
+    .select({ id: pkiRevoked.id, serial: pkiRevoked.serial, issuerId: pkiRevoked.issuerId, notAfter: pkiRevoked.notAfter, der: pkiRevoked.der })
+    .from(pkiRevoked)
+    .where(and(eq(pkiRevoked.mountId, mountId), gt(pkiRevoked.id, afterId)))
+    .orderBy(asc(pkiRevoked.id))
+    .limit(limit);
+}
+
+function chunks<T>(xs: T[]): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < xs.length; i += CHUNK) out.push(xs.slice(i, i + CHUNK));
+  return out;
+}
+
+/**
+ * Deletes stored certificates and revocation entries by serial, in one D1 batch (all or
+ * nothing); returns how many rows of each really went.
+ */
+export async function deleteBySerial(
+  db: Db,
+  mountId: string,
+  certSerials: string[],
+  revokedSerials: string[],
+): Promise<{ certs: number; revoked: number }> {
+  const certStmts = chunks(certSerials).map((c) =>
+    db
+      .delete(pkiCerts)
+      .where(and(eq(pkiCerts.mountId, mountId), inArray(pkiCerts.serial, c)))
+      .returning({ serial: pkiCerts.serial }),
+  );
+  const revokedStmts = chunks(revokedSerials).map((c) =>
+    db
+      .delete(pkiRevoked)
+      .where(and(eq(pkiRevoked.mountId, mountId), inArray(pkiRevoked.serial, c)))
+      .returning({ serial: pkiRevoked.serial }),
+  );
+  const all = [...certStmts, ...revokedStmts];
+  const [first, ...rest] = all;
+  if (!first) return { certs: 0, revoked: 0 };
+  const results = await db.batch([first, ...rest]);
+  let certs = 0;
+  let revoked = 0;
+  results.forEach((r, i) => {
+    if (i < certStmts.length) certs += r.length;
+    else revoked += r.length;
+  });
+  return { certs, revoked };
+}
+
+/** Re-points revocation entries at their (re)computed issuer ("" when none verifies). */
+export async function setRevokedIssuers(db: Db, mountId: string, updates: { serial: string; issuerId: string }[]): Promise<void> {
+  const stmts = updates.map((u) =>
+    db.update(pkiRevoked).set({ issuerId: u.issuerId }).where(and(eq(pkiRevoked.mountId, mountId), eq(pkiRevoked.serial, u.serial))),
+  );
+  const [first, ...rest] = stmts;
+  if (first) await db.batch([first, ...rest]);
+}
+
+/** Current numbers of stored certificates and revocation entries (tidy-status counts). */
+export async function countStored(db: Db, mountId: string): Promise<{ certs: number; revoked: number }> {
+  const [c, r] = await db.batch([
+    db.select({ n: count() }).from(pkiCerts).where(eq(pkiCerts.mountId, mountId)),
+    db.select({ n: count() }).from(pkiRevoked).where(eq(pkiRevoked.mountId, mountId)),
+  ]);
+  return { certs: c[0]?.n ?? 0, revoked: r[0]?.n ?? 0 };
+}
+
+/** Every PKI mount (all namespaces) whose stored auto-tidy configuration is enabled. */
+export async function listAutoTidyMounts(db: Db): Promise<{ mount: MountRow; config: AutoTidyConfig }[]> {
+  const rows = await db
+    .select({ mount: mounts, value: pkiConfig.value })
+    .from(pkiConfig)
+    .innerJoin(mounts, eq(mounts.id, pkiConfig.mountId))
+    .where(and(eq(pkiConfig.name, "auto_tidy"), eq(mounts.type, "pki")));
+  return rows
+    .map((r) => ({ mount: r.mount, config: { ...AUTO_TIDY_DEFAULTS, ...(r.value as Partial<AutoTidyConfig>) } }))
+    .filter((r) => r.config.enabled);
+}

@@ -1,0 +1,358 @@
+/**
+ * Storage of associations and of the engine's per-association state (the sync_associations
+ * table, src/core/db/schema/sync.ts). The engine (./engine.ts) decides; this module only reads and
+ * writes, each write one statement (D1 has no interactive transactions) and every outcome write
+ * conditional on the generation it was computed for, so a stale worker cannot overwrite a newer
+ * intent.
+ */
+import type { Db } from "../../core/db/client";
+import { trimChar } from "../../core/text";
+import type { DestinationKey } from "./store";
+import type { DestinationType } from "./destinations/types";
+
+export const SYNC_STATUSES = [
+  "PENDING",
+  "SYNCING",
+  "SYNCED",
+  "UNSYNCING",
+  "UNSYNCED",
+  "CLIENT_SIDE_ERROR",
+  "EXTERNAL_SERVICE_ERROR",
+  "INTERNAL_VAULT_ERROR",
+] as const;
+export type SyncStatus = (typeof SYNC_STATUSES)[number];
+export type Desired = "synced" | "unsynced";
+
+/** One external secret of an association: its name at the provider and its own status. */
+export interface ExternalEntry {
+  name: string;
+  status: SyncStatus;
+  updatedAt: number;
+}
+
+export interface Link {
+  namespaceId: string;
+  destinationType: DestinationType;
+  destinationName: string;
+  mountId: string;
+  mountPath: string;
+  mountAccessor: string;
+  secretName: string;
+}
+
+export interface Association extends Link {
+  id: string;
+  status: SyncStatus;
+  updatedAt: number;
+  desired: Desired;
+  generation: number;
+  doneGeneration: number;
+  /** Keyed by sub-key ("" for secret-path granularity). */
+  external: Record<string, ExternalEntry>;
+  lastError: string | null;
+  attempts: number;
+}
+
+interface Row {
+  id: string;
+  namespace_id: string;
+  destination_type: string;
+  destination_name: string;
+  mount_accessor: string;
+  secret_name: string;
+  sync_status: string;
+  updated_at: number;
+  mount_id: string;
+  mount_path: string;
+  desired: string;
+  generation: number;
+  done_generation: number;
+  external: string;
+  last_error: string | null;
+  attempts: number;
+}
+
+function asStatus(s: string): SyncStatus {
+  return (SYNC_STATUSES as readonly string[]).includes(s) ? (s as SyncStatus) : "INTERNAL_VAULT_ERROR";
+}
+
+function parseExternal(raw: string): Record<string, ExternalEntry> {
+  let v: unknown;
+  try {
+    v = JSON.parse(raw);
+  } catch {
+    return {};
+  }
+  const out: Record<string, ExternalEntry> = {};
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return out;
+  for (const [k, e] of Object.entries(v)) {
+    if (typeof e !== "object" || e === null) continue;
+    const rec = e as Record<string, unknown>;
+    if (typeof rec.name !== "string") continue;
+    out[k] = {
+      name: rec.name,
+      status: asStatus(typeof rec.status === "string" ? rec.status : ""),
+      updatedAt: typeof rec.updatedAt === "number" ? rec.updatedAt : 0,
+    };
+  }
+  return out;
+}
+
+function toAssociation(r: Row): Association {
+  return {
+    id: r.id,
+    namespaceId: r.namespace_id,
+    destinationType: r.destination_type as DestinationType,
+    destinationName: r.destination_name,
+    mountId: r.mount_id,
+    mountPath: r.mount_path,
+    mountAccessor: r.mount_accessor,
+    secretName: r.secret_name,
+    status: asStatus(r.sync_status),
+    updatedAt: r.updated_at,
+    desired: r.desired === "unsynced" ? "unsynced" : "synced",
+    generation: r.generation,
+    doneGeneration: r.done_generation,
+    external: parseExternal(r.external),
+    lastError: r.last_error,
+    attempts: r.attempts,
+  };
+}
+
+/** A removed association whose unsync finished: kept for its generation, hidden from reads. */
+export const TOMBSTONE_SQL = "(desired = 'unsynced' AND sync_status = 'UNSYNCED')";
+const LIVE = `NOT ${TOMBSTONE_SQL}`;
+
+export function isTombstone(a: Pick<Association, "desired" | "status">): boolean {
+  return a.desired === "unsynced" && a.status === "UNSYNCED";
+}
+
+export async function getAssociation(db: Db, id: string): Promise<Association | null> {
+  const r = await db.$client.prepare("SELECT * FROM sync_associations WHERE id = ?").bind(id).first<Row>();
+  return r ? toAssociation(r) : null;
+}
+
+export async function findAssociation(db: Db, l: Omit<Link, "mountPath" | "mountAccessor">): Promise<Association | null> {
+  const r = await db.$client
+    .prepare(
+      `SELECT * FROM sync_associations WHERE namespace_id = ? AND destination_type = ? AND destination_name = ?
+       AND mount_id = ? AND secret_name = ?`,
+    )
+    .bind(l.namespaceId, l.destinationType, l.destinationName, l.mountId, l.secretName)
+    .first<Row>();
+  return r ? toAssociation(r) : null;
+}
+
+/**
+ * Records a new user intent: creates the association or bumps its generation, in one statement.
+ * The status becomes `status` (PENDING until the engine picks it up). Returns the row.
+ */
+export async function recordIntent(db: Db, l: Link, desired: Desired, status: SyncStatus, now: number): Promise<Association> {
+  const r = await db.$client
+    .prepare(
+      `INSERT INTO sync_associations (id, namespace_id, destination_type, destination_name, mount_accessor, secret_name,
+         sync_status, updated_at, mount_id, mount_path, desired, generation, done_generation, external, attempts)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, 0, '{}', 0)
+       ON CONFLICT (namespace_id, destination_type, destination_name, mount_id, secret_name) DO UPDATE SET
+         generation = generation + 1, desired = excluded.desired, sync_status = excluded.sync_status,
+         updated_at = excluded.updated_at, mount_accessor = excluded.mount_accessor, mount_path = excluded.mount_path,
+         attempts = 0
+       RETURNING *`,
+    )
+    .bind(crypto.randomUUID(), l.namespaceId, l.destinationType, l.destinationName, l.mountAccessor, l.secretName, status, now, l.mountId, l.mountPath, desired)
+    .first<Row>();
+  if (!r) throw new Error("recording an association intent returned no row");
+  return toAssociation(r);
+}
+
+/** Bumps the generation of an existing association (KV change, reconcile, purge); null if gone. */
+export async function bump(db: Db, id: string, status: SyncStatus, now: number, desired?: Desired, lastError?: string): Promise<Association | null> {
+  const r = await db.$client
+    .prepare(
+      `UPDATE sync_associations SET generation = generation + 1, sync_status = ?, updated_at = ?, attempts = 0,
+         desired = coalesce(?, desired), last_error = coalesce(?, last_error) WHERE id = ? RETURNING *`,
+    )
+    .bind(status, now, desired ?? null, lastError ?? null, id)
+    .first<Row>();
+  return r ? toAssociation(r) : null;
+}
+
+/** Live associations of one secret (KV change events). */
+export async function associationsOfSecret(db: Db, mountId: string, secretName: string): Promise<Association[]> {
+  const rows = await db.$client
+    .prepare(`SELECT * FROM sync_associations WHERE mount_id = ? AND secret_name = ? AND desired = 'synced'`)
+    .bind(mountId, secretName)
+    .all<Row>();
+  return rows.results.map(toAssociation);
+}
+
+/** Live associations of a destination, by mount accessor and secret name. */
+export async function associationsOfDestination(db: Db, k: DestinationKey): Promise<Association[]> {
+  const rows = await db.$client
+    .prepare(
+      `SELECT * FROM sync_associations WHERE namespace_id = ? AND destination_type = ? AND destination_name = ? AND ${LIVE}
+       ORDER BY mount_accessor, secret_name`,
+    )
+    .bind(k.namespaceId, k.type, k.name)
+    .all<Row>();
+  return rows.results.map(toAssociation);
+}
+
+/** Live associations of a namespace, optionally of one secret. */
+export async function associationsOfNamespace(db: Db, namespaceId: string, secret?: { mountId: string; secretName: string }): Promise<Association[]> {
+  const stmt = secret
+    ? db.$client
+        .prepare(`SELECT * FROM sync_associations WHERE namespace_id = ? AND mount_id = ? AND secret_name = ? AND ${LIVE} ORDER BY destination_type, destination_name`)
+        .bind(namespaceId, secret.mountId, secret.secretName)
+    : db.$client.prepare(`SELECT * FROM sync_associations WHERE namespace_id = ? AND ${LIVE} ORDER BY mount_path, secret_name`).bind(namespaceId);
+  const rows = await stmt.all<Row>();
+  return rows.results.map(toAssociation);
+}
+
+/** How many operations wait as PENDING (the `queue_capacity` bound), not counting `exceptId`. */
+export async function countPending(db: Db, exceptId = ""): Promise<number> {
+  const r = await db.$client
+    .prepare("SELECT count(*) AS n FROM sync_associations WHERE sync_status = 'PENDING' AND id != ?")
+    .bind(exceptId)
+    .first<{ n: number }>();
+  return r?.n ?? 0;
+}
+
+/**
+ * One page of the associations with unfinished work (an intent newer than the last final
+ * outcome: parked while disabled, dropped when the queue was full, or in flight), ordered by id
+ * and starting after `after`; optionally only those of one mount. Re-enabling and mount disable
+ * walk them page by page (./operations.ts sweepUnfinished).
+ */
+export async function unfinishedIds(db: Db, after: string, limit: number, mountId?: string): Promise<string[]> {
+  const stmt = mountId
+    ? db.$client
+        .prepare("SELECT id FROM sync_associations WHERE done_generation < generation AND mount_id = ? AND id > ? ORDER BY id LIMIT ?")
+        .bind(mountId, after, limit)
+    : db.$client.prepare("SELECT id FROM sync_associations WHERE done_generation < generation AND id > ? ORDER BY id LIMIT ?").bind(after, limit);
+  const rows = await stmt.all<{ id: string }>();
+  return rows.results.map((r) => r.id);
+}
+
+/**
+ * The mount is being disabled: every association of it that still wants its secret synced gets
+ * an unsync intent (the secret is going away), in one statement. Returns how many changed.
+ */
+export async function unsyncMountAssociations(db: Db, mountId: string, now: number): Promise<number> {
+  const res = await db.$client
+    .prepare(
+      `UPDATE sync_associations SET generation = generation + 1, desired = 'unsynced', sync_status = 'PENDING', updated_at = ?,
+         attempts = 0 WHERE mount_id = ? AND desired = 'synced'`,
+    )
+    .bind(now, mountId)
+    .run();
+  return res.meta.changes ?? 0;
+}
+
+/**
+ * An association by the mount it was made with, for when that mount is gone (disabled): `mount`
+ * matches the stored mount path ("a/b/") or accessor. A live association wins over a finished
+ * removal; among several, the newest.
+ */
+export async function findAssociationByStoredMount(
+  db: Db,
+  l: { namespaceId: string; destinationType: DestinationType; destinationName: string; mount: string; secretName: string },
+): Promise<Association | null> {
+  // trimChar, not a /\/+$/ regex, which is quadratic on a long run of "/" (src/core/text.ts).
+  const path = `${trimChar(l.mount, "/")}/`;
+  const r = await db.$client
+    .prepare(
+      `SELECT * FROM sync_associations WHERE namespace_id = ? AND destination_type = ? AND destination_name = ? AND secret_name = ?
+       AND (mount_path = ? OR mount_accessor = ?) ORDER BY ${TOMBSTONE_SQL}, updated_at DESC LIMIT 1`,
+    )
+    .bind(l.namespaceId, l.destinationType, l.destinationName, l.secretName, path, l.mount)
+    .first<Row>();
+  return r ? toAssociation(r) : null;
+}
+
+/**
+ * Associations the reconciliation pass re-drives: unfinished ones nobody works on (their last
+ * change is older than `stuckBefore` and no lease is live), and failed ones (provider or internal
+ * errors) older than `failedBefore`. Client-side errors wait for the user (a new set).
+ */
+export async function reconcileCandidates(db: Db, now: number, stuckBefore: number, failedBefore: number, limit: number): Promise<Association[]> {
+  const rows = await db.$client
+    .prepare(
+      `SELECT * FROM sync_associations WHERE (lease_until IS NULL OR lease_until < ?) AND (
+         (done_generation < generation AND updated_at < ?)
+         OR (sync_status IN ('EXTERNAL_SERVICE_ERROR', 'INTERNAL_VAULT_ERROR') AND updated_at < ?)
+       ) ORDER BY updated_at LIMIT ?`,
+    )
+    .bind(now, stuckBefore, failedBefore, limit)
+    .all<Row>();
+  return rows.results.map(toAssociation);
+}
+
+/** Takes the association's lease (one engine worker at a time); false when someone holds it. */
+export async function acquireLease(db: Db, id: string, token: string, now: number, ttlMs: number): Promise<boolean> {
+  const res = await db.$client
+    .prepare("UPDATE sync_associations SET lease_token = ?, lease_until = ? WHERE id = ? AND (lease_until IS NULL OR lease_until < ?)")
+    .bind(token, now + ttlMs, id, now)
+    .run();
+  return (res.meta.changes ?? 0) === 1;
+}
+
+export async function releaseLease(db: Db, id: string, token: string): Promise<void> {
+  await db.$client.prepare("UPDATE sync_associations SET lease_token = NULL, lease_until = NULL WHERE id = ? AND lease_token = ?").bind(id, token).run();
+}
+
+/** Marks the in-flight state of generation `gen`; false when the generation moved on. */
+export async function markInFlight(db: Db, id: string, gen: number, status: SyncStatus, now: number): Promise<boolean> {
+  const res = await db.$client
+    .prepare("UPDATE sync_associations SET sync_status = ?, updated_at = ? WHERE id = ? AND generation = ?")
+    .bind(status, now, id, gen)
+    .run();
+  return (res.meta.changes ?? 0) === 1;
+}
+
+export interface Outcome {
+  status: SyncStatus;
+  external: Record<string, ExternalEntry>;
+  lastError: string | null;
+  /** Final for this generation (success, client error, retries exhausted). */
+  done: boolean;
+}
+
+/**
+ * Stores the outcome of generation `gen`. The external map is stored whatever the generation
+ * (it records what is at the provider now); status, error and done only if `gen` is still the
+ * current generation. Returns whether the generation was still current.
+ */
+export async function recordOutcome(db: Db, id: string, gen: number, o: Outcome, now: number): Promise<boolean> {
+  const ext = JSON.stringify(o.external);
+  const [, res] = await db.$client.batch([
+    db.$client.prepare("UPDATE sync_associations SET external = ? WHERE id = ?").bind(ext, id),
+    db.$client
+      .prepare(
+        `UPDATE sync_associations SET sync_status = ?, last_error = ?, updated_at = ?, attempts = attempts + 1,
+           done_generation = CASE WHEN ? THEN generation ELSE done_generation END
+         WHERE id = ? AND generation = ?`,
+      )
+      .bind(o.status, o.lastError, now, o.done ? 1 : 0, id, gen),
+  ]);
+  return (res?.meta.changes ?? 0) === 1;
+}
+
+/** Deletes every association row of a destination (the end of a purge). */
+export async function deleteAssociationsOf(db: Db, k: DestinationKey): Promise<void> {
+  await db.$client
+    .prepare("DELETE FROM sync_associations WHERE namespace_id = ? AND destination_type = ? AND destination_name = ?")
+    .bind(k.namespaceId, k.type, k.name)
+    .run();
+}
+
+/** Removes finished tombstones of destinations that no longer exist. */
+export async function deleteOrphanTombstones(db: Db, k: DestinationKey): Promise<void> {
+  await db.$client
+    .prepare(
+      `DELETE FROM sync_associations WHERE namespace_id = ? AND destination_type = ? AND destination_name = ? AND ${TOMBSTONE_SQL}
+       AND NOT EXISTS (SELECT 1 FROM sync_destinations d WHERE d.namespace_id = ? AND d.type = ? AND d.name = ?)`,
+    )
+    .bind(k.namespaceId, k.type, k.name, k.namespaceId, k.type, k.name)
+    .run();
+}

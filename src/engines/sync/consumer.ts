@@ -1,0 +1,75 @@
+/**
+ * The sync queue's consumer (DESIGN.md "Queue sync"; code-models §4.7).
+ *
+ * INVARIANTS
+ * - Every message is handled on its own (concurrently within a batch): one try/catch each, and
+ *   each is acked or retried explicitly. No error escapes the handler (that would retry the whole batch).
+ * - A message carries ids only. The handler reloads the association (or destination) and lets
+ *   the engine converge it to the latest intent (./engine.ts), so handling is idempotent: a
+ *   message delivered twice finds the generation already done and is acked; a late retry
+ *   cannot undo a newer intent (the engine checks the generation before and after the call).
+ * - Retryable failures (provider 5xx, 429, timeouts) are retried with exponential backoff that
+ *   honours Retry-After, up to MAX_ATTEMPTS deliveries; then the status is left failed
+ *   (EXTERNAL_SERVICE_ERROR) for reconciliation. Client-side failures are final at once.
+ *   Anything else that goes wrong here is retried the same way, and the queue's dead-letter
+ *   queue catches what exhausts `max_retries`.
+ * - Never sleeps: waiting is the queue's job (`retry({ delaySeconds })`).
+ */
+import { loadConfig } from "../../core/config";
+import { openDb } from "../../core/db/client";
+import { drive, type EngineDeps } from "./engine";
+import { MAX_ATTEMPTS, backoffSeconds, parseMessage } from "./messages";
+import { processPurge, sweepUnfinished } from "./operations";
+
+/** Delay before looking again at an association another worker holds. */
+const BUSY_DELAY_SECONDS = 2;
+
+async function handle(deps: EngineDeps, msg: Message<unknown>): Promise<void> {
+  const m = parseMessage(msg.body);
+  if (!m) {
+    console.error(`sync consumer: dropping malformed message ${msg.id}`);
+    msg.ack();
+    return;
+  }
+  const final = msg.attempts >= MAX_ATTEMPTS;
+  if (m.kind === "sweep") {
+    await sweepUnfinished(deps, m.after, m.mountId);
+    msg.ack();
+    return;
+  }
+  if (m.kind === "purge") {
+    const r = await processPurge(deps, { namespaceId: m.namespaceId, type: m.type, name: m.name }, final, msg.attempts);
+    if (r.retry) msg.retry({ delaySeconds: r.delaySeconds });
+    else msg.ack();
+    return;
+  }
+  const r = await drive(deps, m.id, { finalOnRetryable: final });
+  if (r.kind === "busy") msg.retry({ delaySeconds: BUSY_DELAY_SECONDS });
+  else if (r.kind === "done" && r.retryable) msg.retry({ delaySeconds: backoffSeconds(msg.attempts, r.retryAfter) });
+  else msg.ack();
+}
+
+/** The Worker's `queue` handler for the sync queue. */
+export async function handleSyncBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  let deps: EngineDeps;
+  try {
+    deps = { env, db: openDb(env.DB), keys: loadConfig(env).seal };
+  } catch (e) {
+    // Not configured (production without SEAL_KEY): nothing can be done yet; try again later.
+    console.error("sync consumer: service not configured:", e instanceof Error ? e.message : "unknown error");
+    for (const msg of batch.messages) msg.retry({ delaySeconds: 60 });
+    return;
+  }
+  // Messages of a batch run concurrently: each association has its own lease, and two messages
+  // for the same one simply meet it busy (the second retries shortly).
+  await Promise.all(
+    batch.messages.map(async (msg) => {
+      try {
+        await handle(deps, msg);
+      } catch (e) {
+        console.error(`sync consumer: message ${msg.id} failed:`, e instanceof Error ? `${e.name}: ${e.message}` : "unknown error");
+        msg.retry({ delaySeconds: backoffSeconds(msg.attempts) });
+      }
+    }),
+  );
+}

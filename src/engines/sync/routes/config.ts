@@ -1,0 +1,64 @@
+/**
+ * sys/sync/config (spec "Sync configuration"; reference §1.3, §1.17): the global switch. Only
+ * callable from the root namespace or the administrative namespace (ADMIN_NAMESPACE); elsewhere
+ * 403, after the ACL check, so the capability rules of §1.17 (read, patch, delete) apply too.
+ */
+import { loadConfig } from "../../../core/config";
+import { badRequest, permissionDenied } from "../../../core/errors";
+import { defineFields } from "../../../core/fields";
+import { route, type Req } from "../../../core/route";
+import { resumePending } from "../operations";
+import { engineDeps } from "./deps";
+import { DEFAULT_SYNC_CONFIG, getSyncConfig, putSyncConfig, resetSyncConfig, type SyncConfig } from "../store";
+
+const fields = defineFields({
+  disabled: { type: "bool", description: "When true, nothing is sent to destinations; operations wait as PENDING." },
+  queue_capacity: { type: "int", description: `Maximum number of pending operations (default ${DEFAULT_SYNC_CONFIG.queueCapacity}).` },
+});
+
+function requireAdminNamespace(req: Req): void {
+  const admin = loadConfig(req.env).adminNamespace;
+  if (req.ns.path !== "" && req.ns.path !== admin) throw permissionDenied();
+}
+
+const view = (c: SyncConfig) => ({ disabled: c.disabled, queue_capacity: c.queueCapacity });
+
+export const configRoutes = [
+  route({
+    pattern: "sync/config",
+    fields,
+    handlers: {
+      async read(req) {
+        requireAdminNamespace(req);
+        return { data: view(await getSyncConfig(req.db)) };
+      },
+      async patch(req) {
+        requireAdminNamespace(req);
+        const current = await getSyncConfig(req.db);
+        const next: SyncConfig = { ...current };
+        if (req.has("disabled")) next.disabled = req.fields.disabled === true;
+        else if (req.body.disabled === null) next.disabled = DEFAULT_SYNC_CONFIG.disabled;
+        if (req.has("queue_capacity")) {
+          const cap = req.fields.queue_capacity ?? 0;
+          // The bound is compared with row counts and stored as an integer: a positive safe
+          // integer (1e20 would lose precision and overflow the column).
+          if (!Number.isSafeInteger(cap) || cap < 1) throw badRequest(`queue_capacity: must be a positive integer no larger than ${Number.MAX_SAFE_INTEGER}`);
+          next.queueCapacity = cap;
+        } else if (req.body.queue_capacity === null) {
+          next.queueCapacity = DEFAULT_SYNC_CONFIG.queueCapacity;
+        }
+        await putSyncConfig(req.db, next);
+        // Re-enabled: the parked (PENDING) operations go to the queue now.
+        if (current.disabled && !next.disabled) await resumePending(engineDeps(req));
+        return { data: view(next) };
+      },
+      async delete(req) {
+        requireAdminNamespace(req);
+        const current = await getSyncConfig(req.db);
+        await resetSyncConfig(req.db);
+        if (current.disabled) await resumePending(engineDeps(req));
+        return null;
+      },
+    },
+  }),
+];

@@ -1,0 +1,111 @@
+/**
+ * sys/sync/destinations (spec "Endpoints"; reference §1.3, §1.6–1.8, §1.17). One route per type
+ * (its own field table from the registry), a catch-all that names unknown types, and the lists.
+ * `exists` lets the dispatcher tell create from update for the ACL (§1.17).
+ */
+import { loadConfig } from "../../../core/config";
+import { badRequest, fieldError, notFound } from "../../../core/errors";
+import { coerceValue } from "../../../core/fields";
+import { route, type Req, type RouteDef } from "../../../core/route";
+import { writeFields } from "../destinations/options";
+import { DESTINATIONS } from "../destinations/registry";
+import { deleteDestination, destinationView, writeDestination } from "../destinations/service";
+import { DESTINATION_TYPES, isDestinationType, type DestinationDef } from "../destinations/types";
+import { engineDeps } from "./deps";
+import { requestPurge } from "../operations";
+import { destinationExists, getDestination, listDestinations } from "../store";
+
+function keyOf(req: Req, def: DestinationDef) {
+  return { namespaceId: req.ns.id, type: def.type, name: req.params.name ?? "" };
+}
+
+function purgeFlag(req: Req): boolean {
+  const raw = req.body.purge;
+  if (raw === undefined || raw === null) return false;
+  try {
+    return coerceValue({ type: "bool", description: "" }, Array.isArray(raw) ? raw[0] : raw) === true;
+  } catch (e) {
+    throw fieldError("purge", e instanceof Error ? e.message : String(e));
+  }
+}
+
+function typeRoute(def: DestinationDef): RouteDef {
+  const write = (mode: "write" | "patch") => async (req: Req) => {
+    const rec = await writeDestination(
+      {
+        db: req.db,
+        keys: loadConfig(req.env).seal,
+        env: req.env,
+        ns: req.ns,
+        def,
+        name: req.params.name ?? "",
+        fields: req.fields,
+        has: (n) => req.has(n),
+        body: req.body,
+        warnings: req.warnings,
+      },
+      mode,
+    );
+    return { data: destinationView(def, rec) };
+  };
+  return route({
+    pattern: `sync/destinations/${def.type}/:name`,
+    fields: writeFields(def),
+    exists: (req) => destinationExists(req.db, keyOf(req, def)),
+    handlers: {
+      async read(req) {
+        const rec = await getDestination(req.db, loadConfig(req.env).seal, keyOf(req, def));
+        if (!rec) throw notFound();
+        return { data: destinationView(def, rec) };
+      },
+      create: write("write"),
+      update: write("write"),
+      patch: write("patch"),
+      async delete(req) {
+        const key = keyOf(req, def);
+        if ((await deleteDestination(req.db, key, purgeFlag(req))) === "purge") await requestPurge(engineDeps(req), key);
+        return null;
+      },
+    },
+  });
+}
+
+function unknownType(type: string): Error {
+  return badRequest(`type: unknown destination type "${type}"; known types: ${DESTINATION_TYPES.join(", ")}`);
+}
+
+const refuseUnknown = async (req: Req) => {
+  throw unknownType(req.params.type ?? "");
+};
+
+export const destinationRoutes: RouteDef[] = [
+  route({
+    pattern: "sync/destinations",
+    handlers: {
+      async list(req) {
+        const rows = await listDestinations(req.db, req.ns.id);
+        if (rows.length === 0) throw notFound();
+        const keyInfo: Record<string, string[]> = {};
+        for (const r of rows) (keyInfo[`${r.type}/`] ??= []).push(r.name);
+        return { data: { key_info: keyInfo, keys: Object.keys(keyInfo), total_destinations: rows.length } };
+      },
+    },
+  }),
+  route({
+    pattern: "sync/destinations/:type",
+    handlers: {
+      async list(req) {
+        const type = req.params.type ?? "";
+        if (!isDestinationType(type)) throw unknownType(type);
+        const rows = await listDestinations(req.db, req.ns.id, type);
+        if (rows.length === 0) throw notFound();
+        return { data: { keys: rows.map((r) => r.name), total_destinations: rows.length } };
+      },
+    },
+  }),
+  ...DESTINATION_TYPES.map((t) => typeRoute(DESTINATIONS[t])),
+  route({
+    pattern: "sync/destinations/:type/:name",
+    handlers: { read: refuseUnknown, update: refuseUnknown, patch: refuseUnknown, delete: refuseUnknown },
+  }),
+];

@@ -1,0 +1,12 @@
+/** Every sys/sync/ route, spread into the sys/ table (src/app/sys/routes.ts). */
+import type { RouteDef } from "../../../core/route";
+import { registerKvListener } from "../kv-listener";
+import { appRoutes } from "./apps";
+import { associationRoutes } from "./associations";
+import { configRoutes } from "./config";
+import { destinationRoutes } from "./destinations";
+
+// The engine follows KV-v2 changes from the moment the sync routes are part of the app.
+registerKvListener();
+
+export const syncRoutes: RouteDef[] = [...configRoutes, ...associationRoutes, ...destinationRoutes, ...appRoutes];

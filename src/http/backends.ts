@@ -1,9 +1,0 @@
-/** Route tables of the built-in backends that are not mounts: sys/ and auth/token/. */
-import { tokenRoutes } from "../auth/token-routes";
-import { compileRoutes } from "../engines/registry";
-import { sysRoutes } from "../sys/routes";
-
-export const BACKEND_ROUTES = {
-  sys: compileRoutes(sysRoutes),
-  token: compileRoutes(tokenRoutes),
-};

@@ -1,9 +1,0 @@
-/** The sync engine's scheduled job: reconciliation (./operations.ts reconcile). */
-import { loadConfig } from "../config";
-import { openDb } from "../db/client";
-import { reconcile } from "./operations";
-
-export async function syncReconcileJob(env: Env): Promise<void> {
-  const r = await reconcile({ env, db: openDb(env.DB), keys: loadConfig(env).seal });
-  if (r.associations + r.purges > 0) console.log(`sync reconcile: re-queued ${r.associations} association(s), ${r.purges} purge(s)`);
-}

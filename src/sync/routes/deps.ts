@@ -1,8 +1,0 @@
-/** The engine's dependencies for a request. */
-import { loadConfig } from "../../config";
-import type { Req } from "../../http/route";
-import type { EngineDeps } from "../engine";
-
-export function engineDeps(req: Req): EngineDeps {
-  return { env: req.env, db: req.db, keys: loadConfig(req.env).seal };
-}

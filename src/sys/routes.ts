@@ -1,9 +1,0 @@
-/** Every sys/ endpoint, in one table for the dispatcher. */
-import type { RouteDef } from "../http/route";
-import { syncRoutes } from "../sync/routes";
-import { capabilityRoutes } from "./capabilities";
-import { mountRoutes } from "./mounts";
-import { namespaceRoutes } from "./namespaces";
-import { policyRoutes } from "./policies";
-
-export const sysRoutes: RouteDef[] = [...mountRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...syncRoutes];
