@@ -270,7 +270,6 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
     query: url.searchParams,
     headers: request.headers,
     token,
-    acl: token ? acl : null,
     capabilities: capabilityResolver(token ? acl : null, token ? tokenNs : null, ns),
     op,
     warnings,

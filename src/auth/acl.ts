@@ -11,7 +11,9 @@
  */
 import type { Capability, PathRule } from "./policy-parser";
 
-export type Operation = "read" | "list" | "create" | "update" | "patch" | "delete";
+import type { Operation } from "../core/caller";
+
+export type { Operation };
 
 interface CompiledRule {
   path: string;

@@ -10,8 +10,9 @@
  */
 import { MAX_JSON_DEPTH, parseJsonLimited } from "../core/json";
 
-export const CAPABILITIES = ["create", "read", "update", "patch", "delete", "list", "sudo", "deny"] as const;
-export type Capability = (typeof CAPABILITIES)[number];
+import { CAPABILITIES, type Capability } from "../core/caller";
+
+export { CAPABILITIES, type Capability };
 
 export interface PathRule {
   path: string;

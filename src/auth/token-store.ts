@@ -16,17 +16,11 @@
  * in one statement and deleting it in later ones (as before) let a child slip in between.
  */
 import { and, eq, gt, getTableColumns, inArray, sql } from "drizzle-orm";
+import type { TokenEntry, TokenRow } from "../core/caller";
 import type { Db } from "../core/db/client";
 import { tokens } from "../core/db/schema";
 
-export type TokenRow = typeof tokens.$inferSelect;
-
-/** The authenticated caller. `configuredRoot` is the ROOT_TOKEN itself. */
-export interface TokenEntry extends TokenRow {
-  configuredRoot: boolean;
-  /** The token text as presented, kept only for this request (lookup-self returns it as `id`). */
-  presented: string;
-}
+export type { TokenEntry, TokenRow } from "../core/caller";
 
 export async function getTokenByHash(db: Db, hash: string): Promise<TokenRow | null> {
   const rows = await tokenByHashQuery(db, hash);

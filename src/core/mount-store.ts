@@ -2,6 +2,7 @@
  * Storage of mounts (secrets engines): the only module that touches the `mounts` table. Creation
  * and the start of a disable are single atomic statements (the invariants are in ./lifecycle.ts).
  */
+import { SYSTEM_MAX_TTL } from "./limits";
 import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "./db/client";
 import { mounts } from "./db/schema";
@@ -141,4 +142,10 @@ export async function updateMount(
     .where(and(eq(mounts.id, id), eq(mounts.state, "active")))
     .returning({ id: mounts.id });
   return rows.length === 1;
+}
+
+/** A mount's default and maximum lease TTL: tuned values, else the system's (CONTRACT.md: 768h). */
+export function effectiveTtls(m: MountRow): { defaultTtl: number; maxTtl: number } {
+  const maxTtl = m.maxLeaseTtl || SYSTEM_MAX_TTL;
+  return { defaultTtl: Math.min(m.defaultLeaseTtl || SYSTEM_MAX_TTL, maxTtl), maxTtl };
 }

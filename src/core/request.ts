@@ -1,5 +1,5 @@
 /** Reading a request: verb → operation, body size limit, JSON decoding (CONTRACT.md). */
-import type { Operation } from "../auth/acl";
+import type { Operation } from "./caller";
 import { MAX_JSON_DEPTH, parseJsonLimited } from "./json";
 import { ApiError, badRequest } from "./errors";
 

@@ -5,9 +5,7 @@
  */
 import type { SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
-import type { Acl, Operation } from "../auth/acl";
-import type { Capability } from "../auth/policy-parser";
-import type { TokenEntry } from "../auth/token-store";
+import type { Capability, Operation, TokenEntry } from "./caller";
 import type { Db } from "./db/client";
 import type { MountRow, NamespaceRef } from "./mount-store";
 import { trimEndChar } from "./text";
@@ -37,7 +35,6 @@ export interface Req<F extends FieldSchema = FieldSchema> {
   headers: Headers;
   /** The authenticated caller; null only on public operations. */
   token: TokenEntry | null;
-  acl: Acl | null;
   /**
    * The caller's capabilities on a path given relative to the request's namespace, resolved
    * exactly as the dispatcher resolves the request's own path (relative to the token's

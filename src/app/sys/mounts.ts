@@ -19,7 +19,7 @@ import { route, type Req } from "../../core/route";
 import { unsyncMount } from "../../engines/sync/operations";
 import { randomHex } from "../../core/encoding";
 import { isUniqueViolation, MOUNT_DISABLING } from "../../core/lifecycle";
-import { deleteMountRow, getMount, insertMountIfFree, listMounts, markMountDisabling, overlappingMount, updateMount, type MountRow } from "../../core/mount-store";
+import { deleteMountRow, effectiveTtls, getMount, insertMountIfFree, listMounts, markMountDisabling, overlappingMount, updateMount, type MountRow } from "../../core/mount-store";
 
 import { MAX_MOUNT_PATH_SEGMENTS, SYSTEM_MAX_TTL } from "../../core/limits";
 
@@ -42,11 +42,6 @@ export function normalizeMountPath(raw: string): string {
   }
   if (RESERVED_MOUNT_ROOTS.has(segs[0] as string)) throw badRequest(`path: "${segs[0]}/" is reserved`);
   return `${segs.join("/")}/`;
-}
-
-export function effectiveTtls(m: MountRow): { defaultTtl: number; maxTtl: number } {
-  const maxTtl = m.maxLeaseTtl || SYSTEM_MAX_TTL;
-  return { defaultTtl: Math.min(m.defaultLeaseTtl || SYSTEM_MAX_TTL, maxTtl), maxTtl };
 }
 
 function mountView(m: MountRow): Record<string, unknown> {

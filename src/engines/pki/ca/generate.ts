@@ -5,7 +5,7 @@
  */
 import { badRequest } from "../../../core/errors";
 import { defineFields, type FieldValues } from "../../../core/fields";
-import { effectiveTtls } from "../../../app/sys/mounts";
+import { effectiveTtls } from "../../../core/mount-store";
 import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
 import { OID, emptySans, encodeName, publicKeyFacts, sanExtension, sanIsEmpty, basicConstraintsExtension, type ExtensionDer } from "../x509/asn1";
 import { isValidOid } from "../x509/der";

@@ -8,7 +8,7 @@
 import { formatGoDuration } from "../../../core/duration";
 import { ApiError, badRequest } from "../../../core/errors";
 import { defineFields, parseFields } from "../../../core/fields";
-import { effectiveTtls } from "../../../app/sys/mounts";
+import { effectiveTtls } from "../../../core/mount-store";
 import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
 import { encodeName, publicKeyFacts } from "../x509/asn1";
 import { buildCiepsRequest, callPolicyService, usableConfig, type CiepsResponse, type IssuanceMode } from "./client";

@@ -5,8 +5,7 @@
  */
 import type { Db } from "../../../core/db/client";
 import { badRequest } from "../../../core/errors";
-import type { MountRow } from "../../../core/mount-store";
-import { effectiveTtls } from "../../../app/sys/mounts";
+import { effectiveTtls, type MountRow } from "../../../core/mount-store";
 import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
 import { encodeName, publicKeyFacts } from "../x509/asn1";
 import { certOutput, formatPrivateKey, responseChain, type CertFormat } from "./format";

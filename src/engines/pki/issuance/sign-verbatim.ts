@@ -9,7 +9,7 @@
  */
 import { badRequest } from "../../../core/errors";
 import { defineFields, type FieldValues } from "../../../core/fields";
-import { effectiveTtls } from "../../../app/sys/mounts";
+import { effectiveTtls } from "../../../core/mount-store";
 import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
 import {
   OID,

@@ -10,7 +10,6 @@
 import { badRequest } from "../../../core/errors";
 import { utf8Length } from "../../../core/text";
 import type { SanSpec } from "../x509/asn1";
-import type { NameRequest } from "./policy";
 
 /**
  * common_name, each alt_names entry, serial_number and each user_ids entry. 255 admits every DNS
@@ -63,8 +62,19 @@ export function capList(field: string, values: readonly string[], maxEntries: nu
   for (const v of values) if (overBytes(v, maxBytes)) throw badRequest(`${field}: ${kind.one} longer than ${maxBytes} bytes`);
 }
 
+/** The name fields of a request (policy.ts NameRequest), declared here so limits import no policy. */
+export interface RequestedNames {
+  common_name: string;
+  alt_names: readonly string[];
+  ip_sans: readonly string[];
+  uri_sans: readonly string[];
+  other_sans: readonly string[];
+  serial_number: string;
+  user_ids: readonly string[];
+}
+
 /** The request's own name fields (issue, sign, and CA generation through applyRole). */
-export function capNameRequest(req: NameRequest): void {
+export function capNameRequest(req: RequestedNames): void {
   capValue("common_name", req.common_name, MAX_NAME_BYTES);
   capList("alt_names", req.alt_names, MAX_SAN_ENTRIES, MAX_NAME_BYTES);
   capList("ip_sans", req.ip_sans, MAX_SAN_ENTRIES, MAX_IP_BYTES);
