@@ -220,7 +220,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   // token needs). The token is looked up even where the operation turns out to be public; that
   // costs nothing extra in the batch.
   const presented = presentedToken(request.headers);
-  const { ns, rest, found, backend: settled, prefetch, wanted } = await firstRound(db, cfg.rootToken, request.headers.get("x-service-namespace"), segs, presented);
+  const { ns, rest, found, backend: settled, prefetch, wanted } = await firstRound(db, cfg.rootToken, namespaceHeader(request.headers), segs, presented);
   const path = rest.join("/");
   const [backend, tokenNs, acl] = await Promise.all([
     settled !== undefined ? Promise.resolve(settled) : ns ? resolveBackend(db, ns, path) : Promise.resolve(null),
@@ -333,4 +333,9 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
 async function tokenNamespacePath(db: Db, token: TokenEntry): Promise<string | null> {
   if (token.configuredRoot || token.namespaceId === ROOT_NAMESPACE.id) return "";
   return (await getNamespaceById(db, token.namespaceId))?.path ?? null;
+}
+
+/** The namespace header: `X-Service-Namespace`, or Vault's `X-Vault-Namespace` as an alias (CONTRACT.md). */
+function namespaceHeader(headers: Headers): string | null {
+  return headers.get("x-service-namespace") ?? headers.get("x-vault-namespace");
 }

@@ -10,7 +10,10 @@ export function presentedToken(headers: Headers): string | null {
   if (direct) return direct.trim();
   const auth = headers.get("authorization");
   const m = auth ? /^Bearer\s+(.+)$/i.exec(auth) : null;
-  return m?.[1]?.trim() ?? null;
+  if (m?.[1]) return m[1].trim();
+  // Vault's own header, what every Vault client sends (CONTRACT.md: third in precedence).
+  const vault = headers.get("x-vault-token");
+  return vault ? vault.trim() : null;
 }
 
 /** The configured root token as a caller: root policy, root namespace, never expires. */

@@ -35,6 +35,24 @@ describe("HTTP conventions", () => {
     expect(res.status).toBe(200);
   });
 
+  it("accepts Vault's X-Vault-Token, after X-Service-Token and Bearer (CONTRACT.md)", async () => {
+    const ok = await SELF.fetch("http://x/v1/sys/mounts", { headers: { "x-vault-token": "test-root-token-0123456789" } });
+    expect(ok.status).toBe(200);
+    // X-Service-Token wins: a wrong one is not rescued by a right X-Vault-Token.
+    const first = await SELF.fetch("http://x/v1/sys/mounts", { headers: { "x-service-token": "wrong", "x-vault-token": "test-root-token-0123456789" } });
+    expect(first.status).toBe(403);
+  });
+
+  it("accepts Vault's X-Vault-Namespace as the namespace header: writes land in that namespace", async () => {
+    const ns = `vns-${crypto.randomUUID().slice(0, 8)}`;
+    await write(`sys/namespaces/${ns}`, {});
+    const headers = { "x-vault-token": "test-root-token-0123456789", "x-vault-namespace": ns, "content-type": "application/json" };
+    const res = await SELF.fetch("http://x/v1/sys/mounts/kvx", { method: "POST", headers, body: JSON.stringify({ type: "kv", options: { version: "2" } }) });
+    expect(res.status).toBe(204);
+    expect((await read(`${ns}/sys/mounts`)).body.data["kvx/"]).toBeDefined();
+    expect((await read("sys/mounts")).body.data["kvx/"]).toBeUndefined();
+  });
+
   // The LIST verb itself cannot be sent through fetch (workerd refuses it, as the Workers front end
   // does); operationOf maps it and is unit-tested in test/unit/request.test.ts.
   it("lists with GET ?list=true and refuses a non-boolean list value", async () => {
