@@ -26,7 +26,9 @@ const createFields = defineFields({
   no_parent: { type: "bool", description: "Create an orphan (needs root or sudo).", default: false },
   no_default_policy: { type: "bool", description: "Do not attach the default policy.", default: false },
   renewable: { type: "bool", description: "Whether renew-self may extend it.", default: true },
-  type: { type: "string", description: "Token type; only \"service\".", default: "service", allowed: ["service", "default"] },
+  // Vault's Go client (TokenCreateRequest: Terraform's provider, the CLI) always sends "type",
+  // empty when unset; empty means the default, as upstream's token store reads it.
+  type: { type: "string", description: "Token type; only \"service\" (empty or \"default\" mean it).", default: "service", allowed: ["service", "default", ""] },
 });
 
 async function createToken(req: Req<typeof createFields>, orphan: boolean) {
