@@ -10,6 +10,7 @@ import { dispatch } from "./dispatch";
 import { errorResponse, jsonResponse } from "../core/envelope";
 import { ApiError } from "../core/errors";
 import { lifecycleConflict } from "../core/lifecycle";
+import { healthResponse, leaderResponse, sealStatusResponse } from "./sys/status";
 
 type AppEnv = { Bindings: Env; Variables: { requestId: string } };
 
@@ -21,21 +22,15 @@ app.use("*", async (c, next) => {
 });
 
 // Readiness answers even when unconfigured, so an operator can see why the service refuses.
-app.get("/v1/sys/health", (c) => {
-  const problem = configProblem(c.env);
-  const body = {
-    initialized: problem === null,
-    sealed: problem !== null,
-    standby: false,
-    server_time_utc: Math.floor(Date.now() / 1000),
-    version: "lanyard-0.1.0",
-    ...(problem ? { error: problem } : {}),
-  };
-  return jsonResponse(body, problem ? 503 : 200, c.get("requestId"));
-});
+// Vault's unauthenticated status paths (src/app/sys/status.ts); HEAD is served by the GET route.
+app.get("/v1/sys/health", (c) => healthResponse(new URL(c.req.url), configProblem(c.env), c.get("requestId")));
+app.get("/v1/sys/seal-status", (c) => sealStatusResponse(configProblem(c.env), c.get("requestId")));
+app.get("/v1/sys/leader", (c) => leaderResponse(c.get("requestId")));
 
-// CONTRACT.md: an unsupported verb on an existing path is 405, also for the health path.
-app.all("/v1/sys/health", (c) => errorResponse(405, [`unsupported operation: ${c.req.method} sys/health`], c.get("requestId")));
+// CONTRACT.md: an unsupported verb on an existing path is 405, also for these paths.
+for (const p of ["health", "seal-status", "leader"]) {
+  app.all(`/v1/sys/${p}`, (c) => errorResponse(405, [`unsupported operation: ${c.req.method} sys/${p}`], c.get("requestId")));
+}
 
 app.all("/v1/*", async (c) => {
   const cfg = loadConfig(c.env);

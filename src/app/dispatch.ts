@@ -24,6 +24,7 @@ import { decodeJsonObject, operationOf, queryData, readBody } from "../core/requ
 import { matchRoute, type CompiledRoute, type Req, type RouteDef } from "../core/route";
 import type { BatchItem } from "drizzle-orm/batch";
 import { trimEndChar } from "../core/text";
+import { parseDurationSeconds } from "../core/duration";
 
 export interface DispatchConfig {
   db: Db;
@@ -237,9 +238,10 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
 
   // Public operations skip authentication (pki-engine.md §1.5); everything else needs a token.
   const isPublic = op !== null && def?.public?.includes(op) === true;
-  const token: TokenEntry | null = isPublic ? null : found;
+  const token: TokenEntry | null = isPublic && !def?.publicSeesToken ? null : found;
   if (!isPublic && !token) throw permissionDenied();
   if (op === null) throw new ApiError(405, "unsupported operation");
+  refuseWrapping(request.headers);
 
   // Body first: existence checks and handlers both need the data.
   const rawBody = await readBody(request, cfg.maxBodyBytes);
@@ -287,7 +289,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   }
   req.op = op;
 
-  if (token) {
+  if (token && !isPublic) {
     // A token sees its own namespace and those below it, never a sibling's.
     if (tokenNs === null || acl === null || !ns.path.startsWith(tokenNs)) throw permissionDenied();
     const needsSudo = def?.sudo?.includes(op) === true;
@@ -338,4 +340,25 @@ async function tokenNamespacePath(db: Db, token: TokenEntry): Promise<string | n
 /** The namespace header: `X-Service-Namespace`, or Vault's `X-Vault-Namespace` as an alias (CONTRACT.md). */
 function namespaceHeader(headers: Headers): string | null {
   return headers.get("x-service-namespace") ?? headers.get("x-vault-namespace");
+}
+
+/**
+ * Vault's `X-Vault-Wrap-TTL` asks for a wrapped response. Vault ignores an empty or zero value,
+ * answers 400 `error parsing X-Vault-Wrap-TTL header: …` / `requested wrap ttl cannot be negative`
+ * for bad ones; Lanyard does not wrap, so any positive value is a clear 400 rather than an
+ * unwrapped answer the client would misread. `X-Vault-Request`, `X-Vault-Index` and
+ * `X-Vault-Inconsistent` need nothing: Vault CE does not require or act on them either.
+ */
+function refuseWrapping(headers: Headers): void {
+  const raw = headers.get("x-vault-wrap-ttl")?.trim();
+  if (!raw) return;
+  let seconds: number;
+  if (/^-/.test(raw)) throw badRequest("requested wrap ttl cannot be negative");
+  try {
+    seconds = parseDurationSeconds(raw);
+  } catch (e) {
+    throw badRequest(`error parsing X-Vault-Wrap-TTL header: ${e instanceof Error ? e.message : String(e)}`);
+  }
+  if (seconds === 0) return;
+  throw badRequest("response wrapping is not supported: Lanyard does not wrap responses; send the request without the X-Vault-Wrap-TTL header");
 }

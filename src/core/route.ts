@@ -101,6 +101,12 @@ export interface RouteDef<F extends FieldSchema = FieldSchema> {
   handlers: Handlers<F>;
   /** Operations that need no token (pki-engine.md §1.5). */
   public?: Operation[];
+  /**
+   * On public operations, still hand the handler the caller's token when a valid one is
+   * presented (no ACL check is made): Vault's unauthenticated sys/internal/ui/mounts reads the
+   * token itself to decide what to show.
+   */
+  publicSeesToken?: boolean;
   /** Operations on root-protected paths: the policy must grant `sudo` as well. */
   sudo?: Operation[];
   /** Decides create vs update for the ACL on writes; without it a write is an update. */

@@ -12,14 +12,14 @@
 import { getNamespaceByPath } from "../../auth/namespace-store";
 import { loadConfig } from "../../core/config";
 import { ENGINES } from "../engines";
-import { formatGoDuration, parseDurationSeconds as parseTtl } from "../../core/duration";
-import { ApiError, badRequest, notFound } from "../../core/errors";
+import { parseDurationSeconds as parseTtl } from "../../core/duration";
+import { ApiError, badRequest } from "../../core/errors";
 import { defineFields } from "../../core/fields";
 import { route, type Req } from "../../core/route";
 import { unsyncMount } from "../../engines/sync/operations";
 import { randomHex } from "../../core/encoding";
 import { isUniqueViolation, MOUNT_DISABLING } from "../../core/lifecycle";
-import { deleteMountRow, effectiveTtls, getMount, insertMountIfFree, listMounts, markMountDisabling, overlappingMount, updateMount, type MountRow } from "../../core/mount-store";
+import { deleteMountRow, effectiveTtls, findMountForPath, getMount, insertMountIfFree, listMounts, markMountDisabling, overlappingMount, updateMount, type MountRow } from "../../core/mount-store";
 
 import { MAX_MOUNT_PATH_SEGMENTS, SYSTEM_MAX_TTL } from "../../core/limits";
 
@@ -44,7 +44,7 @@ export function normalizeMountPath(raw: string): string {
   return `${segs.join("/")}/`;
 }
 
-function mountView(m: MountRow): Record<string, unknown> {
+export function mountView(m: MountRow): Record<string, unknown> {
   const { defaultTtl, maxTtl } = effectiveTtls(m);
   return {
     type: m.type,
@@ -57,6 +57,8 @@ function mountView(m: MountRow): Record<string, unknown> {
     seal_wrap: false,
     external_entropy_access: false,
     plugin_version: "",
+    running_plugin_version: "",
+    running_sha256: "",
   };
 }
 
@@ -72,20 +74,42 @@ function engineType(type: string, options: Record<string, unknown>): { type: str
   throw badRequest(`type: unknown secrets engine type "${type}" (supported: kv, kv-v2, pki)`);
 }
 
-function ttlFrom(config: Record<string, unknown>, key: string): number {
+/**
+ * A lease TTL from a mount's config or a tune body: seconds or a duration string; "" and
+ * "system" mean the system default (0). Vault's message: `unable to parse <kind> TTL of <v>: …`.
+ */
+function ttlFrom(config: Record<string, unknown>, key: "default_lease_ttl" | "max_lease_ttl"): number {
   const v = config[key];
   if (v === undefined || v === null || v === "" || v === "system") return 0;
   try {
     return parseTtl(v);
   } catch (e) {
-    throw badRequest(`config.${key}: ${e instanceof Error ? e.message : String(e)}`);
+    const kind = key === "default_lease_ttl" ? "default" : "max";
+    throw badRequest(`unable to parse ${kind} TTL of ${String(v)}: ${e instanceof Error ? e.message : String(e)}`);
   }
 }
 
-function checkTtls(defaultTtl: number, maxTtl: number): void {
-  const max = maxTtl || SYSTEM_MAX_TTL;
-  if (maxTtl > SYSTEM_MAX_TTL) throw badRequest(`max_lease_ttl: cannot exceed the system maximum of ${formatGoDuration(SYSTEM_MAX_TTL)}`);
-  if ((defaultTtl || SYSTEM_MAX_TTL) > max) throw badRequest("default_lease_ttl: cannot be greater than max_lease_ttl");
+/**
+ * Enable-time checks, as Vault's handleMount makes them: a default above the given max, or (with
+ * no max) above the system max, is refused. A max above the system default is allowed: Vault
+ * does not cap a mount's max lease TTL at the system's.
+ */
+function checkEnableTtls(defaultTtl: number, maxTtl: number): void {
+  if (maxTtl !== 0 && defaultTtl > maxTtl) throw badRequest("given default lease TTL greater than given max lease TTL");
+  if (maxTtl === 0 && defaultTtl > SYSTEM_MAX_TTL) {
+    throw badRequest(`given default lease TTL greater than system max lease TTL of ${SYSTEM_MAX_TTL}`);
+  }
+}
+
+/**
+ * Tune-time check, Vault's tuneMountTTLs: default ≤ max is compared only when both are set
+ * (0 is "system" and skips it), and the max is not capped at the system default, so the PKI
+ * tutorial's `max_lease_ttl=87600h` is accepted.
+ */
+function checkTuneTtls(defaultTtl: number, maxTtl: number): void {
+  if (defaultTtl !== 0 && maxTtl !== 0 && maxTtl < defaultTtl) {
+    throw badRequest(`backend max lease TTL of ${maxTtl} would be less than backend default lease TTL of ${defaultTtl}`);
+  }
 }
 
 const enableFields = defineFields({
@@ -143,7 +167,7 @@ export const mountRoutes = [
         const raw = { default_lease_ttl: f.default_lease_ttl, max_lease_ttl: f.max_lease_ttl };
         const defaultTtl = req.has("default_lease_ttl") ? ttlFrom(raw, "default_lease_ttl") : m.defaultLeaseTtl;
         const maxTtl = req.has("max_lease_ttl") ? ttlFrom(raw, "max_lease_ttl") : m.maxLeaseTtl;
-        checkTtls(defaultTtl, maxTtl);
+        checkTuneTtls(defaultTtl, maxTtl);
         const tuned = await updateMount(req.db, m.id, {
           defaultLeaseTtl: defaultTtl,
           maxLeaseTtl: maxTtl,
@@ -159,9 +183,14 @@ export const mountRoutes = [
     fields: enableFields,
     handlers: {
       async read(req) {
-        const mount = await getMount(req.db, req.ns.id, normalizeMountPath(req.params.path ?? ""));
-        if (!mount) throw notFound();
-        return { data: mountView(mount) };
+        // Vault's handleReadMount: the longest mount that prefixes the path (sys/mounts/secret/a/b
+        // reads secret/); none is 400 "No secret engine mount at <path>/". Keys are also copied to
+        // the top level, as for every sys/mounts/* answer (injectDataIntoTopRoutes).
+        const path = normalizeMountPath(req.params.path ?? "");
+        const mount = await findMountForPath(req.db, req.ns.id, path);
+        if (!mount) throw badRequest(`No secret engine mount at ${path}`);
+        const view = mountView(mount);
+        return { data: view, topLevel: view };
       },
       async update(req) {
         const f = req.fields;
@@ -169,7 +198,7 @@ export const mountRoutes = [
         const { type, options } = engineType(f.type, f.options);
         const defaultTtl = ttlFrom(f.config, "default_lease_ttl");
         const maxTtl = ttlFrom(f.config, "max_lease_ttl");
-        checkTtls(defaultTtl, maxTtl);
+        checkEnableTtls(defaultTtl, maxTtl);
         // A child namespace of the same name would shadow the mount (path prefixes select namespaces).
         const firstSegment = path.split("/")[0] as string;
         const shadowing = `${req.ns.path}${firstSegment}/`;
