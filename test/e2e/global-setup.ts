@@ -10,6 +10,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import type { TestProject } from "vitest/node";
 import { unstable_startWorker } from "wrangler";
+import { startFakeServers } from "../helpers/fake-http";
 import { E2E_ROOT_TOKEN, E2E_SEAL_KEY } from "./env";
 
 const run = promisify(execFile);
@@ -17,6 +18,8 @@ const run = promisify(execFile);
 declare module "vitest" {
   export interface ProvidedContext {
     baseUrl: string;
+    /** The Worker's *_ENDPOINT vars: the fake providers (test/helpers/fake-http.ts) it syncs to. */
+    fakeEndpoints: Record<string, string>;
   }
 }
 
@@ -34,6 +37,10 @@ export default async function setup(project: TestProject) {
   // the Workers-pool tests running beside this project write under .wrangler/, which reloaded the
   // Worker mid-request ("Your worker restarted mid-request") once in a CI run.
   const buildDir = path.join(dir, "build");
+  // The five fake providers over HTTP on free ports; the Worker's endpoint vars point at them, so
+  // e2e tests can sync to them (GET <endpoint>/__fake/state shows what each holds).
+  const fakes = await startFakeServers(0);
+  const endpointBindings = Object.fromEntries(Object.entries(fakes.endpoints).map(([k, v]) => [k, { type: "plain_text" as const, value: v }]));
   await run(path.join(root, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", buildDir, "-c", path.join(root, "wrangler.toml")], { cwd: root, env });
   const worker = await unstable_startWorker({
     config: path.join(root, "wrangler.toml"),
@@ -43,6 +50,7 @@ export default async function setup(project: TestProject) {
       ENVIRONMENT: { type: "plain_text", value: "development" },
       ROOT_TOKEN: { type: "plain_text", value: E2E_ROOT_TOKEN },
       SEAL_KEY: { type: "plain_text", value: E2E_SEAL_KEY },
+      ...endpointBindings,
     },
     dev: { persist: dir, server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: "warn" },
   });
@@ -53,11 +61,14 @@ export default async function setup(project: TestProject) {
   const health = await fetch(`${base}/v1/sys/health`, { signal: AbortSignal.timeout(30_000) }).catch((e: unknown) => e);
   if (!(health instanceof Response) || health.status !== 200) {
     await worker.dispose();
+    await fakes.close();
     throw new Error(`e2e: the Worker did not become healthy at ${base}: ${health instanceof Response ? health.status : String(health)}`);
   }
   project.provide("baseUrl", base);
+  project.provide("fakeEndpoints", fakes.endpoints);
   return async () => {
     await worker.dispose();
+    await fakes.close();
     await rm(dir, { recursive: true, force: true });
   };
 }
