@@ -1,4 +1,39 @@
-/** Byte encodings used across modules (no Node Buffer in Workers without nodejs_compat). */
+/**
+ * The one module for byte encodings (no Node Buffer in Workers without nodejs_compat): hex,
+ * base64 and base64url, SHA-256 digests, PEM armor (RFC 7468), and the byte concatenation and
+ * DER TLV framing that the PKI's DER writer (engines/pki/x509/der.ts) builds on. Every engine
+ * uses these; do not write another.
+ */
+
+/** The parts one after the other in one new buffer. */
+export function concatBytes(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
+  let size = 0;
+  for (const p of parts) size += p.length;
+  const out = new Uint8Array(size);
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}
+
+/** DER length octets (X.690 §8.1.3, definite form). */
+function derLengthBytes(len: number): number[] {
+  if (len < 0x80) return [len];
+  const out: number[] = [];
+  let n = len;
+  while (n > 0) {
+    out.unshift(n & 0xff);
+    n = Math.floor(n / 256);
+  }
+  return [0x80 | out.length, ...out];
+}
+
+/** One DER TLV with the given tag byte and content. */
+export function derTlv(tag: number, content: Uint8Array): Uint8Array<ArrayBuffer> {
+  return concatBytes([Uint8Array.from([tag, ...derLengthBytes(content.length)]), content]);
+}
 
 export function bytesToHex(bytes: Uint8Array): string {
   let s = "";
@@ -64,6 +99,7 @@ export function base64ToBytesStrict(b64: string): Uint8Array<ArrayBuffer> {
   return out.subarray(0, o);
 }
 
+/** Forgiving base64 decoding (atob: whitespace and missing padding allowed); throws on bad input. */
 export function base64ToBytes(b64: string): Uint8Array<ArrayBuffer> {
   const bin = atob(b64);
   const out = new Uint8Array(bin.length);
@@ -71,8 +107,14 @@ export function base64ToBytes(b64: string): Uint8Array<ArrayBuffer> {
   return out;
 }
 
+/** base64url without padding (RFC 4648 §5), as JWTs use it. */
 export function bytesToBase64Url(bytes: Uint8Array): string {
   return bytesToBase64(bytes).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+}
+
+/** Decodes base64url, padded or not (RFC 4648 §5); throws on bad input. */
+export function base64UrlToBytes(b64url: string): Uint8Array<ArrayBuffer> {
+  return base64ToBytes(b64url.replace(/-/g, "+").replace(/_/g, "/"));
 }
 
 /** Random identifier of `bytes` random bytes in hex. */
@@ -80,8 +122,14 @@ export function randomHex(bytes: number): string {
   return bytesToHex(crypto.getRandomValues(new Uint8Array(bytes)));
 }
 
-export async function sha256Hex(text: string): Promise<string> {
-  return bytesToHex(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text))));
+/** SHA-256 of bytes, or of a string's UTF-8 encoding. */
+export async function sha256(data: string | Uint8Array<ArrayBuffer>): Promise<Uint8Array<ArrayBuffer>> {
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", typeof data === "string" ? new TextEncoder().encode(data) : data));
+}
+
+/** SHA-256 in lowercase hex, of bytes or of a string's UTF-8 encoding. */
+export async function sha256Hex(data: string | Uint8Array<ArrayBuffer>): Promise<string> {
+  return bytesToHex(await sha256(data));
 }
 
 /** Constant-time comparison of two strings (lengths are not secret here: both are hashes or tokens). */
@@ -92,4 +140,50 @@ export function timingSafeEqual(a: string, b: string): boolean {
   const n = Math.max(ea.length, eb.length);
   for (let i = 0; i < n; i++) diff |= (ea[i] ?? 0) ^ (eb[i] ?? 0);
   return diff === 0;
+}
+
+export interface PemBlock {
+  label: string;
+  der: Uint8Array<ArrayBuffer>;
+}
+
+export class PemError extends Error {}
+
+/** Encodes DER as PEM with 64-character lines and no trailing newline. */
+export function toPem(label: string, der: Uint8Array): string {
+  const b64 = bytesToBase64(der);
+  const lines: string[] = [];
+  for (let i = 0; i < b64.length; i += 64) lines.push(b64.slice(i, i + 64));
+  return `-----BEGIN ${label}-----\n${lines.join("\n")}\n-----END ${label}-----`;
+}
+
+/** The armored blocks of a text in order, each body as written (text between blocks is skipped). */
+export function pemArmor(text: string): { label: string; body: string }[] {
+  return Array.from(text.matchAll(/-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g), (m) => ({ label: m[1] ?? "", body: m[2] ?? "" }));
+}
+
+/**
+ * The DER of one PEM body: whitespace is dropped and the rest must be base64 (headers such as
+ * Proc-Type are not supported); null when it is not, or when the body is empty.
+ */
+export function pemBodyBytes(body: string): Uint8Array<ArrayBuffer> | null {
+  const b64 = body.replace(/\s+/g, "");
+  if (b64.length === 0 || !/^[A-Za-z0-9+/]*={0,2}$/.test(b64)) return null;
+  try {
+    return base64ToBytes(b64);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Decodes every PEM block in `text`, in order; text between blocks is tolerated. A block whose
+ * body is not base64 throws PemError naming its position (pki-engine.md §4.4 step 3).
+ */
+export function decodePemBlocks(text: string): PemBlock[] {
+  return pemArmor(text).map(({ label, body }, n) => {
+    const der = pemBodyBytes(body);
+    if (der === null) throw new PemError(`error when parsing block ${n}: invalid PEM data`);
+    return { label, der };
+  });
 }

@@ -2,6 +2,7 @@
 import type { Operation } from "./caller";
 import { MAX_JSON_DEPTH, parseJsonLimited } from "./json";
 import { ApiError, badRequest } from "./errors";
+import { concatBytes } from "./encoding";
 
 export const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
 
@@ -51,13 +52,7 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
     }
     chunks.push(value);
   }
-  const out = new Uint8Array(size);
-  let off = 0;
-  for (const c of chunks) {
-    out.set(c, off);
-    off += c.byteLength;
-  }
-  return out;
+  return concatBytes(chunks);
 }
 
 /** How much of an oversized body is read and discarded before the stream is cancelled. */

@@ -5,6 +5,7 @@
  * enforces secret-id and label rules and non-empty payloads; answers Google's
  * `{error:{code,message,status}}`.
  */
+import { base64UrlToBytes } from "../../src/core/encoding";
 import { applyFault, json, type Fault } from "./fake-router";
 
 const RSA = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as const;
@@ -15,11 +16,6 @@ interface Secret {
 }
 
 const gError = (code: number, status: string, message: string) => json({ error: { code, message, status } }, code);
-
-function b64urlDecode(s: string): Uint8Array<ArrayBuffer> {
-  const b = atob(s.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (s.length % 4)) % 4));
-  return Uint8Array.from(b, (c) => c.charCodeAt(0));
-}
 
 export class FakeCloudthree {
   private readonly accounts = new Map<string, CryptoKey>();
@@ -53,9 +49,9 @@ export class FakeCloudthree {
     if (form.get("grant_type") !== "urn:ietf:params:oauth:grant-type:jwt-bearer") return json({ error: "unsupported_grant_type", error_description: "Invalid grant_type" }, 400);
     const [h, p, sig] = (form.get("assertion") ?? "").split(".");
     if (!h || !p || !sig) return json({ error: "invalid_grant", error_description: "Invalid JWT" }, 400);
-    const claims = JSON.parse(new TextDecoder().decode(b64urlDecode(p))) as Record<string, unknown>;
+    const claims = JSON.parse(new TextDecoder().decode(base64UrlToBytes(p))) as Record<string, unknown>;
     const key = this.accounts.get(String(claims.iss));
-    if (!key || !(await crypto.subtle.verify("RSASSA-PKCS1-v1_5", key, b64urlDecode(sig), new TextEncoder().encode(`${h}.${p}`)))) {
+    if (!key || !(await crypto.subtle.verify("RSASSA-PKCS1-v1_5", key, base64UrlToBytes(sig), new TextEncoder().encode(`${h}.${p}`)))) {
       return json({ error: "invalid_grant", error_description: "Invalid JWT Signature." }, 400);
     }
     const now = Date.now() / 1000;

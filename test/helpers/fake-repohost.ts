@@ -6,18 +6,14 @@
  * the secret-name rules, and answers with the host's error shape `{message, documentation_url}`.
  */
 import * as nacl from "tweetnacl";
-import { fromBase64, openSealed, toBase64 } from "../../src/engines/sync/connectors/repohost/sealed-box";
+import { base64ToBytes, base64UrlToBytes, bytesToBase64 } from "../../src/core/encoding";
+import { openSealed } from "../../src/engines/sync/connectors/repohost/sealed-box";
 import { applyFault, json, type Fault } from "./fake-router";
 
 const RSA = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as const;
 
 function err(status: number, message: string, headers: Record<string, string> = {}): Response {
   return json({ message, documentation_url: "https://docs.github.com/rest" }, status, headers);
-}
-
-function b64urlDecode(s: string): Uint8Array<ArrayBuffer> {
-  const b = atob(s.replace(/-/g, "+").replace(/_/g, "/") + "=".repeat((4 - (s.length % 4)) % 4));
-  return Uint8Array.from(b, (c) => c.charCodeAt(0));
 }
 
 interface Scope {
@@ -76,12 +72,12 @@ export class FakeRepohost {
   private async verifyAppJwt(jwt: string): Promise<boolean> {
     const [h, p, sig] = jwt.split(".");
     if (!h || !p || !sig) return false;
-    const claims = JSON.parse(new TextDecoder().decode(b64urlDecode(p))) as { iss?: unknown; iat?: number; exp?: number };
+    const claims = JSON.parse(new TextDecoder().decode(base64UrlToBytes(p))) as { iss?: unknown; iat?: number; exp?: number };
     const key = this.apps.get(String(claims.iss));
     if (!key || typeof claims.iat !== "number" || typeof claims.exp !== "number") return false;
     const now = Date.now() / 1000;
     if (claims.exp - claims.iat > 600 || claims.exp < now || claims.iat > now + 60) return false;
-    return crypto.subtle.verify("RSASSA-PKCS1-v1_5", key, b64urlDecode(sig), new TextEncoder().encode(`${h}.${p}`));
+    return crypto.subtle.verify("RSASSA-PKCS1-v1_5", key, base64UrlToBytes(sig), new TextEncoder().encode(`${h}.${p}`));
   }
 
   async handle(req: Request): Promise<Response> {
@@ -106,7 +102,7 @@ export class FakeRepohost {
     if (!m) return err(404, "Not Found");
     const [, base = "", name] = m;
     const scope = this.scope(base);
-    if (name === "public-key" && req.method === "GET") return json({ key_id: scope.keyId, key: toBase64(scope.keyPair.publicKey) });
+    if (name === "public-key" && req.method === "GET") return json({ key_id: scope.keyId, key: bytesToBase64(scope.keyPair.publicKey) });
     if (!name) return req.method === "GET" ? json({ total_count: scope.secrets.size, secrets: [...scope.secrets.keys()].map((n) => ({ name: n })) }) : err(404, "Not Found");
     const upper = decodeURIComponent(name).toUpperCase();
     if (req.method === "PUT") {
@@ -114,7 +110,7 @@ export class FakeRepohost {
       const b = (await req.json()) as { encrypted_value?: unknown; key_id?: unknown };
       if (b.key_id !== scope.keyId) return err(422, "Bad key_id");
       if (typeof b.encrypted_value !== "string") return err(422, "encrypted_value is required");
-      const opened = openSealed(fromBase64(b.encrypted_value), scope.keyPair.publicKey, scope.keyPair.secretKey);
+      const opened = openSealed(base64ToBytes(b.encrypted_value), scope.keyPair.publicKey, scope.keyPair.secretKey);
       if (!opened) return err(422, "Bad encrypted_value: could not decrypt");
       const existed = scope.secrets.has(upper);
       scope.secrets.set(upper, new TextDecoder().decode(opened));

@@ -6,7 +6,7 @@
  * open. The caller's context string is bound in as additional authenticated data, so a sealed
  * value copied to another row does not open there.
  */
-import { base64ToBytes, bytesToBase64, bytesToHex } from "../encoding";
+import { base64ToBytes, bytesToBase64, concatBytes, sha256Hex } from "../encoding";
 
 export interface SealKeys {
   current: string;
@@ -27,9 +27,8 @@ async function loadKey(b64: string): Promise<LoadedKey> {
     hit = (async () => {
       const raw = base64ToBytes(b64.trim());
       if (raw.length !== 32) throw new Error("SEAL_KEY must be base64 of exactly 32 bytes");
-      const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", raw));
       const key = await crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]);
-      return { id: bytesToHex(digest.slice(0, 4)), key };
+      return { id: (await sha256Hex(raw)).slice(0, 8), key };
     })();
     keyCache.set(b64, hit);
     hit.catch(() => keyCache.delete(b64));
@@ -62,10 +61,7 @@ export async function seal(keys: SealKeys, plaintext: string, context: string): 
       new TextEncoder().encode(plaintext),
     ),
   );
-  const out = new Uint8Array(iv.length + ct.length);
-  out.set(iv);
-  out.set(ct, iv.length);
-  return `v1:${id}:${bytesToBase64(out)}`;
+  return `v1:${id}:${bytesToBase64(concatBytes([iv, ct]))}`;
 }
 
 export async function unseal(keys: SealKeys, sealed: string, context: string): Promise<string> {

@@ -7,38 +7,11 @@
  * `openssl rsa -in key.pem -pubout -outform DER | openssl sha256 -binary | openssl base64`.
  * Error messages never contain key material.
  */
-import { base64ToBytes, bytesToBase64 } from "../../core/encoding";
+import { base64UrlToBytes, bytesToBase64, concatBytes, derTlv, pemArmor, pemBodyBytes, sha256, toPem, type PemBlock } from "../../core/encoding";
 
 export class KeyError extends Error {}
 
 const RSA_IMPORT = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as const;
-
-/** DER length octets. */
-function derLength(n: number): number[] {
-  if (n < 0x80) return [n];
-  const out: number[] = [];
-  for (let v = n; v > 0; v = Math.floor(v / 256)) out.unshift(v & 0xff);
-  return [0x80 | out.length, ...out];
-}
-
-function tlv(tag: number, body: Uint8Array): Uint8Array {
-  const len = derLength(body.length);
-  const out = new Uint8Array(1 + len.length + body.length);
-  out[0] = tag;
-  out.set(len, 1);
-  out.set(body, 1 + len.length);
-  return out;
-}
-
-function concat(...parts: Uint8Array[]): Uint8Array {
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
-}
 
 // INTEGER 0, then AlgorithmIdentifier { rsaEncryption (1.2.840.113549.1.1.1), NULL }.
 const VERSION_0 = Uint8Array.of(0x02, 0x01, 0x00);
@@ -46,31 +19,20 @@ const RSA_ALGORITHM = Uint8Array.of(0x30, 0x0d, 0x06, 0x09, 0x2a, 0x86, 0x48, 0x
 
 /** PrivateKeyInfo ::= SEQUENCE { version, privateKeyAlgorithm, privateKey OCTET STRING }. */
 export function wrapPkcs1(pkcs1: Uint8Array): Uint8Array<ArrayBuffer> {
-  const info = tlv(0x30, concat(VERSION_0, RSA_ALGORITHM, tlv(0x04, pkcs1)));
-  const out = new Uint8Array(new ArrayBuffer(info.length));
-  out.set(info);
-  return out;
-}
-
-interface PemBlock {
-  label: string;
-  der: Uint8Array<ArrayBuffer>;
+  return derTlv(0x30, concatBytes([VERSION_0, RSA_ALGORITHM, derTlv(0x04, pkcs1)]));
 }
 
 /** The single PEM block of a text; refuses several blocks, headers and bad base64. */
 export function parsePem(text: string): PemBlock {
-  const blocks = [...text.matchAll(/-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g)];
+  const blocks = pemArmor(text);
   if (blocks.length === 0) throw new KeyError("not a PEM-encoded key");
   if (blocks.length > 1) throw new KeyError("expected exactly one PEM block");
-  const [, label = "", body = ""] = blocks[0] ?? [];
+  const { label = "", body = "" } = blocks[0] ?? {};
   if (body.includes(":")) throw new KeyError("encrypted or annotated PEM keys are not supported");
-  const b64 = body.replace(/\s+/g, "");
-  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(b64)) throw new KeyError("the PEM body is not valid base64");
-  try {
-    return { label, der: base64ToBytes(b64) };
-  } catch {
-    throw new KeyError("the PEM body is not valid base64");
-  }
+  const der = pemBodyBytes(body);
+  // A body of padding alone decodes to nothing: not a key either.
+  if (der === null || der.length === 0) throw new KeyError("the PEM body is not valid base64");
+  return { label, der };
 }
 
 export interface RsaKeyInfo {
@@ -79,12 +41,6 @@ export interface RsaKeyInfo {
   /** "SHA256:<base64>" of the public key, as the host displays it. */
   fingerprint: string;
   modulusBits: number;
-}
-
-function toPem(label: string, der: Uint8Array): string {
-  const b64 = bytesToBase64(der);
-  const lines = b64.match(/.{1,64}/g) ?? [];
-  return `-----BEGIN ${label}-----\n${lines.join("\n")}\n-----END ${label}-----\n`;
 }
 
 /** Parses an RSA private key in PKCS#1 or PKCS#8 PEM; computes the host's fingerprint. */
@@ -105,11 +61,7 @@ export async function parseRsaPrivateKey(pem: string): Promise<RsaKeyInfo> {
   if (!jwk.n || !jwk.e) throw new KeyError("the key could not be parsed as an RSA private key");
   const pub = await crypto.subtle.importKey("jwk", { kty: "RSA", n: jwk.n, e: jwk.e, ext: true }, RSA_IMPORT, true, ["verify"]);
   const spki = new Uint8Array((await crypto.subtle.exportKey("spki", pub)) as ArrayBuffer);
-  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", spki));
-  const modulusBits = base64UrlLength(jwk.n) * 8;
-  return { pkcs8Pem: toPem("PRIVATE KEY", pkcs8), fingerprint: `SHA256:${bytesToBase64(digest)}`, modulusBits };
-}
-
-function base64UrlLength(s: string): number {
-  return Math.floor((s.replace(/=+$/, "").length * 3) / 4);
+  const digest = await sha256(spki);
+  const modulusBits = base64UrlToBytes(jwk.n).length * 8;
+  return { pkcs8Pem: `${toPem("PRIVATE KEY", pkcs8)}\n`, fingerprint: `SHA256:${bytesToBase64(digest)}`, modulusBits };
 }

@@ -15,7 +15,7 @@
  * pure string operations. Non-deterministic helpers (random, uuid, unix_time, timestamp) are
  * refused because a destination must compute the same external name again to unsync it.
  */
-import { bytesToBase64, bytesToHex } from "../../core/encoding";
+import { bytesToBase64, bytesToHex, sha256Hex } from "../../core/encoding";
 
 export const TEMPLATE_VARIABLES = [
   "DestinationType",
@@ -91,10 +91,6 @@ function int(fn: string, v: Value | undefined): number {
 function capped(s: string): string {
   if (s.length > MAX_RENDERED_LENGTH) throw new TemplateError(`result longer than ${MAX_RENDERED_LENGTH} characters`);
   return s;
-}
-
-async function sha256Hex(s: string): Promise<string> {
-  return bytesToHex(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s))));
 }
 
 /** Go's %v of a value. */

@@ -22,6 +22,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { openDb } from "../../../core/db/client";
+import { bytesToHex } from "../../../core/encoding";
 import { autoRebuildDue, type CrlBuildReport, type CrlBuildRequest } from "../revocation/crl-rebuild";
 import type { CrlConfig } from "../storage/store";
 import type { TidyParams, AutoTidyConfig } from "../tidy/tidy";
@@ -40,9 +41,7 @@ export function randomSerialHex(): string {
   bytes[0] = (bytes[0] ?? 0) & 0x7f;
   let start = 0;
   while (start < bytes.length - 1 && bytes[start] === 0) start++;
-  let hex = "";
-  for (let i = start; i < bytes.length; i++) hex += (bytes[i] ?? 0).toString(16).padStart(2, "0");
-  return hex;
+  return bytesToHex(bytes.subarray(start));
 }
 
 export class Authority extends DurableObject<Env> {

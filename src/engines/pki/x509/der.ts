@@ -4,6 +4,8 @@
  * schema machinery, and keeps the structures visible next to the RFC sections that define them.
  */
 
+import { concatBytes as concat, derTlv as tlv } from "../../../core/encoding";
+
 export const TAG = {
   BOOLEAN: 0x01,
   INTEGER: 0x02,
@@ -22,34 +24,8 @@ export const TAG = {
 
 export class DerError extends Error {}
 
-function lengthBytes(len: number): number[] {
-  if (len < 0x80) return [len];
-  const out: number[] = [];
-  let n = len;
-  while (n > 0) {
-    out.unshift(n & 0xff);
-    n = Math.floor(n / 256);
-  }
-  return [0x80 | out.length, ...out];
-}
-
-export function concat(parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
-  let size = 0;
-  for (const p of parts) size += p.length;
-  const out = new Uint8Array(size);
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
-}
-
-/** One TLV with the given tag byte and content. */
-export function tlv(tag: number, content: Uint8Array): Uint8Array<ArrayBuffer> {
-  const head = Uint8Array.from([tag, ...lengthBytes(content.length)]);
-  return concat([head, content]);
-}
+// Byte concatenation and one TLV are core's (shared with the sync engine's PKCS#8 wrapping).
+export { concat, tlv };
 
 export const seq = (...items: Uint8Array[]): Uint8Array<ArrayBuffer> => tlv(TAG.SEQUENCE, concat(items));
 export const set = (...items: Uint8Array[]): Uint8Array<ArrayBuffer> => tlv(TAG.SET, concat(items));

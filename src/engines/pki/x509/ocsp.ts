@@ -11,6 +11,7 @@
  */
 import { base64ToBytes } from "../../../core/encoding";
 import { TAG, children, concat, ctxCons, decodeOid, expectTag, oid, octets, parse, seq, tlv, type Node } from "./der";
+import { bytesColonHex } from "./pem";
 
 /** OCSPResponseStatus (RFC 6960 §4.2.1). */
 export const OcspStatus = {
@@ -92,9 +93,7 @@ function want(node: Node | undefined, tag: number, what: string): Node {
 export function serialFromInteger(content: Uint8Array): string {
   let start = 0;
   while (start < content.length - 1 && content[start] === 0) start++;
-  let out = "";
-  for (let i = start; i < content.length; i++) out += `${i > start ? ":" : ""}${(content[i] ?? 0).toString(16).padStart(2, "0")}`;
-  return out;
+  return bytesColonHex(content.subarray(start));
 }
 
 function parseCertId(node: Node): OcspCertId {

@@ -1,43 +1,10 @@
-/** PEM (RFC 7468) encoding and decoding, and the hex renderings of serials and key ids. */
-import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
-
-export interface PemBlock {
-  label: string;
-  der: Uint8Array<ArrayBuffer>;
-}
-
-/** Encodes DER as PEM with 64-character lines and no trailing newline. */
-export function toPem(label: string, der: Uint8Array): string {
-  const b64 = bytesToBase64(der);
-  const lines: string[] = [];
-  for (let i = 0; i < b64.length; i += 64) lines.push(b64.slice(i, i + 64));
-  return `-----BEGIN ${label}-----\n${lines.join("\n")}\n-----END ${label}-----`;
-}
-
-export class PemError extends Error {}
-
 /**
- * Decodes every PEM block in `text`, in order; text between blocks is tolerated. A block whose
- * body is not base64 throws PemError naming its position (pki-engine.md §4.4 step 3).
+ * The hex renderings of serials and key ids. PEM armor lives in core/encoding.ts (the one
+ * implementation, shared with the sync engine's key parsing) and is re-exported here for PKI.
  */
-export function decodePemBlocks(text: string): PemBlock[] {
-  const out: PemBlock[] = [];
-  const re = /-----BEGIN ([A-Z0-9 ]+)-----([\s\S]*?)-----END \1-----/g;
-  let m: RegExpExecArray | null;
-  let n = 0;
-  while ((m = re.exec(text)) !== null) {
-    const body = (m[2] ?? "").replace(/\s+/g, "");
-    // Headers such as Proc-Type are not supported: the body must be pure base64.
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(body) || body.length === 0) throw new PemError(`error when parsing block ${n}: invalid PEM data`);
-    try {
-      out.push({ label: m[1] ?? "", der: base64ToBytes(body) });
-    } catch {
-      throw new PemError(`error when parsing block ${n}: invalid PEM data`);
-    }
-    n++;
-  }
-  return out;
-}
+import { bytesToHex } from "../../../core/encoding";
+
+export { PemError, decodePemBlocks, toPem, type PemBlock } from "../../../core/encoding";
 
 /** Colon-separated lowercase hex (pki-engine.md §1.7). */
 export function colonHex(hex: string): string {
@@ -46,7 +13,7 @@ export function colonHex(hex: string): string {
 }
 
 export function bytesColonHex(b: Uint8Array): string {
-  return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join(":");
+  return colonHex(bytesToHex(b));
 }
 
 /**

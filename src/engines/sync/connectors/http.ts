@@ -1,7 +1,9 @@
 /**
  * Helpers shared by the connectors' request functions (each connector's client.ts): timeouts,
- * Retry-After, status classification, and a per-isolate cache of provider access tokens.
+ * Retry-After, status classification, a per-isolate cache of provider access tokens, the OAuth
+ * token answer, RS256 JWTs, and the one bearer-token JSON call.
  */
+import { bytesToBase64Url, sha256Hex } from "../../../core/encoding";
 import { ConnectorError } from "./types";
 
 /** Outbound calls give up after this long and count as a provider failure (retried). */
@@ -94,27 +96,57 @@ export function dropToken(key: string): void {
   tokens.delete(key);
 }
 
-export async function sha256Hex(s: string): Promise<string> {
-  const d = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s));
-  return [...new Uint8Array(d)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
 /** Cache key for credentials: type, purpose and a digest of the secret material. */
 export async function tokenKey(...parts: string[]): Promise<string> {
   return sha256Hex(parts.join("\u0000"));
 }
 
-export function base64url(bytes: Uint8Array | string): string {
-  const b = typeof bytes === "string" ? new TextEncoder().encode(bytes) : bytes;
-  let s = "";
-  for (const x of b) s += String.fromCharCode(x);
-  return btoa(s).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-}
-
 /** An RS256 JWT signed with a PKCS#8 PEM key (service accounts, repository-host apps). */
 export async function signJwtRs256(pkcs8: Uint8Array<ArrayBuffer>, header: Record<string, unknown>, claims: Record<string, unknown>): Promise<string> {
   const key = await crypto.subtle.importKey("pkcs8", pkcs8, { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" }, false, ["sign"]);
-  const input = `${base64url(JSON.stringify(header))}.${base64url(JSON.stringify(claims))}`;
+  const part = (o: Record<string, unknown>) => bytesToBase64Url(new TextEncoder().encode(JSON.stringify(o)));
+  const input = `${part(header)}.${part(claims)}`;
   const sig = await crypto.subtle.sign("RSASSA-PKCS1-v1_5", key, new TextEncoder().encode(input));
-  return `${input}.${base64url(new Uint8Array(sig))}`;
+  return `${input}.${bytesToBase64Url(new Uint8Array(sig))}`;
+}
+
+/**
+ * The token of an OAuth 2.0 token answer (RFC 6749 §5.1: access_token, expires_in seconds, one
+ * hour when absent) and its expiry in ms; `who` names the token endpoint in the error.
+ */
+export async function oauthTokenAnswer(res: Response, who: string): Promise<CachedToken> {
+  const b = (await res.json()) as { access_token?: unknown; expires_in?: unknown };
+  if (typeof b.access_token !== "string") throw new ConnectorError("external", "MalformedResponse", `${who}: unexpected token answer`);
+  return { token: b.access_token, expiresAt: Date.now() + (typeof b.expires_in === "number" ? b.expires_in : 3600) * 1000 };
+}
+
+/** One connector call with `Authorization: Bearer`. */
+export interface BearerRequest {
+  /** Names the provider in errors. */
+  provider: string;
+  method: string;
+  url: string;
+  /** Sent as JSON when present. */
+  body?: unknown;
+  /** Headers every call carries, besides authorization and content-type. */
+  headers?: Record<string, string>;
+  /** A configured token, used as it is; or a cached one, retried once on a 401 (withTokenRetry). */
+  token: string | (() => Promise<BearerToken>);
+  /** Statuses beyond 2xx that are returned, not thrown (404 for deletes, 409 for creates). */
+  ok?: number[];
+  /** The provider's error for any other answer. */
+  error: (res: Response) => ConnectorError | Promise<ConnectorError>;
+}
+
+/** Sends a bearer-token JSON call; returns a 2xx answer (or one in `ok`), throws `error` otherwise. */
+export async function bearerRequest(r: BearerRequest): Promise<Response> {
+  const payload = r.body === undefined ? undefined : JSON.stringify(r.body);
+  const callWith = (token: string) => {
+    const headers: Record<string, string> = { ...r.headers, authorization: `Bearer ${token}` };
+    if (payload !== undefined) headers["content-type"] = "application/json";
+    return send(r.provider, r.url, { method: r.method, headers, body: payload });
+  };
+  const res = typeof r.token === "string" ? await callWith(r.token) : await withTokenRetry(r.token, callWith);
+  if (res.ok || (r.ok ?? []).includes(res.status)) return res;
+  throw await r.error(res);
 }

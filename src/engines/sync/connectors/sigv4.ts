@@ -3,6 +3,7 @@
  * string to sign, HMAC key chain. Used by the cloudone-sm connector for the secrets manager
  * (JSON 1.1) and STS (query protocol); exported for the test fake, which verifies with it.
  */
+import { bytesToHex, sha256Hex } from "../../../core/encoding";
 
 export interface AwsCredentials {
   accessKeyId: string;
@@ -11,14 +12,6 @@ export interface AwsCredentials {
 }
 
 const enc = new TextEncoder();
-
-export function hex(buf: ArrayBuffer | Uint8Array): string {
-  return [...new Uint8Array(buf)].map((b) => b.toString(16).padStart(2, "0")).join("");
-}
-
-export async function sha256(data: string | Uint8Array<ArrayBuffer>): Promise<string> {
-  return hex(await crypto.subtle.digest("SHA-256", typeof data === "string" ? new Uint8Array(enc.encode(data)) : data));
-}
 
 async function hmac(key: Uint8Array<ArrayBuffer> | ArrayBuffer, data: string): Promise<ArrayBuffer> {
   const k = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
@@ -56,15 +49,15 @@ export async function signature(creds: Pick<AwsCredentials, "secretAccessKey">, 
     .map(([k, v]) => `${k}=${v}`)
     .join("&");
   const path = i.url.pathname === "" ? "/" : i.url.pathname;
-  const canonical = [i.method, path, query, canonicalHeaders, signedHeaders, await sha256(i.body)].join("\n");
+  const canonical = [i.method, path, query, canonicalHeaders, signedHeaders, await sha256Hex(i.body)].join("\n");
   const day = i.amzDate.slice(0, 8);
   const scope = `${day}/${i.region}/${i.service}/aws4_request`;
-  const toSign = ["AWS4-HMAC-SHA256", i.amzDate, scope, await sha256(canonical)].join("\n");
+  const toSign = ["AWS4-HMAC-SHA256", i.amzDate, scope, await sha256Hex(canonical)].join("\n");
   let key = await hmac(new Uint8Array(enc.encode(`AWS4${creds.secretAccessKey}`)), day);
   key = await hmac(key, i.region);
   key = await hmac(key, i.service);
   key = await hmac(key, "aws4_request");
-  return { signature: hex(await hmac(key, toSign)), signedHeaders, scope };
+  return { signature: bytesToHex(new Uint8Array(await hmac(key, toSign))), signedHeaders, scope };
 }
 
 /** Headers of a signed request: the given ones plus X-Amz-Date, the token and Authorization. */

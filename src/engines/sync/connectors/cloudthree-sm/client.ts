@@ -6,7 +6,7 @@
  */
 import { envVar, str } from "../../destinations/types";
 import { parsePem } from "../../rsa";
-import { clip, kindOf, parseRetryAfter, send, signJwtRs256, tokenKey, tokenWithOrigin, withTokenRetry, type BearerToken } from "../http";
+import { bearerRequest, clip, kindOf, oauthTokenAnswer, parseRetryAfter, send, signJwtRs256, tokenKey, tokenWithOrigin, type BearerToken } from "../http";
 import { ConnectorError, type ConnectorContext } from "../types";
 
 const PROVIDER = "secret manager";
@@ -80,9 +80,7 @@ async function accessToken(ctx: ConnectorContext): Promise<BearerToken> {
     const body = new URLSearchParams({ grant_type: "urn:ietf:params:oauth:grant-type:jwt-bearer", assertion: jwt });
     const res = await send("token endpoint", url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: body.toString() });
     if (!res.ok) throw await errorOf(res, "token exchange");
-    const b = (await res.json()) as { access_token?: unknown; expires_in?: unknown };
-    if (typeof b.access_token !== "string") throw new ConnectorError("external", "MalformedResponse", `${PROVIDER}: unexpected token answer`);
-    return { token: b.access_token, expiresAt: Date.now() + (typeof b.expires_in === "number" ? b.expires_in : 3600) * 1000 };
+    return oauthTokenAnswer(res, PROVIDER);
   });
   return { token, key, cached };
 }
@@ -90,15 +88,5 @@ async function accessToken(ctx: ConnectorContext): Promise<BearerToken> {
 /** One API call under /v1/projects/{project}; statuses in `ok` are returned as they are. */
 export async function request(ctx: ConnectorContext, method: string, path: string, body?: unknown, ok: number[] = []): Promise<Response> {
   const url = `${apiBase(ctx.env)}/v1/projects/${encodeURIComponent(projectOf(ctx))}${path}`;
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  const res = await withTokenRetry(
-    () => accessToken(ctx),
-    (token) => {
-      const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-      if (payload !== undefined) headers["content-type"] = "application/json";
-      return send(PROVIDER, url, { method, headers, body: payload });
-    },
-  );
-  if (res.ok || ok.includes(res.status)) return res;
-  throw await errorOf(res, method);
+  return bearerRequest({ provider: PROVIDER, method, url, body, token: () => accessToken(ctx), ok, error: (res) => errorOf(res, method) });
 }

@@ -3,6 +3,7 @@
  * exist (404), create it (automatic replication, the ownership and custom labels) and add the
  * version. Unsync deletes the secret with all its versions (404 is done).
  */
+import { bytesToBase64 } from "../../../../core/encoding";
 import { ConnectorError, type Connector, type ConnectorContext } from "../types";
 import { request } from "./client";
 
@@ -20,10 +21,7 @@ function checkName(name: string): void {
 }
 
 function payload(value: string) {
-  const bytes = new TextEncoder().encode(value);
-  let s = "";
-  for (const b of bytes) s += String.fromCharCode(b);
-  return { payload: { data: btoa(s) } };
+  return { payload: { data: bytesToBase64(new TextEncoder().encode(value)) } };
 }
 
 export const cloudthreeConnector: Connector = {

@@ -5,7 +5,7 @@
  * turned into ConnectorErrors.
  */
 import { envVar, str } from "../../destinations/types";
-import { clip, kindOf, parseRetryAfter, send, tokenKey, tokenWithOrigin, withTokenRetry, type BearerToken } from "../http";
+import { bearerRequest, clip, kindOf, oauthTokenAnswer, parseRetryAfter, send, tokenKey, tokenWithOrigin, type BearerToken } from "../http";
 import { ConnectorError, type ConnectorContext } from "../types";
 
 const PROVIDER = "key vault";
@@ -91,9 +91,7 @@ async function accessToken(ctx: ConnectorContext): Promise<BearerToken> {
       const e = await parseError(res);
       throw new ConnectorError(kindOf(res.status), e.code, `identity provider: ${clip(e.message)}`, parseRetryAfter(res.headers.get("retry-after")));
     }
-    const b = (await res.json()) as { access_token?: unknown; expires_in?: unknown };
-    if (typeof b.access_token !== "string") throw new ConnectorError("external", "MalformedResponse", "identity provider: unexpected token answer");
-    return { token: b.access_token, expiresAt: Date.now() + (typeof b.expires_in === "number" ? b.expires_in : 3600) * 1000 };
+    return oauthTokenAnswer(res, "identity provider");
   });
   return { token, key, cached };
 }
@@ -101,15 +99,13 @@ async function accessToken(ctx: ConnectorContext): Promise<BearerToken> {
 /** One vault call; statuses in `ok` are returned as they are. */
 export async function request(ctx: ConnectorContext, method: string, path: string, body?: unknown, ok: number[] = []): Promise<Response> {
   const url = `${vaultBase(ctx.env, str(ctx.dest.connection, "key_vault_uri"))}${path}?api-version=${API_VERSION}`;
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  const res = await withTokenRetry(
-    () => accessToken(ctx),
-    (token) => {
-      const headers: Record<string, string> = { authorization: `Bearer ${token}` };
-      if (payload !== undefined) headers["content-type"] = "application/json";
-      return send(PROVIDER, url, { method, headers, body: payload });
-    },
-  );
-  if (res.ok || ok.includes(res.status)) return res;
-  throw new KeyVaultError(res.status, await parseError(res), parseRetryAfter(res.headers.get("retry-after")));
+  return bearerRequest({
+    provider: PROVIDER,
+    method,
+    url,
+    body,
+    token: () => accessToken(ctx),
+    ok,
+    error: async (res) => new KeyVaultError(res.status, await parseError(res), parseRetryAfter(res.headers.get("retry-after"))),
+  });
 }

@@ -6,7 +6,7 @@
  */
 import { envVar, str } from "../../destinations/types";
 import { parsePem } from "../../rsa";
-import { clip, kindOf, parseRetryAfter, send, signJwtRs256, tokenKey, tokenWithOrigin, withTokenRetry, type BearerToken } from "../http";
+import { bearerRequest, clip, kindOf, parseRetryAfter, send, signJwtRs256, tokenKey, tokenWithOrigin, type BearerToken } from "../http";
 import { ConnectorError, type ConnectorContext } from "../types";
 
 const PROVIDER = "repository host";
@@ -62,15 +62,16 @@ async function installationToken(ctx: ConnectorContext, appName: string, install
 export async function request(ctx: ConnectorContext, method: string, path: string, body?: unknown, okStatuses: number[] = []): Promise<Response> {
   const conn = ctx.dest.connection;
   const accessToken = str(conn, "access_token");
-  const payload = body === undefined ? undefined : JSON.stringify(body);
-  const callWith = (bearer: string) => {
-    const headers: Record<string, string> = { ...baseHeaders, authorization: `Bearer ${bearer}` };
-    if (payload !== undefined) headers["content-type"] = "application/json";
-    return send(PROVIDER, `${apiBase(ctx.env)}${path}`, { method, headers, body: payload });
-  };
-  // A configured access token is used as it is; an app's installation token is cached, so a 401
-  // to it gets one retry with a fresh one (../http.ts withTokenRetry).
-  const res = accessToken !== "" ? await callWith(accessToken) : await withTokenRetry(() => installationToken(ctx, str(conn, "app_name"), str(conn, "installation_id")), callWith);
-  if (res.ok || okStatuses.includes(res.status)) return res;
-  throw await errorFrom(res, `${method} ${path.replace(/\/secrets\/[^/]+$/, "/secrets/…")}`);
+  return bearerRequest({
+    provider: PROVIDER,
+    method,
+    url: `${apiBase(ctx.env)}${path}`,
+    body,
+    headers: baseHeaders,
+    // A configured access token is used as it is; an app's installation token is cached, so a
+    // 401 to it gets one retry with a fresh one.
+    token: accessToken !== "" ? accessToken : () => installationToken(ctx, str(conn, "app_name"), str(conn, "installation_id")),
+    ok: okStatuses,
+    error: (res) => errorFrom(res, `${method} ${path.replace(/\/secrets\/[^/]+$/, "/secrets/…")}`),
+  });
 }

@@ -3,10 +3,11 @@
  * fetches the scope's public key and sends the value as a libsodium sealed box; deletes treat
  * 404 as done. Names must follow the host's rules (checked before any call).
  */
+import { base64ToBytes, bytesToBase64 } from "../../../../core/encoding";
 import { str } from "../../destinations/types";
 import { ConnectorError, type Connector, type ConnectorContext } from "../types";
 import { request } from "./client";
-import { fromBase64, seal, toBase64 } from "./sealed-box";
+import { seal } from "./sealed-box";
 
 /** The host's secret-name rules: [A-Za-z0-9_], not starting with a digit or GITHUB_. */
 export function checkSecretName(name: string): string | null {
@@ -34,8 +35,8 @@ export const repohostConnector: Connector = {
     const keyRes = await request(ctx, "GET", `${scope(ctx)}/public-key`);
     const key = (await keyRes.json()) as { key_id?: unknown; key?: unknown };
     if (typeof key.key !== "string" || typeof key.key_id !== "string") throw new ConnectorError("external", "MalformedResponse", "repository host: unexpected public key answer");
-    const sealed = seal(new TextEncoder().encode(secret.value), fromBase64(key.key));
-    await request(ctx, "PUT", `${scope(ctx)}/${encodeURIComponent(secret.name)}`, { encrypted_value: toBase64(sealed), key_id: key.key_id });
+    const sealed = seal(new TextEncoder().encode(secret.value), base64ToBytes(key.key));
+    await request(ctx, "PUT", `${scope(ctx)}/${encodeURIComponent(secret.name)}`, { encrypted_value: bytesToBase64(sealed), key_id: key.key_id });
   },
   async remove(ctx, name) {
     validName(name);

@@ -5,16 +5,10 @@
  */
 import { blake2b } from "blakejs";
 import * as nacl from "tweetnacl";
-
-function concat(a: Uint8Array, b: Uint8Array): Uint8Array {
-  const out = new Uint8Array(a.length + b.length);
-  out.set(a);
-  out.set(b, a.length);
-  return out;
-}
+import { concatBytes } from "../../../../core/encoding";
 
 function nonceFor(ephemeralPk: Uint8Array, recipientPk: Uint8Array): Uint8Array {
-  return blake2b(concat(ephemeralPk, recipientPk), undefined, nacl.box.nonceLength);
+  return blake2b(concatBytes([ephemeralPk, recipientPk]), undefined, nacl.box.nonceLength);
 }
 
 export function seal(message: Uint8Array, recipientPk: Uint8Array): Uint8Array {
@@ -22,7 +16,7 @@ export function seal(message: Uint8Array, recipientPk: Uint8Array): Uint8Array {
   const eph = nacl.box.keyPair();
   const boxed = nacl.box(message, nonceFor(eph.publicKey, recipientPk), recipientPk, eph.secretKey);
   eph.secretKey.fill(0);
-  return concat(eph.publicKey, boxed);
+  return concatBytes([eph.publicKey, boxed]);
 }
 
 /** Opens a sealed box (used by the test fake, which holds the private key); null if invalid. */
@@ -30,14 +24,4 @@ export function openSealed(sealed: Uint8Array, recipientPk: Uint8Array, recipien
   if (sealed.length < nacl.box.publicKeyLength + nacl.box.overheadLength) return null;
   const epk = sealed.subarray(0, nacl.box.publicKeyLength);
   return nacl.box.open(sealed.subarray(nacl.box.publicKeyLength), nonceFor(epk, recipientPk), epk, recipientSk);
-}
-
-export function toBase64(b: Uint8Array): string {
-  let s = "";
-  for (const x of b) s += String.fromCharCode(x);
-  return btoa(s);
-}
-
-export function fromBase64(s: string): Uint8Array {
-  return Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 }

@@ -4,7 +4,7 @@
  * message}}`) turned into ConnectorErrors.
  */
 import { envVar, str } from "../../destinations/types";
-import { clip, kindOf, parseRetryAfter, send } from "../http";
+import { bearerRequest, clip, kindOf, parseRetryAfter } from "../http";
 import { ConnectorError, type ConnectorContext } from "../types";
 
 const PROVIDER = "web host";
@@ -29,16 +29,23 @@ export function errorOf(status: number, body: unknown, headers: Headers, what: s
 
 /** One call; returns the parsed JSON body (or null) of a 2xx answer, throws otherwise. */
 export async function request(ctx: ConnectorContext, method: string, path: string, body?: unknown): Promise<unknown> {
-  const headers: Record<string, string> = { authorization: `Bearer ${str(ctx.dest.connection, "access_token")}` };
-  if (body !== undefined) headers["content-type"] = "application/json";
-  const res = await send(PROVIDER, `${apiBase(ctx.env)}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await bearerRequest({
+    provider: PROVIDER,
+    method,
+    url: `${apiBase(ctx.env)}${path}`,
+    body,
+    token: str(ctx.dest.connection, "access_token"),
+    error: async (res) => errorOf(res.status, await jsonOrNull(res), res.headers, `${method} env`),
+  });
+  return jsonOrNull(res);
+}
+
+/** The JSON body of an answer; null when it is empty or not JSON. */
+async function jsonOrNull(res: Response): Promise<unknown> {
   const text = await res.text();
-  let parsed: unknown = null;
   try {
-    parsed = text ? JSON.parse(text) : null;
+    return text ? JSON.parse(text) : null;
   } catch {
-    parsed = null;
+    return null;
   }
-  if (!res.ok) throw errorOf(res.status, parsed, res.headers, `${method} env`);
-  return parsed;
 }
