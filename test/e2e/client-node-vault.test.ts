@@ -214,7 +214,8 @@ describe("node-vault 0.12.0 (unmodified, noCustomHTTPVerbs: true)", () => {
     });
 
     it("pki.sign", async () => {
-      const { key, csr } = await opensslCsr("/CN=signed.example.com", "ec");
+      // The role's key_type is Vault's default, rsa (2048 bits): the CSR must match it.
+      const { key, csr } = await opensslCsr("/CN=signed.example.com", "rsa");
       const d = (await v().write(`${PKI}/sign/example-dot-com`, { csr, common_name: "signed.example.com", ttl: "24h" })).data;
       expect(d.private_key).toBeUndefined();
       const same = await withFiles({ "k.pem": key, "c.pem": d.certificate }, async (p) => {

@@ -75,7 +75,7 @@ def openssl(*args, stdin=None):
 
 
 def serial_hex(serial):
-    return serial.replace(":", "").replace("-", "").upper().lstrip("0")
+    return serial.strip().replace(":", "").replace("-", "").upper().lstrip("0")
 
 
 def fake_state(endpoint):
@@ -331,7 +331,8 @@ def _():
 def _():
     with tempfile.TemporaryDirectory() as t:
         key = os.path.join(t, "k.pem")
-        openssl("genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key)
+        # The role's key_type is Vault's default, rsa (2048 bits): the CSR must match it.
+        openssl("genpkey", "-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048", "-out", key)
         csr = openssl("req", "-new", "-key", key, "-subj", "/CN=signed.example.com")
         d = pki.sign_certificate("example-dot-com", csr, "signed.example.com", extra_params={"ttl": "24h"}, mount_point=PKI)["data"]
         open(os.path.join(t, "c.pem"), "w").write(d["certificate"] + "\n")
