@@ -5,5 +5,6 @@ import { capabilityRoutes } from "./capabilities";
 import { mountRoutes } from "./mounts";
 import { namespaceRoutes } from "./namespaces";
 import { policyRoutes } from "./policies";
+import { uiMountRoutes } from "./ui-mounts";
 
-export const sysRoutes: RouteDef[] = [...mountRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...syncRoutes];
+export const sysRoutes: RouteDef[] = [...mountRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...uiMountRoutes, ...syncRoutes];
