@@ -5,6 +5,7 @@
  */
 import { badRequest } from "../../../core/errors";
 import { defineFields, type FieldValues } from "../../../core/fields";
+import { css, csrField, extKeyUsageFields, formatField, keyGenFields, nameFields, notAfterField, privateKeyFormatField, signatureFields, subjectAttributeFields } from "../fields";
 import { effectiveTtls } from "../../../core/mount-store";
 import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
 import { OID, emptySans, encodeName, publicKeyFacts, sanExtension, sanIsEmpty, basicConstraintsExtension, type ExtensionDer } from "../x509/asn1";
@@ -24,47 +25,30 @@ import { generateKeyPair, importSigner, parseCertificate, signCertificate, signC
 import { issuerKeyId, loadCsr, signingIssuer, type IssueContext } from "../issuance/issue";
 import { OID_AKI, OID_SKI } from "../x509/resign";
 
-const css = (description: string) => ({ type: "comma-string-slice" as const, description, default: [] as string[] });
-
 /** Subject and SAN fields shared by every CA path. */
 const subjectFields = {
-  common_name: { type: "string", description: "Subject CN.", default: "" },
-  alt_names: css("DNS / e-mail SANs."),
-  ip_sans: css("IP SANs."),
-  uri_sans: css("URI SANs."),
-  other_sans: css("Other SANs, <oid>;UTF8:<value>."),
-  exclude_cn_from_sans: { type: "bool", description: "Leave the CN out of the SANs.", default: false },
-  ou: css("Subject OU."),
-  organization: css("Subject O."),
-  country: css("Subject C."),
-  locality: css("Subject L."),
-  province: css("Subject ST."),
-  street_address: css("Subject street address."),
-  postal_code: css("Subject postal code."),
-  serial_number: { type: "string", description: "Subject serialNumber attribute.", default: "" },
-  format: { type: "string", description: "pem, der or pem_bundle.", default: "pem" },
-  signature_bits: { type: "int", description: "RSA hash size (0: automatic).", default: 0 },
-  use_pss: { type: "bool", description: "RSA-PSS signatures.", default: false },
+  ...nameFields,
+  ...subjectAttributeFields,
+  ...formatField,
+  ...signatureFields,
 } as const;
 
 const keyFields = {
   type: { type: "string", description: "internal, exported or existing.", required: true },
-  private_key_format: { type: "string", description: "der or pkcs8.", default: "der" },
-  key_type: { type: "string", description: "rsa, ec or ed25519.", default: "rsa" },
-  key_bits: { type: "int", description: "Key size (0: type default).", default: 0 },
+  ...privateKeyFormatField,
+  ...keyGenFields,
   key_name: { type: "string", description: "Name of the new key." },
   key_ref: { type: "string", description: "Key to use with type existing.", default: "default" },
 } as const;
 
 const validityFields = {
   ttl: { type: "duration", description: "Validity (default: mount default TTL).", default: 0 },
-  not_after: { type: "string", description: "Absolute notAfter, YYYY-MM-DDTHH:MM:SSZ.", default: "" },
+  ...notAfterField,
   not_before_duration: { type: "duration", description: "Backdating of notBefore.", default: 30 },
   max_path_length: { type: "int", description: "Path length constraint (-1: none).", default: -1 },
   permitted_dns_domains: css("Name constraints: permitted DNS domains."),
   key_usage: css("Only DigitalSignature has an effect on CA certificates."),
-  ext_key_usage: css("Extended key usage names."),
-  ext_key_usage_oids: css("Extended key usage OIDs."),
+  ...extKeyUsageFields,
 } as const;
 
 export const rootFields = defineFields({
@@ -90,7 +74,7 @@ export const signIntermediateFields = defineFields({
   ...subjectFields,
   ...validityFields,
   issuer_ref: { type: "string", description: "Signing issuer.", default: "default" },
-  csr: { type: "string", description: "PEM certificate request.", default: "" },
+  ...csrField,
   use_csr_values: { type: "bool", description: "Keep the CSR's subject, SANs and extensions.", default: false },
   skid: { type: "string", description: "Subject Key Identifier in hex (cross-signing only).", default: "" },
   common_name: { type: "string", description: "Subject CN.", default: "" },

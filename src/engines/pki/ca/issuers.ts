@@ -6,6 +6,7 @@
 import type { Db } from "../../../core/db/client";
 import { badRequest } from "../../../core/errors";
 import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
+import { ALL_USAGES, ISSUER_DEFAULTS } from "../defaults";
 import { sealPrivateKey } from "../storage/keystore";
 import { unsupportedKeySize } from "../x509/keytypes";
 import { publicKeyFacts } from "../x509/asn1";
@@ -26,7 +27,6 @@ import {
 } from "../storage/store";
 import { isSignedBy, parseCertificate, publicKeyOf, signatureAlgorithmName, type CertInfo } from "../x509/x509";
 
-export const ALL_USAGES = ["crl-signing", "issuing-certificates", "ocsp-signing"];
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const GENERIC_NAME_RE = /^\w(([\w.-]+)?\w)?$/;
 
@@ -251,13 +251,13 @@ export async function importIssuersAndKeys(db: Db, env: Env, mountId: string, in
       publicKey: spkiB64,
       notAfter: info.notAfter.getTime(),
       caChain: [],
-      manualChain: null,
-      leafNotAfterBehavior: "err",
+      manualChain: ISSUER_DEFAULTS.manualChain,
+      leafNotAfterBehavior: ISSUER_DEFAULTS.leafNotAfterBehavior,
       usage,
       revocationSignatureAlgorithm: info.signatureAlgorithm,
-      aia: null,
-      revoked: false,
-      revocationTime: null,
+      aia: ISSUER_DEFAULTS.aia,
+      revoked: ISSUER_DEFAULTS.revoked,
+      revocationTime: ISSUER_DEFAULTS.revocationTime,
       lastModified: now,
       createdAt: now,
     };

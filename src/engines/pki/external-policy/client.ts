@@ -9,7 +9,7 @@
  * 400 with its reason.
  */
 import { ApiError, badRequest } from "../../../core/errors";
-import type { ExternalPolicyConfig } from "./config";
+import type { ExternalPolicyConfig } from "../defaults";
 import { checkServiceUrl } from "./config";
 import type { AiaUrls } from "../issuance/profile";
 

@@ -10,66 +10,25 @@ import { loadConfig } from "../../../core/config";
 import { seal } from "../../../core/db/seal";
 import { defineFields, type FieldValues } from "../../../core/fields";
 import { badRequest } from "../../../core/errors";
+// The stored shapes and their defaults live with every other PKI default.
+import { EXTERNAL_POLICY_DEFAULTS, type ExternalPolicyConfig, type ExternalPolicyStatus } from "../defaults";
 import { privateKeyFacts, toPkcs8 } from "../x509/asn1";
 import { checkKeySize } from "../x509/keytypes";
 import { decodePemBlocks, toPem } from "../x509/pem";
 import { X509Error, keyMatchesPublicKey, parseCertificate } from "../x509/x509";
 
-export interface ExternalPolicyConfig {
-  enabled: boolean;
-  external_service_url: string;
-  /** Seconds. */
-  timeout: number;
-  trusted_ca: string;
-  trusted_leaf_certificate_bundle: string;
-  /** The client certificate bundle (key and certificates), sealed under SEAL_KEY; "" when unset. */
-  sealed_client_cert_bundle: string;
-  /** The same bundle's certificates only: what a read shows (upstream's `vault_client_cert_bundle_no_keys`). */
-  client_cert_bundle_no_keys: string;
-  entity_jmespath: string;
-  group_jmespath: string;
-  /** RFC 3339 time of the last configuration write; "" before the first one. */
-  external_service_last_updated: string;
-}
-
-/**
- * Kept apart from the configuration so that an issuance recording its success never overwrites
- * a concurrent configuration write (D1 has no read-modify-write transactions).
- */
-export interface ExternalPolicyStatus {
-  /** The `external_service_last_updated` stamp of the configuration the service last answered for. */
-  validated_for: string;
-  /** RFC 3339 time of the last well-formed answer from the service. */
-  last_successful_request: string;
-}
-
-export const EXTERNAL_POLICY_DEFAULTS: ExternalPolicyConfig = {
-  enabled: false,
-  external_service_url: "",
-  timeout: 15,
-  trusted_ca: "",
-  trusted_leaf_certificate_bundle: "",
-  sealed_client_cert_bundle: "",
-  client_cert_bundle_no_keys: "",
-  entity_jmespath: "",
-  group_jmespath: "",
-  external_service_last_updated: "",
-};
-
-export const EXTERNAL_POLICY_STATUS_DEFAULTS: ExternalPolicyStatus = { validated_for: "", last_successful_request: "" };
-
 /** The longest a request waits for the service: a caller waiting minutes is worse than an error. */
 export const MAX_TIMEOUT_SECONDS = 300;
 
 export const externalPolicyConfigFields = defineFields({
-  enabled: { type: "bool", description: "Send external-policy requests to the service.", default: false },
-  external_service_url: { type: "string", description: "URL the requests are POSTed to (https://).", default: "" },
-  timeout: { type: "duration", description: "How long to wait for the service (default 15s, at most 5m).", default: 15 },
-  trusted_ca: { type: "string", description: "PEM CA certificates for the service's TLS (stored, see the docs).", default: "" },
-  trusted_leaf_certificate_bundle: { type: "string", description: "PEM leaf certificates of the service (stored, see the docs).", default: "" },
+  enabled: { type: "bool", description: "Send external-policy requests to the service.", default: EXTERNAL_POLICY_DEFAULTS.enabled },
+  external_service_url: { type: "string", description: "URL the requests are POSTed to (https://).", default: EXTERNAL_POLICY_DEFAULTS.external_service_url },
+  timeout: { type: "duration", description: "How long to wait for the service (default 15s, at most 5m).", default: EXTERNAL_POLICY_DEFAULTS.timeout },
+  trusted_ca: { type: "string", description: "PEM CA certificates for the service's TLS (stored, see the docs).", default: EXTERNAL_POLICY_DEFAULTS.trusted_ca },
+  trusted_leaf_certificate_bundle: { type: "string", description: "PEM leaf certificates of the service (stored, see the docs).", default: EXTERNAL_POLICY_DEFAULTS.trusted_leaf_certificate_bundle },
   vault_client_cert_bundle: { type: "string", description: "PEM private key and certificates for mTLS (sealed, never read back).", default: "" },
-  entity_jmespath: { type: "string", description: "JMESPath filter for identity entities.", default: "" },
-  group_jmespath: { type: "string", description: "JMESPath filter for identity groups.", default: "" },
+  entity_jmespath: { type: "string", description: "JMESPath filter for identity entities.", default: EXTERNAL_POLICY_DEFAULTS.entity_jmespath },
+  group_jmespath: { type: "string", description: "JMESPath filter for identity groups.", default: EXTERNAL_POLICY_DEFAULTS.group_jmespath },
 });
 
 type ConfigFields = FieldValues<typeof externalPolicyConfigFields>;

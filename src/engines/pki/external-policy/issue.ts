@@ -8,6 +8,7 @@
 import { formatGoDuration } from "../../../core/duration";
 import { ApiError, badRequest } from "../../../core/errors";
 import { defineFields, parseFields } from "../../../core/fields";
+import { formatField, keyGenFields, privateKeyFormatField, removeRootsField } from "../fields";
 import { effectiveTtls } from "../../../core/mount-store";
 import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
 import { encodeName, publicKeyFacts } from "../x509/asn1";
@@ -24,17 +25,12 @@ import { reserveSerial } from "../issuance/serials";
 import { insertCertStmt, loadIssuanceState, putConfigStmt, runBatch, type IssuanceState, type IssuerRow, type Stmt } from "../storage/store";
 import { generateKeyPair, importSigner, parseCertificate, signCertificate, signCsr } from "../x509/x509";
 
-const common = {
-  format: { type: "string", description: "pem, der or pem_bundle.", default: "pem" },
-  private_key_format: { type: "string", description: "der (default) or pkcs8.", default: "der" },
-  remove_roots_from_chain: { type: "bool", description: "Drop self-signed CAs from ca_chain.", default: false },
-} as const;
+const common = { ...formatField, ...privateKeyFormatField, ...removeRootsField } as const;
 
 /** What Lanyard itself reads from an issue body; everything else is the service's business. */
 export const externalIssueFields = defineFields({
   ...common,
-  key_type: { type: "string", description: "rsa (default), ec or ed25519.", default: "rsa" },
-  key_bits: { type: "int", description: "0 = the type's default (rsa 2048, ec 256).", default: 0 },
+  ...keyGenFields,
 });
 
 export const externalSignFields = defineFields({

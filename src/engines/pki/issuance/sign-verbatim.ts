@@ -32,19 +32,19 @@ import { validateKeySpec } from "../x509/keytypes";
 import { colonHex } from "../x509/pem";
 import { extKeyUsageOids, keyUsageBits, resolveAia } from "./profile";
 import { OID_AKI, OID_SKI } from "../x509/resign";
-import { DEFAULT_KEY_USAGE, type Role } from "../policy/roles";
+import type { Role } from "../policy/roles";
+import { DEFAULT_KEY_USAGE } from "../defaults";
+import { css, csrField, formatField, notAfterField, removeRootsField, signatureFields } from "../fields";
 import { reserveSerial } from "./serials";
 import { insertCertStmt, loadIssuanceState, runBatch } from "../storage/store";
 import { computeValidity, type LeafNotAfterBehavior } from "./ttl";
 import { importSigner, signCertificate } from "../x509/x509";
 
-const css = (description: string, def: string[] = []) => ({ type: "comma-string-slice" as const, description, default: def });
-
 export const signVerbatimFields = defineFields({
   role: { type: "string", description: "Role (path): its ttl, max_ttl, issuer_ref, no_store, no_store_metadata and not_before_duration apply." },
   name: { type: "string", description: "Role, as a body field (spec \"Sign verbatim\" name), when the path names none." },
   issuer_ref: { type: "string", description: "Signing issuer (per-issuer paths)." },
-  csr: { type: "string", description: "PEM certificate request.", default: "" },
+  ...csrField,
   key_usage: css("Key usages when the CSR has no key usage extension (case-insensitive; empty: none).", DEFAULT_KEY_USAGE),
   ext_key_usage: css("Extended key usages when the CSR has no extended key usage extension."),
   ext_key_usage_oids: css("Extended key usage OIDs when the CSR has no extended key usage extension."),
@@ -54,11 +54,11 @@ export const signVerbatimFields = defineFields({
     default: false,
   },
   ttl: { type: "duration", description: "Requested TTL (at most the role's or the engine's max_ttl).", default: 0 },
-  format: { type: "string", description: "pem, der or pem_bundle.", default: "pem" },
-  not_after: { type: "string", description: "Absolute notAfter, YYYY-MM-DDTHH:MM:SSZ.", default: "" },
-  signature_bits: { type: "int", description: "RSA issuers: hash size 256, 384 or 512 (0: automatic).", default: 0 },
-  use_pss: { type: "bool", description: "RSA issuers: RSA-PSS signatures.", default: false },
-  remove_roots_from_chain: { type: "bool", description: "Drop self-signed CAs from ca_chain.", default: false },
+  ...formatField,
+  ...notAfterField,
+  // Only RSA issuers use them; a bad value is refused for every issuer.
+  ...signatureFields,
+  ...removeRootsField,
   user_ids: css("User ID (0.9.2342.19200300.100.1.1) subject values to add; not validated here."),
   cert_metadata: { type: "string", description: "Base64 metadata stored with the certificate (needs a role).", default: "" },
 });

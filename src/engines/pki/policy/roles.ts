@@ -5,136 +5,71 @@
  */
 import { badRequest } from "../../../core/errors";
 import { defineFields, type FieldValues } from "../../../core/fields";
+import { ROLE_DEFAULTS, type PolicyInfo, type Role } from "../defaults";
+import { css, extKeyUsageFields, flag, subjectAttributeFields } from "../fields";
 import { isValidOid } from "../x509/der";
 import { validateKeySpec } from "../x509/keytypes";
 import { capRoleLists } from "./name-limits";
 import { formatCidr, parseCidr, parseOtherSan } from "./names";
 
-const css = (description: string, def: string[] = []) => ({ type: "comma-string-slice" as const, description, default: def });
-const flag = (description: string, def: boolean) => ({ type: "bool" as const, description, default: def });
+const D = ROLE_DEFAULTS;
 
-export const DEFAULT_KEY_USAGE = ["DigitalSignature", "KeyAgreement", "KeyEncipherment"];
-
+/** The role fields; their defaults are ROLE_DEFAULTS (../defaults.ts) except where noted. */
 export const roleFields = defineFields({
   name: { type: "string", description: "Name of the role.", required: true },
-  issuer_ref: { type: "string", description: "Issuer used by this role: id, name or 'default'.", default: "default" },
-  ttl: { type: "duration", description: "Default TTL of issued certificates (0: mount default).", default: 0 },
-  max_ttl: { type: "duration", description: "Maximum TTL (0: mount maximum).", default: 0 },
-  allow_localhost: flag("Allow localhost/localdomain names.", true),
-  allowed_domains: css("Domains the role may issue for."),
-  allowed_domains_template: flag("Identity templating in allowed_domains (not supported: names are literal).", false),
-  allow_globs_in_identity_templates: flag("Allow * in template substitutions.", false),
-  allow_bare_domains: flag("Allow the allowed domains themselves.", false),
-  allow_subdomains: flag("Allow subdomains of the allowed domains, any depth.", false),
-  allow_glob_domains: flag("Treat allowed domains containing * as globs.", false),
-  allow_wildcard_certificates: flag("Allow wildcard names.", true),
-  allow_any_name: flag("Skip domain matching.", false),
-  enforce_hostnames: flag("Names must be valid hostnames.", true),
-  allow_ip_sans: flag("Allow IP SANs.", true),
-  allowed_ip_sans_cidr: css("CIDRs IP SANs must fall in (empty: any)."),
-  allowed_uri_sans: css("Allowed URI SANs (globs)."),
-  allowed_uri_sans_template: flag("Identity templating in allowed_uri_sans.", false),
-  allowed_other_sans: css("Allowed other SANs, <oid>;UTF8:<value glob>, or *."),
-  allowed_serial_numbers: css("Allowed subject serial numbers (globs)."),
-  allowed_user_ids: css("Allowed user ids (globs)."),
-  server_flag: flag("ServerAuth EKU.", true),
-  client_flag: flag("ClientAuth EKU.", true),
-  code_signing_flag: flag("CodeSigning EKU.", false),
-  email_protection_flag: flag("EmailProtection EKU.", false),
-  key_type: { type: "string", description: "rsa, ec, ed25519 or any.", default: "rsa" },
+  issuer_ref: { type: "string", description: "Issuer used by this role: id, name or 'default'.", default: D.issuer_ref },
+  ttl: { type: "duration", description: "Default TTL of issued certificates (0: mount default).", default: D.ttl },
+  max_ttl: { type: "duration", description: "Maximum TTL (0: mount maximum).", default: D.max_ttl },
+  allow_localhost: flag("Allow localhost/localdomain names.", D.allow_localhost),
+  allowed_domains: css("Domains the role may issue for.", D.allowed_domains),
+  allowed_domains_template: flag("Identity templating in allowed_domains (not supported: names are literal).", D.allowed_domains_template),
+  allow_globs_in_identity_templates: flag("Allow * in template substitutions.", D.allow_globs_in_identity_templates),
+  allow_bare_domains: flag("Allow the allowed domains themselves.", D.allow_bare_domains),
+  allow_subdomains: flag("Allow subdomains of the allowed domains, any depth.", D.allow_subdomains),
+  allow_glob_domains: flag("Treat allowed domains containing * as globs.", D.allow_glob_domains),
+  allow_wildcard_certificates: flag("Allow wildcard names.", D.allow_wildcard_certificates),
+  allow_any_name: flag("Skip domain matching.", D.allow_any_name),
+  enforce_hostnames: flag("Names must be valid hostnames.", D.enforce_hostnames),
+  allow_ip_sans: flag("Allow IP SANs.", D.allow_ip_sans),
+  allowed_ip_sans_cidr: css("CIDRs IP SANs must fall in (empty: any).", D.allowed_ip_sans_cidr),
+  allowed_uri_sans: css("Allowed URI SANs (globs).", D.allowed_uri_sans),
+  allowed_uri_sans_template: flag("Identity templating in allowed_uri_sans.", D.allowed_uri_sans_template),
+  allowed_other_sans: css("Allowed other SANs, <oid>;UTF8:<value glob>, or *.", D.allowed_other_sans),
+  allowed_serial_numbers: css("Allowed subject serial numbers (globs).", D.allowed_serial_numbers),
+  allowed_user_ids: css("Allowed user ids (globs).", D.allowed_user_ids),
+  server_flag: flag("ServerAuth EKU.", D.server_flag),
+  client_flag: flag("ClientAuth EKU.", D.client_flag),
+  code_signing_flag: flag("CodeSigning EKU.", D.code_signing_flag),
+  email_protection_flag: flag("EmailProtection EKU.", D.email_protection_flag),
+  key_type: { type: "string", description: "rsa, ec, ed25519 or any.", default: D.key_type },
+  // 0 is "the key type's default": buildRole stores the resolved size (ROLE_DEFAULTS.key_bits).
   key_bits: { type: "int", description: "Key size (0: type default).", default: 0 },
+  // As key_bits: 0 resolves to the key type's hash size.
   signature_bits: { type: "int", description: "Hash size for RSA signatures (0: 256).", default: 0 },
-  use_pss: flag("RSA-PSS signatures.", false),
-  key_usage: css("Key usages.", DEFAULT_KEY_USAGE),
-  ext_key_usage: css("Extended key usage names."),
-  ext_key_usage_oids: css("Extended key usage OIDs."),
-  use_csr_common_name: flag("Sign: take the CN from the CSR.", true),
-  use_csr_sans: flag("Sign: take the SANs from the CSR.", true),
-  ou: css("Subject OU."),
-  organization: css("Subject O."),
-  country: css("Subject C."),
-  locality: css("Subject L."),
-  province: css("Subject ST."),
-  street_address: css("Subject street address."),
-  postal_code: css("Subject postal code."),
-  generate_lease: flag("Attach a lease to issued certificates.", false),
-  no_store: flag("Do not store issued certificates.", false),
-  no_store_metadata: flag("Do not store certificate metadata.", false),
-  require_cn: flag("Require a common name.", true),
-  cn_validations: css("email, hostname, or disabled.", ["email", "hostname"]),
+  use_pss: flag("RSA-PSS signatures.", D.use_pss),
+  key_usage: css("Key usages.", D.key_usage),
+  ...extKeyUsageFields,
+  use_csr_common_name: flag("Sign: take the CN from the CSR.", D.use_csr_common_name),
+  use_csr_sans: flag("Sign: take the SANs from the CSR.", D.use_csr_sans),
+  ...subjectAttributeFields,
+  generate_lease: flag("Attach a lease to issued certificates.", D.generate_lease),
+  no_store: flag("Do not store issued certificates.", D.no_store),
+  no_store_metadata: flag("Do not store certificate metadata.", D.no_store_metadata),
+  require_cn: flag("Require a common name.", D.require_cn),
+  cn_validations: css("email, hostname, or disabled.", D.cn_validations),
   policy_identifiers: { type: "any", description: "Certificate policy OIDs, or a JSON list of {oid, notice, cps}.", default: [] },
-  basic_constraints_valid_for_non_ca: flag("Add CA:false basic constraints.", false),
-  not_before_duration: { type: "duration", description: "Backdating of notBefore.", default: 30 },
-  not_before: { type: "string", description: "Fixed notBefore (RFC 3339).", default: "" },
-  not_before_bound: { type: "string", description: "permit, duration or forbid.", default: "permit" },
-  not_after: { type: "string", description: "Fixed notAfter (RFC 3339).", default: "" },
-  not_after_bound: { type: "string", description: "permit, ttl-limited, forbid or an RFC 3339 time.", default: "permit" },
+  basic_constraints_valid_for_non_ca: flag("Add CA:false basic constraints.", D.basic_constraints_valid_for_non_ca),
+  not_before_duration: { type: "duration", description: "Backdating of notBefore.", default: D.not_before_duration },
+  not_before: { type: "string", description: "Fixed notBefore (RFC 3339).", default: D.not_before },
+  not_before_bound: { type: "string", description: "permit, duration or forbid.", default: D.not_before_bound },
+  not_after: { type: "string", description: "Fixed notAfter (RFC 3339).", default: D.not_after },
+  not_after_bound: { type: "string", description: "permit, ttl-limited, forbid or an RFC 3339 time.", default: D.not_after_bound },
 });
 
 export type RoleFieldValues = FieldValues<typeof roleFields>;
 
-export interface PolicyInfo {
-  oid: string;
-  notice?: string;
-  cps?: string;
-}
-
-/** The stored role: exactly the read shape (§2.3). */
-export interface Role {
-  allow_any_name: boolean;
-  allow_bare_domains: boolean;
-  allow_glob_domains: boolean;
-  allow_globs_in_identity_templates: boolean;
-  allow_ip_sans: boolean;
-  allow_localhost: boolean;
-  allow_subdomains: boolean;
-  allow_token_displayname: boolean;
-  allow_wildcard_certificates: boolean;
-  allowed_domains: string[];
-  allowed_domains_template: boolean;
-  allowed_ip_sans_cidr: string[];
-  allowed_other_sans: string[];
-  allowed_serial_numbers: string[];
-  allowed_uri_sans: string[];
-  allowed_uri_sans_template: boolean;
-  allowed_user_ids: string[];
-  basic_constraints_valid_for_non_ca: boolean;
-  client_flag: boolean;
-  cn_validations: string[];
-  code_signing_flag: boolean;
-  country: string[];
-  email_protection_flag: boolean;
-  enforce_hostnames: boolean;
-  ext_key_usage: string[];
-  ext_key_usage_oids: string[];
-  generate_lease: boolean;
-  issuer_ref: string;
-  key_bits: number;
-  key_type: string;
-  key_usage: string[];
-  locality: string[];
-  max_ttl: number;
-  no_store: boolean;
-  no_store_metadata: boolean;
-  not_after: string;
-  not_after_bound: string;
-  not_before: string;
-  not_before_bound: string;
-  not_before_duration: number;
-  organization: string[];
-  ou: string[];
-  policy_identifiers: (string | PolicyInfo)[];
-  postal_code: string[];
-  province: string[];
-  require_cn: boolean;
-  server_flag: boolean;
-  signature_bits: number;
-  street_address: string[];
-  ttl: number;
-  use_csr_common_name: boolean;
-  use_csr_sans: boolean;
-  use_pss: boolean;
-}
+// The stored shape is declared with its defaults (../defaults.ts); policy and issuance take it from here.
+export type { PolicyInfo, Role };
 
 /** Parses policy_identifiers: a list of OIDs, or a JSON string (or list) of {oid, notice, cps}. */
 export function parsePolicyIdentifiers(raw: unknown): (string | PolicyInfo)[] {
@@ -296,7 +231,5 @@ export function roleToFields(role: Role): Omit<RoleFieldValues, "name"> {
 
 /** The role every field of which has its default (the base of synthetic CA-generation roles). */
 export function defaultRole(): Role {
-  const values: Record<string, unknown> = {};
-  for (const [k, def] of Object.entries(roleFields)) if ("default" in def) values[k] = structuredClone(def.default);
-  return buildRole(values as Omit<RoleFieldValues, "name">).role;
+  return structuredClone(ROLE_DEFAULTS);
 }

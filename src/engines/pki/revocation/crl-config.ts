@@ -5,18 +5,9 @@
 import { parseDurationSeconds } from "../../../core/duration";
 import { badRequest } from "../../../core/errors";
 import { defineFields, type FieldValues } from "../../../core/fields";
-import { CONFIG_DEFAULTS, type CrlConfig } from "../storage/store";
-
-/** Vault's cluster-wide revocation switches: accepted and echoed; Lanyard is a single cluster. */
-export interface CrlClusterFlags {
-  cross_cluster_revocation: boolean;
-  unified_crl: boolean;
-  unified_crl_on_existing_paths: boolean;
-}
+import { CONFIG_DEFAULTS, CRL_CLUSTER_DEFAULTS, type CrlClusterFlags, type CrlConfig } from "../defaults";
 
 export type CrlConfigFull = CrlConfig & CrlClusterFlags;
-
-export const CRL_CLUSTER_DEFAULTS: CrlClusterFlags = { cross_cluster_revocation: false, unified_crl: false, unified_crl_on_existing_paths: false };
 
 export const crlConfigFields = defineFields({
   expiry: { type: "string", description: "How long a CRL is valid (its nextUpdate); default 72h." },

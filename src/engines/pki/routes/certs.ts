@@ -4,6 +4,7 @@
  */
 import { ApiError, badRequest, notFound } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
+import { aiaUrlFields } from "../fields";
 import { route, type Req } from "../../../core/route";
 import { base64ToBytes } from "../../../core/encoding";
 import { certDerFromPem, chainPems } from "../ca/issuers";
@@ -65,13 +66,8 @@ async function readCert(req: Req) {
   return { data: { certificate: toPem("CERTIFICATE", base64ToBytes(row.der)), ...revocation } };
 }
 
-const css = (description: string) => ({ type: "comma-string-slice" as const, description });
-
 const urlsFields = defineFields({
-  issuing_certificates: css("AIA caIssuers URLs."),
-  crl_distribution_points: css("CRL distribution point URLs."),
-  delta_crl_distribution_points: css("Delta CRL distribution point URLs."),
-  ocsp_servers: css("OCSP responder URLs."),
+  ...aiaUrlFields,
   enable_templating: { type: "bool", description: "Expand {{issuer_id}}, {{cluster_path}}, {{cluster_aia_path}}." },
 });
 

@@ -7,6 +7,7 @@
  */
 import { badRequest } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
+import { issuerRefField } from "../fields";
 import { route, type Reply, type Req } from "../../../core/route";
 import { applyCrlConfigUpdate, crlConfigFields, crlConfigNeedsRebuild, crlConfigView, fullCrlConfig } from "../revocation/crl-config";
 import { crlFor, rebuildCrls, rebuildDeltaCrls, rebuildWarnings } from "../revocation/crl-rebuild";
@@ -60,7 +61,7 @@ async function serve(req: Req, ref: string | null, kind: CrlKind, shape: Shape):
   return render(req, issuer, crl, shape);
 }
 
-const refField = defineFields({ ref: { type: "string", description: "Issuer id, name or 'default'.", required: true } });
+const refField = defineFields(issuerRefField);
 
 const defaultCrl = (pattern: string, kind: CrlKind, shape: Shape) =>
   route({ pattern, public: ["read"], handlers: { read: (req) => serve(req, null, kind, shape) } });

@@ -1,39 +1,31 @@
 /** issue/:role, sign/:role and their per-issuer forms (spec "Issue", "Sign"). */
 import { badRequest } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
+import { css, csrField, formatField, nameFields, notAfterField, privateKeyFormatField, removeRootsField } from "../fields";
 import { route, type Req } from "../../../core/route";
 import { checkFormat, checkPrivateKeyFormat } from "../issuance/format";
 import { issueLeaf } from "../issuance/issue";
 import { ctxOf } from "./common";
-import type { Role } from "../policy/roles";
 import { issuanceStateFromResults, issuanceStateQueries, loadIssuanceState } from "../storage/store";
 import type { Db } from "../../../core/db/client";
 import type { SQL } from "drizzle-orm";
 
-const css = (description: string) => ({ type: "comma-string-slice" as const, description, default: [] as string[] });
-
 const issueFields = defineFields({
   role: { type: "string", description: "Role name.", required: true },
   issuer_ref: { type: "string", description: "Issuer (per-issuer paths)." },
-  common_name: { type: "string", description: "Subject CN.", default: "" },
-  alt_names: css("Comma-separated DNS names and e-mail addresses."),
-  ip_sans: css("IP SANs."),
-  uri_sans: css("URI SANs."),
-  other_sans: css("Other SANs, <oid>;UTF8:<value>."),
+  ...nameFields,
   ttl: { type: "duration", description: "Requested TTL (at most the role's max_ttl).", default: 0 },
-  format: { type: "string", description: "pem, der or pem_bundle.", default: "pem" },
-  private_key_format: { type: "string", description: "der or pkcs8.", default: "der" },
-  exclude_cn_from_sans: { type: "bool", description: "Leave the CN out of the SANs.", default: false },
-  not_after: { type: "string", description: "Absolute notAfter, YYYY-MM-DDTHH:MM:SSZ.", default: "" },
-  remove_roots_from_chain: { type: "bool", description: "Drop self-signed CAs from ca_chain.", default: false },
+  ...formatField,
+  ...privateKeyFormatField,
+  ...notAfterField,
+  ...removeRootsField,
   user_ids: css("User ID subject attributes."),
-  serial_number: { type: "string", description: "Subject serialNumber attribute.", default: "" },
   cert_metadata: { type: "string", description: "Base64 metadata stored (sealed) with the certificate; read it at cert-metadata/:serial.", default: "" },
 });
 
 const signFields = defineFields({
   ...issueFields,
-  csr: { type: "string", description: "PEM certificate request.", default: "" },
+  ...csrField,
 });
 
 function handler(kind: "issue" | "sign") {
@@ -44,7 +36,7 @@ function handler(kind: "issue" | "sign") {
     // request's first batch (prefetch below).
     const prefetched = req.prefetched && req.params.role === f.role ? issuanceStateFromResults(f.role, req.prefetched) : null;
     const state = prefetched ?? (await loadIssuanceState(req.db, ctx.mount.id, f.role));
-    const role = state.role as Role | null;
+    const role = state.role;
     if (!role) throw badRequest(`unknown role: ${f.role}`);
     return issueLeaf(ctx, state, {
       role,

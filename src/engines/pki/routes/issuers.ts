@@ -4,12 +4,13 @@
  */
 import { badRequest, notFound } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
+import { ALL_USAGES } from "../defaults";
+import { aiaUrlFields, cssUnset, issuerRefField } from "../fields";
 import { route, type Req } from "../../../core/route";
 import { privateKeyFacts, publicKeyFacts, toPkcs8 } from "../x509/asn1";
 import { base64ToBytes } from "../../../core/encoding";
 import { DerError } from "../x509/der";
 import {
-  ALL_USAGES,
   certDerFromPem,
   checkObjectName,
   importIssuersAndKeys,
@@ -77,19 +78,15 @@ export function checkAiaUrls(field: string, urls: string[], templating: boolean)
   }
 }
 
-const css = (description: string) => ({ type: "comma-string-slice" as const, description });
-
+// Without defaults: an update (PATCH especially) changes only what the client sent.
 const issuerFields = defineFields({
-  ref: { type: "string", description: "Issuer id, name or 'default'.", required: true },
+  ...issuerRefField,
   issuer_name: { type: "string", description: "Name of the issuer." },
   leaf_not_after_behavior: { type: "string", description: "err, truncate or permit." },
-  usage: css("issuing-certificates, crl-signing, ocsp-signing, read-only."),
+  usage: cssUnset("issuing-certificates, crl-signing, ocsp-signing, read-only."),
   revocation_signature_algorithm: { type: "string", description: "Signature algorithm of CRLs and OCSP responses." },
-  manual_chain: css("Chain override: self first."),
-  issuing_certificates: css("AIA caIssuers URLs."),
-  crl_distribution_points: css("CRL distribution points."),
-  delta_crl_distribution_points: css("Delta CRL distribution points."),
-  ocsp_servers: css("OCSP URLs."),
+  manual_chain: cssUnset("Chain override: self first."),
+  ...aiaUrlFields,
   enable_aia_url_templating: { type: "bool", description: "Expand {{issuer_id}} and cluster templates." },
 });
 
@@ -106,7 +103,7 @@ async function writeIssuer(req: Req<typeof issuerFields>, patch: boolean) {
     else if (!patch && given("issuer_name")) throw badRequest("expected non-empty issuer name");
     if (name !== "" && issuers.some((i) => i.id !== issuer.id && i.name === name)) throw badRequest("issuer name already in use");
     if (name !== issuer.name && issuer.name !== "") {
-      const n = (await listRoles(req.db, mount.id)).filter((r) => r.data.issuer_ref === issuer.name).length;
+      const n = (await listRoles(req.db, mount.id)).filter((r) => r.role.issuer_ref === issuer.name).length;
       if (n > 0) warnings.push(`${n} roles reference ${issuer.name}; they will no longer resolve to this issuer`);
     }
     next.name = name;
@@ -295,7 +292,7 @@ export const issuerRoutes = [
   }),
   route({
     pattern: "issuer/:ref/json",
-    fields: defineFields({ ref: { type: "string", description: "Issuer.", required: true } }),
+    fields: defineFields(issuerRefField),
     public: ["read"],
     handlers: {
       async read(req) {
@@ -308,7 +305,7 @@ export const issuerRoutes = [
   }),
   route({
     pattern: "issuer/:ref/der",
-    fields: defineFields({ ref: { type: "string", description: "Issuer.", required: true } }),
+    fields: defineFields(issuerRefField),
     public: ["read"],
     handlers: {
       async read(req) {
@@ -319,7 +316,7 @@ export const issuerRoutes = [
   }),
   route({
     pattern: "issuer/:ref/pem",
-    fields: defineFields({ ref: { type: "string", description: "Issuer.", required: true } }),
+    fields: defineFields(issuerRefField),
     public: ["read"],
     handlers: {
       async read(req) {

@@ -1,6 +1,7 @@
 /** keys, key/:ref, keys/generate/:type, keys/import, config/keys (pki-engine.md §4.7–4.8). */
 import { badRequest, notFound } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
+import { keyGenFields } from "../fields";
 import { route, type Req } from "../../../core/route";
 import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
 import { privateKeyFacts, publicKeyFacts, toPkcs8 } from "../x509/asn1";
@@ -139,8 +140,7 @@ export const keyRoutes = [
     fields: defineFields({
       type: { type: "string", description: "internal or exported.", required: true },
       key_name: { type: "string", description: "Name of the key.", default: "" },
-      key_type: { type: "string", description: "rsa, ec or ed25519.", default: "rsa" },
-      key_bits: { type: "int", description: "Key size (0: type default).", default: 0 },
+      ...keyGenFields,
     }),
     handlers: {
       async update(req) {

@@ -4,6 +4,7 @@
  */
 import { notFound } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
+import { issuerRefField } from "../fields";
 import { route } from "../../../core/route";
 import { listRevokedSerials } from "../storage/revocation-store";
 import { revokeCertificate, revokeIssuer } from "../revocation/revoke";
@@ -49,7 +50,7 @@ export const revokeRoutes = [
   }),
   route({
     pattern: "issuer/:ref/revoke",
-    fields: defineFields({ ref: { type: "string", description: "Issuer id, name or 'default'.", required: true } }),
+    fields: defineFields(issuerRefField),
     handlers: { update: (req) => revokeIssuer(ctxOf(req), req.fields.ref) },
   }),
   route({

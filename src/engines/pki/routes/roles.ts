@@ -4,7 +4,7 @@ import { parseFields } from "../../../core/fields";
 import { route, type Req } from "../../../core/route";
 import { resolveIssuerIn } from "../ca/issuers";
 import { buildRole, roleFields, roleToFields, type Role, type RoleFieldValues } from "../policy/roles";
-import { deleteRole, getAllConfig, getRoleData, listIssuers, listRoles, putRoleData } from "../storage/store";
+import { deleteRole, getAllConfig, getRole, listIssuers, listRoleNames, putRole } from "../storage/store";
 import { mountOf, paginate } from "./common";
 
 /** The warning for an issuer_ref that does not resolve now (§2.4): accepted, but flagged. */
@@ -26,13 +26,13 @@ async function save(req: Req, name: string, values: Omit<RoleFieldValues, "name"
   const { role, warnings } = buildRole(values);
   const w = await issuerRefWarning(req, role.issuer_ref);
   if (w) warnings.push(w);
-  await putRoleData(req.db, mountOf(req).id, name, role as unknown as Record<string, unknown>);
+  await putRole(req.db, mountOf(req).id, name, role);
   return { data: role, warnings };
 }
 
+/** The stored role, decoded: a role written before a field existed reads with its default. */
 export async function loadRole(req: Req, name: string): Promise<Role | null> {
-  const data = await getRoleData(req.db, mountOf(req).id, name);
-  return data ? (data as unknown as Role) : null;
+  return getRole(req.db, mountOf(req).id, name);
 }
 
 export const roleRoutes = [
@@ -40,7 +40,7 @@ export const roleRoutes = [
     pattern: "roles",
     handlers: {
       async list(req) {
-        const keys = paginate((await listRoles(req.db, mountOf(req).id)).map((r) => r.name), req);
+        const keys = paginate(await listRoleNames(req.db, mountOf(req).id), req);
         if (keys.length === 0) throw notFound();
         return { data: { keys } };
       },

@@ -14,7 +14,9 @@ import type { Db } from "../../../core/db/client";
 import { mounts, pkiConfig, pkiCrlChunks, pkiCrls, pkiRevoked } from "../../../core/db/schema";
 import type { MountRow } from "../../../core/mount-store";
 import { base64ToBytesStrict } from "../../../core/encoding";
-import { CONFIG_DEFAULTS, issuanceStateFromResults, issuanceStateOf, signingStateQueries, type CrlConfig, type IssuanceState, type Stmt } from "./store";
+import type { CrlConfig } from "../defaults";
+import { decodeConfig } from "./decode";
+import { issuanceStateFromResults, issuanceStateOf, signingStateQueries, type IssuanceState, type Stmt } from "./store";
 
 /** Base64 characters per stored slice: well below D1's 2,000,000-byte value limit. */
 export const CHUNK_CHARS = 1_000_000;
@@ -217,5 +219,5 @@ export async function listAutoRebuildMounts(db: Db): Promise<{ mount: MountRow; 
     .from(pkiConfig)
     .innerJoin(mounts, eq(mounts.id, pkiConfig.mountId))
     .where(and(eq(pkiConfig.name, "crl"), eq(mounts.type, "pki"), sql`json_extract(${pkiConfig.value}, '$.auto_rebuild') = 1`));
-  return rows.map((r) => ({ mount: r.mount, config: { ...CONFIG_DEFAULTS.crl, ...(r.value as Partial<CrlConfig>) } })).filter((r) => r.config.auto_rebuild);
+  return rows.map((r) => ({ mount: r.mount, config: decodeConfig("crl", r.value) })).filter((r) => r.config.auto_rebuild);
 }

@@ -1,5 +1,6 @@
 /**
- * Storage of the PKI engine: the only module that touches the pki_* tables. Writes that must
+ * Storage of the PKI engine: the only module that touches the pki_* tables. Roles, issuers and
+ * configuration come out through the decoders of ./decode.ts (defaults filled). Writes that must
  * land together are returned as statements for `db.batch` (D1 has no interactive transactions,
  * workers-stack.md pitfall 8), so an issuer and its key are never half-written.
  */
@@ -7,8 +8,12 @@ import { and, asc, eq, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../../core/db/client";
 import { pkiCerts, pkiConfig, pkiIssuers, pkiKeys, pkiRoles } from "../../../core/db/schema";
-import { AUTO_TIDY_DEFAULTS, type AutoTidyConfig } from "../tidy/tidy";
-import { EXTERNAL_POLICY_DEFAULTS, EXTERNAL_POLICY_STATUS_DEFAULTS, type ExternalPolicyConfig, type ExternalPolicyStatus } from "../external-policy/config";
+import type { ConfigShapes, Role } from "../defaults";
+import { decodeAllConfig, decodeConfig, decodeIssuer, decodeRole } from "./decode";
+
+// The read shapes of the configuration, for the modules that take them from storage; their
+// definitions and defaults are in ../defaults.ts.
+export type { ClusterConfig, ConfigShapes, CrlConfig, IssuersConfig, KeysConfig, UrlsConfig } from "../defaults";
 
 export type KeyRow = typeof pkiKeys.$inferSelect;
 export type IssuerRow = typeof pkiIssuers.$inferSelect;
@@ -42,12 +47,14 @@ export async function renameKey(db: Db, mountId: string, id: string, name: strin
 
 // -- issuers ----------------------------------------------------------------------------------
 
-export const listIssuers = (db: Db, mountId: string): Promise<IssuerRow[]> =>
-  db.select().from(pkiIssuers).where(eq(pkiIssuers.mountId, mountId)).orderBy(asc(pkiIssuers.id));
+export async function listIssuers(db: Db, mountId: string): Promise<IssuerRow[]> {
+  const rows = await db.select().from(pkiIssuers).where(eq(pkiIssuers.mountId, mountId)).orderBy(asc(pkiIssuers.id));
+  return rows.map(decodeIssuer);
+}
 
 export async function getIssuer(db: Db, mountId: string, id: string): Promise<IssuerRow | null> {
   const rows = await db.select().from(pkiIssuers).where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
-  return rows[0] ?? null;
+  return rows[0] ? decodeIssuer(rows[0]) : null;
 }
 
 /** An issuer together with its key in one query (the issuance hot path). */
@@ -58,7 +65,7 @@ export async function getIssuerWithKey(db: Db, mountId: string, id: string): Pro
     .leftJoin(pkiKeys, eq(pkiKeys.id, pkiIssuers.keyId))
     .where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
   const r = rows[0];
-  return r ? { issuer: r.issuer, key: r.key } : null;
+  return r ? { issuer: decodeIssuer(r.issuer), key: r.key } : null;
 }
 
 export const insertIssuerStmt = (db: Db, row: IssuerRow): Stmt => db.insert(pkiIssuers).values(row);
@@ -67,94 +74,29 @@ export const updateIssuerStmt = (db: Db, mountId: string, id: string, patch: Par
 export const deleteIssuerStmt = (db: Db, mountId: string, id: string): Stmt =>
   db.delete(pkiIssuers).where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
 
+/**
+ * DELETE root (pki-engine.md §4.8): every issuer and key of the mount and the default pointers
+ * to them, in one batch; issued certificates and the other configuration stay.
+ */
+export async function deleteAllIssuersAndKeys(db: Db, mountId: string): Promise<void> {
+  await db.batch([
+    db.delete(pkiIssuers).where(eq(pkiIssuers.mountId, mountId)),
+    db.delete(pkiKeys).where(eq(pkiKeys.mountId, mountId)),
+    db.delete(pkiConfig).where(and(eq(pkiConfig.mountId, mountId), eq(pkiConfig.name, "issuers"))),
+    db.delete(pkiConfig).where(and(eq(pkiConfig.mountId, mountId), eq(pkiConfig.name, "keys"))),
+  ]);
+}
+
 // -- mount configuration ----------------------------------------------------------------------
-
-export interface IssuersConfig {
-  default: string;
-  default_follows_latest_issuer: boolean;
-}
-
-export interface KeysConfig {
-  default: string;
-}
-
-export interface UrlsConfig {
-  issuing_certificates: string[];
-  crl_distribution_points: string[];
-  delta_crl_distribution_points: string[];
-  ocsp_servers: string[];
-  enable_templating: boolean;
-}
-
-export interface ClusterConfig {
-  path: string;
-  aia_path: string;
-}
-
-/** config/crl (pki-engine.md §6.3). Durations are kept as the strings the user wrote. */
-export interface CrlConfig {
-  expiry: string;
-  disable: boolean;
-  ocsp_disable: boolean;
-  ocsp_expiry: string;
-  auto_rebuild: boolean;
-  auto_rebuild_grace_period: string;
-  enable_delta: boolean;
-  delta_rebuild_interval: string;
-  allow_expired_cert_revocation: boolean;
-  max_crl_entries: number;
-}
-
-export interface ConfigShapes {
-  issuers: IssuersConfig;
-  keys: KeysConfig;
-  urls: UrlsConfig;
-  cluster: ClusterConfig;
-  crl: CrlConfig;
-  /** config/auto-tidy (src/engines/pki/tidy/tidy.ts, pki-engine.md §6.7). */
-  auto_tidy: AutoTidyConfig;
-  /** config/external-policy (src/engines/pki/external-policy/config.ts, pki-engine.md §7). */
-  external_policy: ExternalPolicyConfig;
-  /** The policy service's last good answer (kept apart so issuance never overwrites a config write). */
-  external_policy_status: ExternalPolicyStatus;
-}
-
-export const CONFIG_DEFAULTS: ConfigShapes = {
-  issuers: { default: "", default_follows_latest_issuer: false },
-  keys: { default: "" },
-  urls: { issuing_certificates: [], crl_distribution_points: [], delta_crl_distribution_points: [], ocsp_servers: [], enable_templating: false },
-  cluster: { path: "", aia_path: "" },
-  crl: {
-    expiry: "72h",
-    disable: false,
-    ocsp_disable: false,
-    ocsp_expiry: "12h",
-    auto_rebuild: false,
-    auto_rebuild_grace_period: "12h",
-    enable_delta: false,
-    delta_rebuild_interval: "15m",
-    allow_expired_cert_revocation: false,
-    max_crl_entries: 100000,
-  },
-  auto_tidy: AUTO_TIDY_DEFAULTS,
-  external_policy: EXTERNAL_POLICY_DEFAULTS,
-  external_policy_status: EXTERNAL_POLICY_STATUS_DEFAULTS,
-};
 
 export async function getConfig<K extends keyof ConfigShapes>(db: Db, mountId: string, name: K): Promise<ConfigShapes[K]> {
   const rows = await db.select().from(pkiConfig).where(and(eq(pkiConfig.mountId, mountId), eq(pkiConfig.name, name)));
-  const stored = rows[0]?.value as Partial<ConfigShapes[K]> | undefined;
-  return { ...CONFIG_DEFAULTS[name], ...stored };
+  return decodeConfig(name, rows[0]?.value);
 }
 
 /** All configuration rows of a mount in one query. */
 export async function getAllConfig(db: Db, mountId: string): Promise<ConfigShapes> {
-  const rows = await db.select().from(pkiConfig).where(eq(pkiConfig.mountId, mountId));
-  const out: ConfigShapes = structuredClone(CONFIG_DEFAULTS);
-  for (const r of rows) {
-    if (r.name in out) Object.assign(out[r.name as keyof ConfigShapes], r.value);
-  }
-  return out;
+  return decodeAllConfig(await db.select().from(pkiConfig).where(eq(pkiConfig.mountId, mountId)));
 }
 
 export function putConfigStmt<K extends keyof ConfigShapes>(db: Db, mountId: string, name: K, value: ConfigShapes[K]): Stmt {
@@ -164,7 +106,8 @@ export function putConfigStmt<K extends keyof ConfigShapes>(db: Db, mountId: str
 
 /** Everything issuance reads, in one D1 round trip (the hot path; see npm run bench). */
 export interface IssuanceState {
-  role: Record<string, unknown> | null;
+  /** The role, decoded (fields added after it was written at their defaults); null when none. */
+  role: Role | null;
   issuers: IssuerRow[];
   keys: KeyRow[];
   config: ConfigShapes;
@@ -212,20 +155,22 @@ export function issuanceStateFromResults(roleName: string | null, results: reado
 }
 
 export function issuanceStateOf(roleName: string | null, roles: RoleRow[], issuers: IssuerRow[], config: ConfigRow[], keys: KeyRow[]): IssuanceState {
-  const out: ConfigShapes = structuredClone(CONFIG_DEFAULTS);
-  for (const r of config) if (r.name in out) Object.assign(out[r.name as keyof ConfigShapes], r.value);
-  return { role: roleName === null ? null : (roles[0]?.data ?? null), issuers, keys, config: out };
+  const stored = roleName === null ? undefined : roles[0]?.data;
+  return { role: stored === undefined ? null : decodeRole(stored), issuers: issuers.map(decodeIssuer), keys, config: decodeAllConfig(config) };
 }
 
 // -- roles ------------------------------------------------------------------------------------
 
-export async function getRoleData(db: Db, mountId: string, name: string): Promise<Record<string, unknown> | null> {
+/** The role, decoded (fields added after it was written at their defaults); null when none. */
+export async function getRole(db: Db, mountId: string, name: string): Promise<Role | null> {
   const rows = await db.select().from(pkiRoles).where(and(eq(pkiRoles.mountId, mountId), eq(pkiRoles.name, name)));
-  return rows[0]?.data ?? null;
+  return rows[0] ? decodeRole(rows[0].data) : null;
 }
 
-export async function putRoleData(db: Db, mountId: string, name: string, data: Record<string, unknown>): Promise<void> {
+export async function putRole(db: Db, mountId: string, name: string, role: Role): Promise<void> {
   const now = Date.now();
+  // Role is a closed interface, not an index signature; the column holds it as JSON.
+  const data = role as unknown as Record<string, unknown>;
   await db
     .insert(pkiRoles)
     .values({ mountId, name, data, updatedAt: now })
@@ -236,8 +181,16 @@ export async function deleteRole(db: Db, mountId: string, name: string): Promise
   await db.delete(pkiRoles).where(and(eq(pkiRoles.mountId, mountId), eq(pkiRoles.name, name)));
 }
 
-export async function listRoles(db: Db, mountId: string): Promise<{ name: string; data: Record<string, unknown> }[]> {
-  return db.select({ name: pkiRoles.name, data: pkiRoles.data }).from(pkiRoles).where(eq(pkiRoles.mountId, mountId)).orderBy(asc(pkiRoles.name));
+/** The role names of a mount, sorted (LIST roles: no role is decoded). */
+export async function listRoleNames(db: Db, mountId: string): Promise<string[]> {
+  const rows = await db.select({ name: pkiRoles.name }).from(pkiRoles).where(eq(pkiRoles.mountId, mountId)).orderBy(asc(pkiRoles.name));
+  return rows.map((r) => r.name);
+}
+
+/** Every role of a mount, decoded, sorted by name. */
+export async function listRoles(db: Db, mountId: string): Promise<{ name: string; role: Role }[]> {
+  const rows = await db.select({ name: pkiRoles.name, data: pkiRoles.data }).from(pkiRoles).where(eq(pkiRoles.mountId, mountId)).orderBy(asc(pkiRoles.name));
+  return rows.map((r) => ({ name: r.name, role: decodeRole(r.data) }));
 }
 
 // -- certificates -----------------------------------------------------------------------------

@@ -12,7 +12,8 @@ import { and, asc, count, eq, gt, inArray } from "drizzle-orm";
 import type { Db } from "../../../core/db/client";
 import { mounts, pkiCerts, pkiConfig, pkiRevoked } from "../../../core/db/schema";
 import type { MountRow } from "../../../core/mount-store";
-import { AUTO_TIDY_DEFAULTS, type AutoTidyConfig } from "../tidy/tidy";
+import type { AutoTidyConfig } from "../defaults";
+import { decodeConfig } from "./decode";
 
 const CHUNK = 90;
 
@@ -122,6 +123,6 @@ export async function listAutoTidyMounts(db: Db): Promise<{ mount: MountRow; con
     .innerJoin(mounts, eq(mounts.id, pkiConfig.mountId))
     .where(and(eq(pkiConfig.name, "auto_tidy"), eq(mounts.type, "pki")));
   return rows
-    .map((r) => ({ mount: r.mount, config: { ...AUTO_TIDY_DEFAULTS, ...(r.value as Partial<AutoTidyConfig>) } }))
+    .map((r) => ({ mount: r.mount, config: decodeConfig("auto_tidy", r.value) }))
     .filter((r) => r.config.enabled);
 }

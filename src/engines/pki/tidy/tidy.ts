@@ -8,36 +8,12 @@
 import { formatGoDuration, parseDurationMs } from "../../../core/duration";
 import { badRequest } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
+import { AUTO_TIDY_DEFAULTS, type AutoTidyConfig, type TidyParams } from "../defaults";
+import { flag } from "../fields";
 
-/** What one tidy run does and with which buffers; durations in seconds, the pause in ms. */
-export interface TidyParams {
-  tidy_cert_store: boolean;
-  tidy_revoked_certs: boolean;
-  tidy_invalid_certs: boolean;
-  tidy_revoked_cert_issuer_associations: boolean;
-  tidy_expired_issuers: boolean;
-  tidy_move_legacy_ca_bundle: boolean;
-  tidy_acme: boolean;
-  safety_buffer: number;
-  revoked_safety_buffer: number;
-  issuer_safety_buffer: number;
-  acme_account_safety_buffer: number;
-  pause_ms: number;
-  page_size: number;
-}
-
-/**
- * config/auto-tidy as stored with the mount's configuration (src/engines/pki/storage/store.ts ConfigShapes
- * `auto_tidy`). Durations in seconds except `pause_ms`; `revoked_safety_buffer` null follows
- * `safety_buffer`, as upstream's unset pointer does.
- */
-export interface AutoTidyConfig extends Omit<TidyParams, "revoked_safety_buffer"> {
-  enabled: boolean;
-  interval_duration: number;
-  revoked_safety_buffer: number | null;
-  maintain_stored_certificate_counts: boolean;
-  publish_stored_certificate_count_metrics: boolean;
-}
+// The stored shapes and defaults live with every other PKI default; the tidy modules and their
+// tests take them from here too.
+export { AUTO_TIDY_DEFAULTS, type AutoTidyConfig, type TidyParams } from "../defaults";
 
 export const TIDY_OPERATIONS = [
   "tidy_cert_store",
@@ -51,50 +27,28 @@ export const TIDY_OPERATIONS = [
 
 const ANY_TIDY_CONFIG = TIDY_OPERATIONS.join(" / ");
 
-export const AUTO_TIDY_DEFAULTS: AutoTidyConfig = {
-  enabled: false,
-  interval_duration: 43200,
-  tidy_cert_store: false,
-  tidy_revoked_certs: false,
-  tidy_invalid_certs: false,
-  tidy_revoked_cert_issuer_associations: false,
-  tidy_expired_issuers: false,
-  tidy_move_legacy_ca_bundle: false,
-  tidy_acme: false,
-  safety_buffer: 259200,
-  revoked_safety_buffer: null,
-  issuer_safety_buffer: 31536000,
-  acme_account_safety_buffer: 2592000,
-  pause_ms: 0,
-  page_size: 1000,
-  maintain_stored_certificate_counts: false,
-  publish_stored_certificate_count_metrics: false,
-};
-
 export const TIDY_STARTED_WARNING =
   "Tidy operation successfully started. Any information from the operation will be printed to Lanyard's server logs.";
 export const TIDY_NOTHING_WARNING = `Manual tidy requested but no tidy operations were set. Enable at least one tidy operation to be run (${ANY_TIDY_CONFIG}).`;
 export const TIDY_RUNNING_WARNING = "Tidy operation already in progress.";
 export const TIDY_CANCEL_NONE_WARNING = "Tidy operation cannot be cancelled as none is currently running.";
 
-const flag = (description: string) => ({ type: "bool" as const, description, default: false });
-
 /** The fields of POST tidy (pki-engine.md §6.7 table); config/auto-tidy adds its own four. */
 export const tidyFields = defineFields({
-  tidy_cert_store: flag("Delete stored certificates past notAfter + safety_buffer."),
-  tidy_revoked_certs: flag("Delete revocation entries (and their stored certificates) past notAfter + revoked_safety_buffer; rebuilds the CRLs."),
-  tidy_revocation_list: flag("Deprecated alias of tidy_revoked_certs."),
-  tidy_invalid_certs: flag("Delete stored and revoked entries whose certificate does not parse."),
-  tidy_revoked_cert_issuer_associations: flag("Recompute the issuer of revocation entries whose issuer is missing."),
-  tidy_expired_issuers: flag("Delete issuers past notAfter + issuer_safety_buffer (never the default; keys are kept)."),
-  tidy_move_legacy_ca_bundle: flag("Legacy storage migration; nothing to do in Lanyard (accepted as a no-op)."),
-  tidy_acme: flag("ACME accounts and orders; Lanyard has no ACME (accepted as a no-op)."),
-  safety_buffer: { type: "duration", description: "Seconds or duration string; at least 1s.", default: 259200 },
+  tidy_cert_store: flag("Delete stored certificates past notAfter + safety_buffer.", false),
+  tidy_revoked_certs: flag("Delete revocation entries (and their stored certificates) past notAfter + revoked_safety_buffer; rebuilds the CRLs.", false),
+  tidy_revocation_list: flag("Deprecated alias of tidy_revoked_certs.", false),
+  tidy_invalid_certs: flag("Delete stored and revoked entries whose certificate does not parse.", false),
+  tidy_revoked_cert_issuer_associations: flag("Recompute the issuer of revocation entries whose issuer is missing.", false),
+  tidy_expired_issuers: flag("Delete issuers past notAfter + issuer_safety_buffer (never the default; keys are kept).", false),
+  tidy_move_legacy_ca_bundle: flag("Legacy storage migration; nothing to do in Lanyard (accepted as a no-op).", false),
+  tidy_acme: flag("ACME accounts and orders; Lanyard has no ACME (accepted as a no-op).", false),
+  safety_buffer: { type: "duration", description: "Seconds or duration string; at least 1s.", default: AUTO_TIDY_DEFAULTS.safety_buffer },
   revoked_safety_buffer: { type: "duration", description: "Buffer for revoked certificates; defaults to safety_buffer." },
-  issuer_safety_buffer: { type: "duration", description: "Buffer for expired issuers; at least 1s.", default: 31536000 },
-  acme_account_safety_buffer: { type: "duration", description: "ACME account buffer; at least 1s.", default: 2592000 },
+  issuer_safety_buffer: { type: "duration", description: "Buffer for expired issuers; at least 1s.", default: AUTO_TIDY_DEFAULTS.issuer_safety_buffer },
+  acme_account_safety_buffer: { type: "duration", description: "ACME account buffer; at least 1s.", default: AUTO_TIDY_DEFAULTS.acme_account_safety_buffer },
   pause_duration: { type: "string", description: "Go duration to pause between entries (e.g. 500ms, 1s).", default: "0s" },
-  page_size: { type: "int", description: "Entries per page, with a checkpoint between pages; <= 0 means no paging.", default: 1000 },
+  page_size: { type: "int", description: "Entries per page, with a checkpoint between pages; <= 0 means no paging.", default: AUTO_TIDY_DEFAULTS.page_size },
 });
 
 export const autoTidyFields = defineFields({
