@@ -1,5 +1,8 @@
-/** auth/token/*: create, look up, renew and revoke tokens (the engine's token store API). */
-import { badRequest, permissionDenied } from "../core/errors";
+/**
+ * auth/token/*: create (also from a role), look up, renew and revoke tokens (the engine's token
+ * store API, vault-ecosystem.md §3). Roles themselves are in ./token-role-routes.ts.
+ */
+import { ApiError, badRequest, permissionDenied } from "../core/errors";
 import { defineFields } from "../core/fields";
 import { route, type Req } from "../core/route";
 import { sha256Hex } from "../core/encoding";
@@ -8,13 +11,16 @@ import { getNamespaceById } from "./namespace-store";
 import {
   getTokenByAccessor,
   insertToken,
+  revokeOrphan,
   listAccessors,
   revokeTree,
   setExpiry,
   type TokenEntry,
   type TokenRow,
 } from "./token-store";
-import { authBlock, childPolicies, lookupView, newAccessor, newTokenText, tokenLifetime } from "./tokens";
+import { authBlock, childPolicies, lookupView, newAccessor, newTokenText, periodicLifetime, roleHasPolicyLists, rolePolicies, tokenLifetime } from "./tokens";
+import { getTokenRole, type TokenRole } from "./token-role-store";
+import { roleName, tokenRoleRoutes } from "./token-role-routes";
 
 const createFields = defineFields({
   policies: { type: "comma-string-slice", description: "Policies of the new token (default: the parent's)." },
@@ -31,7 +37,14 @@ const createFields = defineFields({
   type: { type: "string", description: "Token type; only \"service\" (empty or \"default\" mean it).", default: "service", allowed: ["service", "default", ""] },
 });
 
-async function createToken(req: Req<typeof createFields>, orphan: boolean) {
+/**
+ * Creates a child (or orphan) of the caller. With a role (auth/token/create/:role_name), Vault's
+ * role rules apply: its policy lists replace the parent-subset rule, `orphan` makes an orphan
+ * without sudo (and `no_parent` is ignored), `renewable:false`, `token_explicit_max_ttl`,
+ * `token_num_uses` and `token_no_default_policy` bound what the request asks, `token_period`
+ * makes the token periodic.
+ */
+async function createToken(req: Req<typeof createFields>, orphan: boolean, role: TokenRole | null = null) {
   const parent = req.token;
   if (!parent) throw permissionDenied();
   // Upstream's rule and wording (token_store.go handleCreateCommon, 400): a child, orphan or not,
@@ -40,15 +53,22 @@ async function createToken(req: Req<typeof createFields>, orphan: boolean) {
   if (parent.numUses > 0) throw badRequest("restricted use token cannot generate child tokens");
   const f = req.fields;
   if (f.num_uses < 0) throw badRequest("num_uses: must be zero or positive");
-  if (f.no_parent) {
+  if (f.no_parent && !role) {
     // req.path is relative to the request's namespace; req.capabilities resolves it as the
     // dispatcher does (issue 18 #1: a root token without sudo made orphans in team1).
     if (!req.capabilities(req.path).has("sudo")) throw badRequest("no_parent: root or sudo privileges are required to create an orphan token");
   }
-  const isOrphan = orphan || f.no_parent || parent.configuredRoot;
-  const policies = childPolicies(parent, f.policies, f.no_default_policy);
+  const isOrphan = role ? role.orphan || parent.configuredRoot : orphan || f.no_parent || parent.configuredRoot;
+  const noDefault = f.no_default_policy || role?.token_no_default_policy === true;
+  const policies = role && roleHasPolicyLists(role) ? rolePolicies(parent, role, f.policies, noDefault) : childPolicies(parent, f.policies, noDefault);
+  const explicitMax = role ? minNonZero(f.explicit_max_ttl, role.token_explicit_max_ttl) : f.explicit_max_ttl;
+  const numUses = role && role.token_num_uses > 0 && (f.num_uses === 0 || f.num_uses > role.token_num_uses) ? role.token_num_uses : f.num_uses;
   const now = Date.now();
-  const life = tokenLifetime(now, policies, f.ttl, f.explicit_max_ttl, isOrphan ? null : parent.expireTime);
+  const parentExpire = isOrphan ? null : parent.expireTime;
+  const life =
+    role && role.token_period > 0
+      ? periodicLifetime(now, role.token_period, explicitMax, parentExpire)
+      : tokenLifetime(now, policies, f.ttl, explicitMax, parentExpire);
   const text = newTokenText();
   const name = f.display_name.trim().replace(/[^\w.-]+/g, "-");
   const row: TokenRow = {
@@ -59,11 +79,11 @@ async function createToken(req: Req<typeof createFields>, orphan: boolean) {
     policies,
     displayName: name ? `token-${name}` : "token",
     meta: f.meta ?? null,
-    numUses: f.num_uses,
-    usesLeft: f.num_uses,
+    numUses,
+    usesLeft: numUses,
     ttl: life.ttl,
-    explicitMaxTtl: f.explicit_max_ttl,
-    renewable: f.renewable && life.expireTime !== null,
+    explicitMaxTtl: explicitMax,
+    renewable: f.renewable && role?.renewable !== false && life.expireTime !== null,
     creationTime: now,
     expireTime: life.expireTime,
     maxExpireTime: life.maxExpireTime,
@@ -74,6 +94,8 @@ async function createToken(req: Req<typeof createFields>, orphan: boolean) {
   if (!(await insertToken(req.db, row, now))) throw permissionDenied();
   return { data: null, auth: authBlock(row, text, now), warnings: life.warnings };
 }
+
+const minNonZero = (a: number, b: number): number => (a > 0 && b > 0 ? Math.min(a, b) : a || b);
 
 /** A token another request names, if it is valid and lives at or below the request's namespace. */
 async function targetByText(req: Req, text: string): Promise<TokenEntry | null> {
@@ -113,6 +135,7 @@ async function renew(req: Req, t: TokenEntry, increment: number | undefined) {
 }
 
 const tokenField = defineFields({ token: { type: "string", description: "The token.", required: true } });
+const lookupField = defineFields({ token: { type: "string", description: "The token (default: the caller's)." } });
 const accessorField = defineFields({ accessor: { type: "string", description: "The token's accessor.", required: true } });
 const renewFields = defineFields({
   increment: { type: "duration", description: "Requested new TTL from now (default: the token's TTL)." },
@@ -123,6 +146,18 @@ export const tokenRoutes = [
     pattern: "create",
     fields: createFields,
     handlers: { update: (req) => createToken(req, false) },
+  }),
+  route({
+    pattern: "create/:role_name",
+    fields: defineFields({ ...createFields, role_name: { type: "string", description: "The token role.", required: true } }),
+    handlers: {
+      async update(req) {
+        const name = roleName(req.fields.role_name);
+        const role = await getTokenRole(req.db, req.ns.id, name);
+        if (!role) throw badRequest(`unknown role ${name}`);
+        return createToken(req, false, role);
+      },
+    },
   }),
   route({
     pattern: "create-orphan",
@@ -141,7 +176,7 @@ export const tokenRoutes = [
   }),
   route({
     pattern: "lookup",
-    fields: tokenField,
+    fields: lookupField,
     handlers: {
       async read(req) {
         return tokenLookup(req);
@@ -207,11 +242,29 @@ export const tokenRoutes = [
     handlers: {
       async update(req) {
         const t = await targetByAccessor(req, req.fields.accessor);
-        if (t) await revokeTree(req.db, t.accessor);
+        // Vault: an unknown accessor is not an error, but a 200 with this warning.
+        if (!t) return { data: null, warnings: ["No token found with this accessor"] };
+        await revokeTree(req.db, t.accessor);
         return null;
       },
     },
   }),
+  route({
+    // Vault: revokes the token only; its children become orphans. Needs root or sudo.
+    pattern: "revoke-orphan",
+    fields: tokenField,
+    handlers: {
+      async update(req) {
+        if (!req.capabilities(req.path).has("sudo")) throw badRequest("root or sudo privileges required to revoke and orphan");
+        const t = await targetByText(req, req.fields.token);
+        if (!t) throw badRequest("token to revoke not found");
+        if (t.configuredRoot) throw badRequest("the configured root token cannot be revoked; change ROOT_TOKEN instead");
+        await revokeOrphan(req.db, t.accessor);
+        return null;
+      },
+    },
+  }),
+  ...tokenRoleRoutes,
   route({
     pattern: "accessors",
     sudo: ["list"],
@@ -224,9 +277,11 @@ export const tokenRoutes = [
   }),
 ];
 
-async function tokenLookup(req: Req<typeof tokenField>) {
-  const t = await targetByText(req, req.fields.token);
-  if (!t) throw badRequest("token: invalid token");
+/** Vault's lookup: the token in the body (or query), else the caller's; an unknown one is 403 `bad token`. */
+async function tokenLookup(req: Req<typeof lookupField>) {
+  const text = req.fields.token && req.fields.token !== "" ? req.fields.token : (req.token as TokenEntry).presented;
+  const t = await targetByText(req, text);
+  if (!t) throw new ApiError(403, "bad token");
   if (t.configuredRoot) return { data: { ...lookupView(t, t.presented, Date.now(), ""), orphan: true, path: "" } };
   return { data: lookupView(t, t.presented, Date.now(), await nsPath(req, t)) };
 }

@@ -99,6 +99,16 @@ export async function revokeTree(db: Db, accessor: string): Promise<number> {
   return res.meta.changes ?? 0;
 }
 
+/**
+ * Vault's revoke-orphan: deletes the token and makes its children orphans. One D1 batch (a
+ * transaction), so no child can be inserted under the token between the two statements; a
+ * concurrent insert runs before (its child is orphaned too) or after (it finds no parent and
+ * stores nothing, see insertToken).
+ */
+export async function revokeOrphan(db: Db, accessor: string): Promise<void> {
+  await db.batch([db.delete(tokens).where(eq(tokens.accessor, accessor)), db.update(tokens).set({ parentAccessor: null }).where(eq(tokens.parentAccessor, accessor))]);
+}
+
 export async function revokeNamespaceTokens(db: Db, nsIds: string[]): Promise<void> {
   if (nsIds.length === 0) return;
   await db.delete(tokens).where(inArray(tokens.namespaceId, nsIds));

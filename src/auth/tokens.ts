@@ -7,6 +7,8 @@ import { badRequest } from "../core/errors";
 import type { AuthBlock } from "../core/route";
 import { bytesToBase64Url } from "../core/encoding";
 import type { TokenEntry, TokenRow } from "./token-store";
+import { globMatch } from "../core/glob";
+import type { TokenRole } from "./token-role-store";
 
 export function newTokenText(): string {
   return `lys.${bytesToBase64Url(crypto.getRandomValues(new Uint8Array(24)))}`;
@@ -45,6 +47,59 @@ export function childPolicies(parent: TokenEntry, requested: string[] | undefine
     }
   }
   return [...policies].sort();
+}
+
+/** Whether a role restricts policies by lists or globs (then the parent-subset rule does not apply). */
+export function roleHasPolicyLists(role: TokenRole): boolean {
+  return role.allowed_policies.length + role.disallowed_policies.length + role.allowed_policies_glob.length + role.disallowed_policies_glob.length > 0;
+}
+
+/**
+ * Policies of a token created from a role that sets allowed or disallowed lists (Vault's
+ * handleCreateCommon): without `policies` the role's allowed_policies are used (the parent's when
+ * the role has none); each requested policy must be allowed (by name or glob) and none may be
+ * disallowed; the parent-subset rule is not applied, which is what roles are for. `default` is
+ * added unless refused or disallowed.
+ */
+export function rolePolicies(parent: TokenEntry, role: TokenRole, requested: string[] | undefined, noDefault: boolean): string[] {
+  const clean = (l: string[]) => [...new Set(l.map((p) => p.trim().toLowerCase()).filter((p) => p !== ""))];
+  const base = requested && requested.length > 0 ? requested : role.allowed_policies.length > 0 ? role.allowed_policies : parent.policies;
+  const asked = clean(base).filter((p) => p !== "default");
+  const hasAllowed = role.allowed_policies.length + role.allowed_policies_glob.length > 0;
+  if (hasAllowed) {
+    const outside = asked.filter((p) => !role.allowed_policies.includes(p) && !role.allowed_policies_glob.some((g) => globMatch(g, p)));
+    if (outside.length > 0) {
+      throw badRequest(
+        `token policies (${JSON.stringify(asked)}) must be subset of the role's allowed policies (${JSON.stringify(role.allowed_policies)}) or glob policies (${JSON.stringify(role.allowed_policies_glob)})`,
+      );
+    }
+  }
+  const disallowed = (p: string) => role.disallowed_policies.includes(p) || role.disallowed_policies_glob.some((g) => globMatch(g, p));
+  for (const p of asked) if (disallowed(p)) throw badRequest(`token policy "${p}" is disallowed by this role`);
+  if (asked.includes("root") && !parent.policies.includes("root")) throw badRequest("root tokens may not be created without parent token being root");
+  const policies = new Set(asked);
+  if (!noDefault && !policies.has("root") && !disallowed("default")) policies.add("default");
+  if (policies.size > MAX_TOKEN_POLICIES) {
+    throw badRequest(`policies: a token may have at most ${MAX_TOKEN_POLICIES} policies (including "default"); ${policies.size} were given`);
+  }
+  return [...policies].sort();
+}
+
+/**
+ * Lifetime of a periodic token (a role's token_period): its TTL is the period, each renewal
+ * extends it by the period again, and only an explicit max TTL (or, for a child, the parent's
+ * expiry) bounds it, not the system maximum (Vault's periodic tokens).
+ */
+export function periodicLifetime(now: number, period: number, explicitMaxTtl: number, parentExpire: number | null): Lifetime {
+  const warnings: string[] = [];
+  let maxExpireTime: number | null = explicitMaxTtl > 0 ? now + explicitMaxTtl * 1000 : null;
+  if (parentExpire !== null) maxExpireTime = maxExpireTime === null ? parentExpire : Math.min(maxExpireTime, parentExpire);
+  let expireTime = now + period * 1000;
+  if (maxExpireTime !== null && expireTime > maxExpireTime) {
+    warnings.push("period exceeds the token's maximum lifetime; the TTL was capped");
+    expireTime = maxExpireTime;
+  }
+  return { ttl: Math.round((expireTime - now) / 1000), expireTime, maxExpireTime, warnings };
 }
 
 export interface Lifetime {

@@ -21,6 +21,7 @@ import {
 } from "../../auth/namespace-store";
 import { deleteNamespacePolicies } from "../../auth/policy-store";
 import { revokeNamespaceTokens } from "../../auth/token-store";
+import { deleteNamespaceTokenRoles } from "../../auth/token-role-store";
 import { ApiError, badRequest, notFound } from "../../core/errors";
 import { defineFields } from "../../core/fields";
 import { route, type Req } from "../../core/route";
@@ -172,6 +173,7 @@ export const namespaceRoutes = [
         // purges miss nothing; each is idempotent, so a retried DELETE finishes an interrupted one.
         await deleteNamespaceSyncRows(req.db, row.id);
         await deleteNamespacePolicies(req.db, [row.id]);
+        await deleteNamespaceTokenRoles(req.db, [row.id]);
         await revokeNamespaceTokens(req.db, [row.id]);
         await deleteNamespaceRow(req.db, row.id);
         return null;

@@ -79,3 +79,29 @@ export const mounts = sqliteTable(
   },
   (t) => [uniqueIndex("mounts_ns_path").on(t.namespaceId, t.path)],
 );
+
+/**
+ * Token roles (auth/token/roles/:name; vault-ecosystem.md §3): what tokens created through
+ * auth/token/create/:name get. The role's settings are one JSON document (src/auth/token-role-store.ts
+ * defines and validates it), since they are always read and written whole.
+ */
+export const tokenRoles = sqliteTable(
+  "token_roles",
+  {
+    namespaceId: text("namespace_id").notNull(),
+    /** Stored lower-case, as Vault does. */
+    name: text("name").notNull(),
+    config: text("config", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
+    updatedAt: integer("updated_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.namespaceId, t.name] })],
+);
+
+/**
+ * Activated features (sys/activation-flags; reference/secrets-sync.md §1.2): one row per feature
+ * that was activated ("secrets-sync"). Cluster-wide, as in Vault; activation is one-way.
+ */
+export const activationFlags = sqliteTable("activation_flags", {
+  name: text("name").primaryKey(),
+  activatedAt: integer("activated_at").notNull(),
+});
