@@ -16,6 +16,24 @@ export function isDestinationType(s: string): s is DestinationType {
   return (DESTINATION_TYPES as readonly string[]).includes(s);
 }
 
+/**
+ * Vault's names of the five types (issue 12), accepted wherever a type appears in a path or a
+ * body; answers always use the spec's names.
+ */
+export const VAULT_TYPE_ALIASES: Readonly<Record<string, DestinationType>> = {
+  "aws-sm": "cloudone-sm",
+  "azure-kv": "cloudtwo-kv",
+  "gcp-sm": "cloudthree-sm",
+  gh: "repohost",
+  "vercel-project": "webhost-project",
+};
+
+/** The spec's type for a spec name or a Vault alias; null for anything else. */
+export function canonicalDestinationType(s: string): DestinationType | null {
+  if (isDestinationType(s)) return s;
+  return VAULT_TYPE_ALIASES[s] ?? null;
+}
+
 export const GRANULARITIES = ["secret-path", "secret-key"] as const;
 export type Granularity = (typeof GRANULARITIES)[number];
 

@@ -9,7 +9,7 @@ import { route, type Req, type RouteDef } from "../../../core/route";
 import * as kvStore from "../../kv/store";
 import { findMountForPath, getMount, type MountRow } from "../../../core/mount-store";
 import { associationsOfDestination, associationsOfNamespace, findAssociationByStoredMount, type Association, type Link } from "../association-store";
-import { isDestinationType, type DestinationType } from "../destinations/types";
+import { canonicalDestinationType, type DestinationType } from "../destinations/types";
 import { removeAssociation, setAssociation } from "../operations";
 import { destinationExists, getDestination } from "../store";
 import { loadConfig } from "../../../core/config";
@@ -48,8 +48,9 @@ export function associationEntries(a: Association): Record<string, Record<string
 }
 
 function destinationKey(req: Req) {
-  const type = req.params.type ?? "";
-  if (!isDestinationType(type)) throw badRequest(`type: unknown destination type "${type}"`);
+  // A Vault alias (aws-sm, gh, ...) names the same destination as the spec's type name.
+  const type = canonicalDestinationType(req.params.type ?? "");
+  if (!type) throw badRequest(`type: unknown destination type "${req.params.type ?? ""}"`);
   return { namespaceId: req.ns.id, type, name: req.params.name ?? "" };
 }
 

@@ -10,7 +10,7 @@ import { route, type Req, type RouteDef } from "../../../core/route";
 import { writeFields } from "../destinations/options";
 import { DESTINATIONS } from "../destinations/registry";
 import { deleteDestination, destinationView, writeDestination } from "../destinations/service";
-import { DESTINATION_TYPES, isDestinationType, type DestinationDef } from "../destinations/types";
+import { canonicalDestinationType, DESTINATION_TYPES, VAULT_TYPE_ALIASES, type DestinationDef } from "../destinations/types";
 import { engineDeps } from "./deps";
 import { requestPurge } from "../operations";
 import { destinationExists, getDestination, listDestinations } from "../store";
@@ -29,7 +29,8 @@ function purgeFlag(req: Req): boolean {
   }
 }
 
-function typeRoute(def: DestinationDef): RouteDef {
+/** The routes of one type, under its spec name or (`pathType`) one of Vault's aliases. */
+function typeRoute(def: DestinationDef, pathType: string = def.type): RouteDef {
   const write = (mode: "write" | "patch") => async (req: Req) => {
     const rec = await writeDestination(
       {
@@ -49,7 +50,7 @@ function typeRoute(def: DestinationDef): RouteDef {
     return { data: destinationView(def, rec) };
   };
   return route({
-    pattern: `sync/destinations/${def.type}/:name`,
+    pattern: `sync/destinations/${pathType}/:name`,
     fields: writeFields(def),
     exists: (req) => destinationExists(req.db, keyOf(req, def)),
     handlers: {
@@ -95,8 +96,8 @@ export const destinationRoutes: RouteDef[] = [
     pattern: "sync/destinations/:type",
     handlers: {
       async list(req) {
-        const type = req.params.type ?? "";
-        if (!isDestinationType(type)) throw unknownType(type);
+        const type = canonicalDestinationType(req.params.type ?? "");
+        if (!type) throw unknownType(req.params.type ?? "");
         const rows = await listDestinations(req.db, req.ns.id, type);
         if (rows.length === 0) throw notFound();
         return { data: { keys: rows.map((r) => r.name), total_destinations: rows.length } };
@@ -104,6 +105,7 @@ export const destinationRoutes: RouteDef[] = [
     },
   }),
   ...DESTINATION_TYPES.map((t) => typeRoute(DESTINATIONS[t])),
+  ...Object.entries(VAULT_TYPE_ALIASES).map(([alias, t]) => typeRoute(DESTINATIONS[t], alias)),
   route({
     pattern: "sync/destinations/:type/:name",
     handlers: { read: refuseUnknown, update: refuseUnknown, patch: refuseUnknown, delete: refuseUnknown },

@@ -1,0 +1,33 @@
+/**
+ * sys/activation-flags (reference/secrets-sync.md §1.2): Vault requires a one-time
+ * `vault write -f sys/activation-flags/secrets-sync/activate` before secrets sync, and clients
+ * (the UI, Terraform) read the flags unauthenticated. Lanyard records the activation and answers
+ * as Vault does; sync itself works without it, so existing set-ups keep working.
+ */
+import { activatedFeatures, activateFeature } from "../../core/activation-store";
+import { route, type Req } from "../../core/route";
+
+/** Features that can be activated. */
+const FEATURES = ["secrets-sync"] as const;
+
+async function flags(req: Req): Promise<{ data: { activated: string[]; unactivated: string[] } }> {
+  const activated = (await activatedFeatures(req.db)).filter((f) => (FEATURES as readonly string[]).includes(f));
+  return { data: { activated, unactivated: FEATURES.filter((f) => !activated.includes(f)) } };
+}
+
+export const activationFlagRoutes = [
+  route({
+    pattern: "activation-flags",
+    public: ["read"],
+    handlers: { read: flags },
+  }),
+  route({
+    pattern: "activation-flags/secrets-sync/activate",
+    handlers: {
+      async update(req) {
+        await activateFeature(req.db, "secrets-sync");
+        return flags(req);
+      },
+    },
+  }),
+];
