@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { splitPath } from "../../src/app/dispatch";
+import { splitPath } from "../../src/core/path";
 import { decodeJsonObject, operationOf, readBody } from "../../src/core/request";
 
 describe("operationOf", () => {
