@@ -1,22 +1,14 @@
 /**
- * Scheduled jobs (wrangler.toml [triggers] crons), run by the Worker's `scheduled` handler. Each
- * job runs on its own: one failing job is logged and does not stop the others. Engines add
- * their jobs to JOBS (the PKI engine: CRL rebuild, tidy).
+ * Scheduled jobs (wrangler.toml [triggers] crons), run by the Worker's `scheduled` handler: every
+ * registered engine's `cron` jobs (src/app/engines.ts; PKI: auto-tidy and CRL auto-rebuild, sync:
+ * reconciliation). Each job runs on its own: one failing job is logged and does not stop the others.
  */
-import { pkiCrlAutoRebuildJob } from "../engines/pki/revocation/crl-cron";
-import { pkiAutoTidyJob } from "../engines/pki/tidy/tidy-cron";
-import { syncReconcileJob } from "../engines/sync/cron";
+import type { CronJob } from "../core/engine";
+import { ENGINES } from "./engines";
 
-export interface CronJob {
-  name: string;
-  run(env: Env, controller: ScheduledController): Promise<void>;
-}
+export type { CronJob };
 
-export const JOBS: CronJob[] = [
-  { name: "sync-reconcile", run: (env) => syncReconcileJob(env) },
-  { name: "pki-auto-tidy", run: (env) => pkiAutoTidyJob(env) },
-  { name: "pki-crl-auto-rebuild", run: (env) => pkiCrlAutoRebuildJob(env) },
-];
+export const JOBS: readonly CronJob[] = ENGINES.flatMap((e) => e.cron ?? []);
 
 export async function runScheduled(controller: ScheduledController, env: Env): Promise<void> {
   const results = await Promise.allSettled(JOBS.map((j) => j.run(env, controller)));

@@ -11,7 +11,7 @@ import { isRootToken, presentedToken, rootEntry, tokenEntryOf } from "../auth/au
 import { getNamespaceById, namespacesQuery } from "../auth/namespace-store";
 import { aclFor } from "../auth/policies";
 import { revokeTree, spendUse, tokenByHashQuery, type TokenEntry } from "../auth/token-store";
-import { ENGINES } from "./engines";
+import { MOUNT_ENGINES } from "./engines";
 import { BACKEND_ROUTES } from "./backends";
 import type { Db } from "../core/db/client";
 import { MAX_NAMESPACE_DEPTH } from "../core/limits";
@@ -73,7 +73,7 @@ function prefetchPlan(db: Db, segs: string[]): { mountPath: string; mountType: s
   if (segs.length < 2) return null;
   const mountPath = `${segs[0]}/`;
   const relPath = segs.slice(1).join("/");
-  for (const [mountType, engine] of Object.entries(ENGINES)) {
+  for (const [mountType, engine] of Object.entries(MOUNT_ENGINES)) {
     const m = matchRoute(engine.routes, relPath);
     if (!m?.route.def.prefetch) continue;
     const statements = m.route.def.prefetch(db, mountIdSql(ROOT_NAMESPACE.id, mountPath, mountType), m.params);
@@ -142,7 +142,7 @@ function systemBackend(path: string): Backend | null {
 
 function mountBackend(mount: MountRow | null, path: string): Backend | null {
   if (!mount) return null;
-  const engine = ENGINES[mount.type];
+  const engine = MOUNT_ENGINES[mount.type];
   if (!engine) return null;
   return { mountType: mount.type, routes: engine.routes, mount, relPath: path.slice(mount.path.length) };
 }

@@ -1,14 +1,36 @@
+/**
+ * The Worker entry (wrangler.toml `main`): `fetch` is the root app, `scheduled` runs the engines'
+ * cron jobs, `queue` hands each batch to the engine that consumes its queue, and every Durable
+ * Object class an engine registers is exported here under its wrangler.toml class_name (the
+ * runtime finds them by export name; the check below fails type-checking when the exports and
+ * the registry differ). All of it derives from the engine registry (./engines.ts).
+ */
 // @peculiar/x509 needs the reflect polyfill before it is evaluated (workers-stack.md pitfall 3).
 import "reflect-metadata";
+import { Authority } from "../engines/pki";
 import { app } from "./app";
 import { runScheduled } from "./cron";
-import { handleSyncBatch } from "../engines/sync/consumer";
+import { ENGINES, type RegisteredEngine } from "./engines";
 
-export { Authority } from "../engines/pki/authority/authority";
+export { Authority };
+
+/** The Durable Object classes the registry declares, by name, and the ones exported above. */
+type DurableObjectsOf<E> = E extends { durableObjects: infer D } ? D : Record<never, never>;
+type Intersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
+type RegisteredDurableObjects = Intersection<DurableObjectsOf<RegisteredEngine>>;
+const EXPORTED_DURABLE_OBJECTS = { Authority } satisfies { [K in keyof RegisteredDurableObjects]: RegisteredDurableObjects[K] };
+void EXPORTED_DURABLE_OBJECTS;
+
+/** Queue name → consumer, from every engine's `queues`. */
+const CONSUMERS = new Map(ENGINES.flatMap((e) => Object.entries(e.queues ?? {})));
 
 export default {
   fetch: app.fetch,
-  queue: (batch, env) => handleSyncBatch(batch, env),
+  queue: async (batch, env) => {
+    const consume = CONSUMERS.get(batch.queue);
+    if (!consume) throw new Error(`no engine consumes queue "${batch.queue}"`);
+    await consume(batch, env);
+  },
   scheduled: (controller, env, ctx) => {
     ctx.waitUntil(runScheduled(controller, env));
   },

@@ -10,13 +10,11 @@
  * disable's steps is what makes that hold: do not purge before marking.
  */
 import { getNamespaceByPath } from "../../auth/namespace-store";
-import { loadConfig } from "../../core/config";
-import { ENGINES } from "../engines";
+import { ENGINES, MOUNT_ENGINES } from "../engines";
 import { parseDurationSeconds as parseTtl } from "../../core/duration";
 import { ApiError, badRequest } from "../../core/errors";
 import { defineFields } from "../../core/fields";
 import { route, type Req } from "../../core/route";
-import { unsyncMount } from "../../engines/sync/operations";
 import { randomHex } from "../../core/encoding";
 import { isUniqueViolation, MOUNT_DISABLING } from "../../core/lifecycle";
 import { deleteMountRow, effectiveTtls, findMountForPath, getMount, insertMountIfFree, listMounts, markMountDisabling, overlappingMount, updateMount, type MountRow } from "../../core/mount-store";
@@ -236,11 +234,12 @@ export const mountRoutes = [
         // (a) First the mark: from here on no write of the mount's rows can commit, so the purge
         // below sees every row there will ever be (lifecycle.ts invariant 2).
         await markMountDisabling(req.db, mount.id);
-        // (b) Its secrets are going away: the sync engine unsyncs their associations (through the
-        // queue), so no provider copy outlives the mount and no association stays SYNCED.
-        if (mount.type === "kv") await unsyncMount({ env: req.env, db: req.db, keys: loadConfig(req.env).seal }, mount.id);
+        // (b) Engines that keep something about other engines' mounts let go of it first (the sync
+        // engine unsyncs the associations of a KV mount's secrets, through the queue, so no
+        // provider copy outlives the mount and no association stays SYNCED).
+        for (const e of ENGINES) await e.onMountDisable?.({ env: req.env, db: req.db }, mount);
         // (c) and (d): by mount id, idempotent, so a repeated DELETE finishes a failed one.
-        const engine = ENGINES[mount.type];
+        const engine = MOUNT_ENGINES[mount.type];
         if (engine) await engine.purge(req.db, mount, req.env);
         await deleteMountRow(req.db, mount.id);
         return null;

@@ -28,8 +28,8 @@ import { route, type Req } from "../../core/route";
 import { MAX_NAMESPACE_DEPTH } from "../../core/limits";
 import { NAMESPACE_DELETING } from "../../core/lifecycle";
 import { countMountsInNamespace, mountUnder } from "../../core/mount-store";
-import { deleteNamespaceSyncRows, syncObjectsInNamespace } from "../../engines/sync/store";
 import { trimEndChar } from "../../core/text";
+import { ENGINES } from "../engines";
 
 const RESERVED = new Set(["root", "sys", "auth", "identity", "cubbyhole"]);
 const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -58,15 +58,6 @@ function stringMap(raw: Record<string, unknown>): Record<string, string> {
   return out;
 }
 
-/** "has sync destinations (a/b, ...) and repohost apps (x)": names only, at most five of each. */
-function syncLeftovers(left: { destinations: string[]; apps: string[] }): string {
-  const names = (xs: string[]) => `${xs.slice(0, 5).join(", ")}${xs.length > 5 ? `, and ${xs.length - 5} more` : ""}`;
-  const parts: string[] = [];
-  if (left.destinations.length > 0) parts.push(`sync destinations (${names(left.destinations)})`);
-  if (left.apps.length > 0) parts.push(`repohost apps (${names(left.apps)})`);
-  return `has ${parts.join(" and ")}`;
-}
-
 function view(row: NamespaceRow): Record<string, unknown> {
   return { id: row.id, path: row.path, custom_metadata: row.customMetadata };
 }
@@ -86,8 +77,10 @@ async function refuseUnlessEmpty(req: Req, row: NamespaceRow): Promise<void> {
   if ((await countMountsInNamespace(req.db, row.id)) > 0) {
     throw badRequest(`namespace "${row.path}" has mounts; disable them first`);
   }
-  const sync = await syncObjectsInNamespace(req.db, row.id);
-  if (sync.destinations.length > 0 || sync.apps.length > 0) throw badRequest(`namespace "${row.path}" ${syncLeftovers(sync)}; delete them first`);
+  for (const e of ENGINES) {
+    const left = await e.namespaceLeftovers?.(req.db, row.id);
+    if (left) throw badRequest(`namespace "${row.path}" has ${left}; delete them first`);
+  }
 }
 
 const fields = defineFields({
@@ -171,7 +164,7 @@ export const namespaceRoutes = [
         }
         // From the mark on nothing new can enter the namespace (lifecycle.ts invariant 3), so these
         // purges miss nothing; each is idempotent, so a retried DELETE finishes an interrupted one.
-        await deleteNamespaceSyncRows(req.db, row.id);
+        for (const e of ENGINES) await e.purgeNamespace?.(req.db, row.id);
         await deleteNamespacePolicies(req.db, [row.id]);
         await deleteNamespaceTokenRoles(req.db, [row.id]);
         await revokeNamespaceTokens(req.db, [row.id]);

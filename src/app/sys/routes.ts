@@ -1,6 +1,6 @@
-/** Every sys/ endpoint, in one table for the dispatcher. */
+/** Every sys/ endpoint, in one table for the dispatcher: sys's own, then the engines' (sys/sync/). */
 import type { RouteDef } from "../../core/route";
-import { syncRoutes } from "../../engines/sync/routes";
+import { ENGINE_SYS_ROUTES } from "../engines";
 import { activationFlagRoutes } from "./activation-flags";
 import { capabilityRoutes } from "./capabilities";
 import { mountRoutes } from "./mounts";
@@ -8,4 +8,4 @@ import { namespaceRoutes } from "./namespaces";
 import { policyRoutes } from "./policies";
 import { uiMountRoutes } from "./ui-mounts";
 
-export const sysRoutes: RouteDef[] = [...mountRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...uiMountRoutes, ...activationFlagRoutes, ...syncRoutes];
+export const sysRoutes: RouteDef[] = [...mountRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...uiMountRoutes, ...activationFlagRoutes, ...ENGINE_SYS_ROUTES];

@@ -22,8 +22,8 @@
  */
 import type { Db } from "../../core/db/client";
 import type { SealKeys } from "../../core/db/seal";
-import * as kvStore from "../kv/store";
-import { isLive, type JsonObject } from "../kv/service";
+import * as kvStore from "../kv";
+import { isLive, type JsonObject } from "../kv";
 import {
   acquireLease,
   getAssociation,

@@ -5,7 +5,7 @@
  * sync routes are loaded.
  */
 import { loadConfig } from "../../core/config";
-import { onKvChange } from "../kv/events";
+import { onKvChange } from "../kv";
 import { onSecretChanged } from "./operations";
 
 let registered = false;

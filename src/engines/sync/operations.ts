@@ -5,8 +5,8 @@
  * config is `disabled`, intents wait as PENDING, at most `queue_capacity` of them.
  */
 import { ApiError } from "../../core/errors";
-import type { KvChangeEvent } from "../kv/events";
-import * as kvStore from "../kv/store";
+import type { KvChangeEvent } from "../kv";
+import * as kvStore from "../kv";
 import {
   associationsOfDestination,
   associationsOfSecret,

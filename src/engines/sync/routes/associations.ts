@@ -6,7 +6,7 @@
 import { ApiError, badRequest, notFound } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
 import { route, type Req, type RouteDef } from "../../../core/route";
-import * as kvStore from "../../kv/store";
+import * as kvStore from "../../kv";
 import { findMountForPath, getMount, type MountRow } from "../../../core/mount-store";
 import { associationsOfDestination, associationsOfNamespace, findAssociationByStoredMount, type Association, type Link } from "../association-store";
 import { canonicalDestinationType, type DestinationType } from "../destinations/types";

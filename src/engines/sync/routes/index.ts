@@ -1,4 +1,4 @@
-/** Every sys/sync/ route, spread into the sys/ table (src/app/sys/routes.ts). */
+/** Every sys/sync/ route: the engine's sysRoutes (../index.ts), which the app adds to the sys/ table. */
 import type { RouteDef } from "../../../core/route";
 import { registerKvListener } from "../kv-listener";
 import { appRoutes } from "./apps";

@@ -1,0 +1,62 @@
+/**
+ * What a secrets engine is to the app: one value that says everything the Worker needs to wire it
+ * (its mount types and routes, the sys/ routes it adds, scheduled jobs, queue consumers, Durable
+ * Object classes, and what it does when a mount is disabled or a namespace deleted). Each engine
+ * exports one such value from its index.ts; src/app/engines.ts registers every engine once, and
+ * the Worker entry, the dispatcher, the cron and sys/ derive from that registry. It lives in core
+ * so that engines can declare themselves without importing the app (`core ← auth ← engines ← app`).
+ */
+import type { Db } from "./db/client";
+import type { MountRow } from "./mount-store";
+import type { RouteDef } from "./route";
+
+/** A scheduled job (wrangler.toml [triggers] crons); each runs on its own, see src/app/cron.ts. */
+export interface CronJob {
+  name: string;
+  run(env: Env, controller: ScheduledController): Promise<void>;
+}
+
+/** The bindings and database of the request that triggers a hook. */
+export interface EngineHookContext {
+  env: Env;
+  db: Db;
+}
+
+/** The mounts an engine serves (sys/mounts `type`, after normalisation: "kv", "pki"). */
+export interface EngineMounts {
+  types: readonly string[];
+  /** Routes relative to the mount path (what RouteDef patterns match after "<mount>/"). */
+  routes: readonly RouteDef[];
+  /** Removes every row and object the engine keeps for a mount (the mount is being disabled). */
+  purge(db: Db, mount: MountRow, env: Env): Promise<void>;
+}
+
+export interface Engine {
+  /** For logs and errors, e.g. "pki". */
+  name: string;
+  /** Absent for an engine that serves no mount (secrets sync lives under sys/sync/). */
+  mounts?: EngineMounts;
+  /** Routes the engine adds to the sys/ backend, relative to "sys/" (e.g. "sync/destinations"). */
+  sysRoutes?: readonly RouteDef[];
+  /** Scheduled jobs, run on every cron trigger. */
+  cron?: readonly CronJob[];
+  /** Queue consumers by queue name (wrangler.toml [[queues.consumers]] queue). */
+  queues?: Readonly<Record<string, (batch: MessageBatch<unknown>, env: Env) => Promise<void>>>;
+  /**
+   * Durable Object classes by the name wrangler.toml binds them under (class_name). The Worker
+   * entry must export each under that name; src/app/index.ts checks it at type level.
+   */
+  durableObjects?: Readonly<Record<string, abstract new (ctx: DurableObjectState, env: Env) => Rpc.DurableObjectBranded>>;
+  /**
+   * Called when any mount is being disabled, after it is marked "disabling" and before the owning
+   * engine purges it (sync: unsync the associations of a KV mount's secrets).
+   */
+  onMountDisable?(ctx: EngineHookContext, mount: MountRow): Promise<void>;
+  /**
+   * What of this engine still lives in a namespace and keeps it from being deleted, as a phrase
+   * ("sync destinations (a/b) and repohost apps (x)"), or null when nothing does.
+   */
+  namespaceLeftovers?(db: Db, namespaceId: string): Promise<string | null>;
+  /** Removes the engine's remaining rows of a namespace that is being deleted (idempotent). */
+  purgeNamespace?(db: Db, namespaceId: string): Promise<void>;
+}

@@ -1,0 +1,28 @@
+/**
+ * The PKI engine's one face: the engine value the app registers (src/app/engines.ts) with its
+ * routes, scheduled jobs (auto-tidy, CRL auto-rebuild), mount purge and the `Authority` Durable
+ * Object, one per mount. Nothing outside src/engines/pki/ imports any other module of it.
+ */
+import type { Engine } from "../../core/engine";
+import { Authority } from "./authority/authority";
+import { purgePkiMount } from "./purge";
+import { pkiCrlAutoRebuildJob } from "./revocation/crl-cron";
+import { pkiRoutes } from "./routes";
+import { pkiAutoTidyJob } from "./tidy/tidy-cron";
+
+export const pkiEngine = {
+  name: "pki",
+  mounts: {
+    types: ["pki"],
+    routes: pkiRoutes,
+    purge: (db, mount, env) => purgePkiMount(db, env, mount),
+  },
+  cron: [
+    { name: "pki-auto-tidy", run: (env) => pkiAutoTidyJob(env) },
+    { name: "pki-crl-auto-rebuild", run: (env) => pkiCrlAutoRebuildJob(env) },
+  ],
+  // wrangler.toml binds AUTHORITY to class_name "Authority": the name must not change.
+  durableObjects: { Authority },
+} satisfies Engine;
+
+export { Authority };

@@ -1,0 +1,41 @@
+/**
+ * The secrets-sync engine's one face: the engine value the app registers (src/app/engines.ts).
+ * It serves no mount; its routes live under sys/sync/. It adds the reconciliation cron job, the
+ * consumer of the sync queue, and two lifecycle hooks: a KV mount being disabled unsyncs its
+ * secrets' associations, and a namespace is deletable only without sync destinations or
+ * repohost apps (what remains of its associations goes with it). Nothing outside
+ * src/engines/sync/ imports any other module of it.
+ */
+import { loadConfig } from "../../core/config";
+import type { Engine } from "../../core/engine";
+import { handleSyncBatch } from "./consumer";
+import { syncReconcileJob } from "./cron";
+import { unsyncMount } from "./operations";
+import { syncRoutes } from "./routes";
+import { deleteNamespaceSyncRows, syncObjectsInNamespace } from "./store";
+
+/** The queue wrangler.toml's [[queues.consumers]] names for sync messages. */
+export const SYNC_QUEUE_NAME = "lanyard-sync";
+
+/** "sync destinations (a/b, ...) and repohost apps (x)": names only, at most five of each. */
+function leftovers(left: { destinations: string[]; apps: string[] }): string | null {
+  const names = (xs: string[]) => `${xs.slice(0, 5).join(", ")}${xs.length > 5 ? `, and ${xs.length - 5} more` : ""}`;
+  const parts: string[] = [];
+  if (left.destinations.length > 0) parts.push(`sync destinations (${names(left.destinations)})`);
+  if (left.apps.length > 0) parts.push(`repohost apps (${names(left.apps)})`);
+  return parts.length > 0 ? parts.join(" and ") : null;
+}
+
+export const syncEngine = {
+  name: "sync",
+  sysRoutes: syncRoutes,
+  cron: [{ name: "sync-reconcile", run: (env) => syncReconcileJob(env) }],
+  queues: { [SYNC_QUEUE_NAME]: handleSyncBatch },
+  // Its secrets are going away: unsync them (through the queue), so no provider copy outlives
+  // the mount and no association stays SYNCED.
+  async onMountDisable({ env, db }, mount) {
+    if (mount.type === "kv") await unsyncMount({ env, db, keys: loadConfig(env).seal }, mount.id);
+  },
+  namespaceLeftovers: async (db, namespaceId) => leftovers(await syncObjectsInNamespace(db, namespaceId)),
+  purgeNamespace: (db, namespaceId) => deleteNamespaceSyncRows(db, namespaceId),
+} satisfies Engine;
