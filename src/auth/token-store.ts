@@ -22,6 +22,12 @@ import { tokens } from "../core/db/schema";
 
 export type { TokenEntry, TokenRow } from "../core/caller";
 
+// TokenRow (src/core/caller.ts) is declared by hand so that core need not read the schema; this
+// fails type-checking as soon as it and the table's row differ in any column or type.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const TOKEN_ROW_IS_THE_TABLE_ROW: Same<TokenRow, typeof tokens.$inferSelect> = true;
+void TOKEN_ROW_IS_THE_TABLE_ROW;
+
 export async function getTokenByHash(db: Db, hash: string): Promise<TokenRow | null> {
   const rows = await tokenByHashQuery(db, hash);
   return rows[0] ?? null;

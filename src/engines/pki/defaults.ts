@@ -4,7 +4,7 @@
  * (storage/decode.ts) and the domain modules build new objects from here, so this module imports
  * nothing of the engine: both sides may depend on it without depending on each other.
  */
-import type { IssuerAia } from "../../core/db/schema/pki";
+import type { IssuerAia } from "./storage/rows";
 
 // -- roles (pki-engine.md §2) -----------------------------------------------------------------
 

@@ -33,7 +33,7 @@ import {
   type Stmt,
 } from "../storage/store";
 import { mountOf, notModified, paginate, raw, withLastModified } from "./common";
-import type { IssuerAia } from "../../../core/db/schema/pki";
+import type { IssuerAia } from "../storage/rows";
 import { parseCertificate } from "../x509/x509";
 
 const REVOCATION_ALGORITHMS = [
