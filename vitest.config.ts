@@ -2,10 +2,41 @@ import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-pool-workers";
 import { defineConfig } from "vitest/config";
 
-// Two projects:
-// - "workers": unit and integration tests inside workerd (the Workers pool) against D1 migrated
-//   from migrations/. Storage is isolated per test file; tests within a file share it
-//   (workers-stack.md §5).
+// Unit tests that need no Workers runtime: no `cloudflare:test`, no D1, Durable Object or queue,
+// no `cloudflare:workers` import down their module graph, and no crypto whose point is how
+// workerd behaves. Node 20's globalThis.crypto is WebCrypto. They run in plain Node, which skips
+// the per-file workerd setup. A unit test not listed here runs in the Workers pool, which always
+// works; the ones kept there: pki-asn1 (imports the Authority Durable Object module; key
+// import/export round trips in workerd), sync-rsa (RSA key import as workerd does it),
+// sync-destination-types (`cloudflare:test` env).
+const NODE_UNIT_TESTS = [
+  "acl",
+  "architecture",
+  "core-encoding",
+  "duration",
+  "fields",
+  "glob",
+  "json-limits",
+  "kv-service",
+  "pki-crl-der",
+  "pki-names",
+  "pki-tidy",
+  "pki-ttl",
+  "policy-parser",
+  "request",
+  "seal",
+  "sync-connectors",
+  "sync-engine",
+  "sync-hosts",
+  "sync-sealed-box-kat",
+  "sync-template",
+].map((name) => `test/unit/${name}.test.ts`);
+
+// Three projects:
+// - "unit-node": the unit tests above, in plain Node (environment node).
+// - "workers": the other unit tests and the integration tests inside workerd (the Workers pool)
+//   against D1 migrated from migrations/. Storage is isolated per test file; tests within a file
+//   share it (workers-stack.md §5).
 // - "e2e": Node tests that start the Worker once with wrangler's programmatic API and talk HTTP
 //   to it, so that they can run openssl on what it returns (workerd cannot spawn processes).
 export default defineConfig(async () => {
@@ -32,8 +63,16 @@ export default defineConfig(async () => {
           test: {
             name: "workers",
             include: ["test/unit/**/*.test.ts", "test/integration/**/*.test.ts"],
+            exclude: NODE_UNIT_TESTS,
             setupFiles: ["./test/apply-migrations.ts"],
             testTimeout: 60_000,
+          },
+        },
+        {
+          test: {
+            name: "unit-node",
+            environment: "node",
+            include: NODE_UNIT_TESTS,
           },
         },
         {

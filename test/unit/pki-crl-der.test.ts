@@ -4,11 +4,13 @@
  * UTCTime vs GeneralizedTime (RFC 5280 §4.1.2.5), the empty list left out, and the base64
  * helpers against btoa/atob.
  */
+// Plain Node (the "unit-node" project): @peculiar/x509 needs the reflect polyfill loaded first.
+import "reflect-metadata";
+import * as x509 from "@peculiar/x509";
 import { describe, expect, it } from "vitest";
 import { encodeName } from "../../src/engines/pki/x509/asn1";
 import { RevokedListWriter, algorithmSpec, assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList } from "../../src/engines/pki/x509/crl";
 import { base64ToBytesStrict, bytesToBase64 } from "../../src/core/encoding";
-import { x509 } from "../helpers/pki";
 
 async function build(entries: [string, number][]) {
   const keys = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"])) as CryptoKeyPair;
