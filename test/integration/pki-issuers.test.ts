@@ -12,7 +12,9 @@ describe("root generation", () => {
       ["certificate", "expiration", "issuer_id", "issuer_name", "issuing_ca", "key_id", "key_name", "private_key", "private_key_type", "serial_number"].sort(),
     );
     expect(d).toMatchObject({ issuer_name: "r1", key_name: "k1", private_key_type: "ec" });
-    expect(typeof d.expiration).toBe("number");
+    // spec "Certificate response": expiration is Unix seconds as a decimal string, on every signing path.
+    expect(typeof d.expiration).toBe("string");
+    expect(d.expiration).toMatch(/^[1-9][0-9]*$/);
     expect(d.serial_number).toMatch(/^[0-9a-f]{2}(:[0-9a-f]{2})+$/);
     expect(d.issuing_ca).toBe(d.certificate);
     expect(r.body.warnings.some((w: string) => w.includes("authority information access (AIA)"))).toBe(true);

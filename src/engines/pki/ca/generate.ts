@@ -6,23 +6,29 @@
 import { badRequest } from "../../../core/errors";
 import { defineFields, type FieldValues } from "../../../core/fields";
 import { css, csrField, extKeyUsageFields, formatField, keyGenFields, nameFields, notAfterField, privateKeyFormatField, signatureFields, subjectAttributeFields } from "../fields";
-import { effectiveTtls } from "../../../core/mount-store";
 import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
 import { OID, emptySans, encodeName, publicKeyFacts, sanExtension, sanIsEmpty, basicConstraintsExtension, type ExtensionDer } from "../x509/asn1";
 import { isValidOid } from "../x509/der";
-import { checkFormat, checkPrivateKeyFormat, encodeCert, formatPrivateKey, responseChain, certOutput } from "../issuance/format";
+import { checkFormat, checkPrivateKeyFormat, formatPrivateKey } from "../issuance/format";
 import { certDerFromPem, checkObjectName, importIssuersAndKeys, resolveKeyIn } from "./issuers";
 import { unsealPrivateKey, sealPrivateKey } from "../storage/keystore";
 import { validateKeySpec } from "../x509/keytypes";
-import { colonHex, toPem } from "../x509/pem";
+import { toPem } from "../x509/pem";
 import { applyRole, permissiveRole } from "../policy/policy";
 import { NO_AIA, caExtensions, resolveAia, type AiaUrls } from "../issuance/profile";
 import { defaultRole } from "../policy/roles";
-import { reserveSerial } from "../issuance/serials";
-import { getAllConfig, insertCertStmt, insertKeyStmt, listIssuers, listKeys, putConfigStmt, runBatch, type KeyRow, type Stmt } from "../storage/store";
-import { computeValidity } from "../issuance/ttl";
-import { generateKeyPair, importSigner, parseCertificate, signCertificate, signCsr } from "../x509/x509";
-import { issuerKeyId, loadCsr, signingIssuer, type IssueContext } from "../issuance/issue";
+import { getAllConfig, insertKeyStmt, listIssuers, listKeys, putConfigStmt, runBatch, type KeyRow, type Stmt } from "../storage/store";
+import { generateKeyPair, parseCertificate, signCsr } from "../x509/x509";
+import { loadCsr, refuseWeakRsaCsr } from "../issuance/csr";
+import {
+  certificateRecord,
+  certificateResponse,
+  issuanceValidity,
+  signNewCertificate,
+  signingIssuer,
+  storeCertificate,
+  type IssueContext,
+} from "../issuance/pipeline";
 import { OID_AKI, OID_SKI } from "../x509/resign";
 
 /** Subject and SAN fields shared by every CA path. */
@@ -189,24 +195,9 @@ export async function generateRoot(ctx: IssueContext, f: FieldValues<typeof root
   const key = await caKey(ctx, f, has);
   const names = namesFrom(f);
   const cfg = await getAllConfig(ctx.db, ctx.mount.id);
-  const { defaultTtl, maxTtl } = effectiveTtls(ctx.mount);
-  const validity = computeValidity({
-    now: Date.now(),
-    requestTtl: f.ttl,
-    requestNotAfter: f.not_after,
-    roleTtl: 0,
-    roleMaxTtl: 0,
-    roleNotAfter: "",
-    notAfterBound: "permit",
-    mountDefaultTtl: defaultTtl,
-    mountMaxTtl: maxTtl,
-    notBeforeDuration: f.not_before_duration,
-    notBefore: "",
-    issuer: null,
-    // CONTRACT.md: a ttl above the engine's max_ttl is refused (upstream caps it); a long-lived
-    // root uses not_after, which max_ttl does not cap.
-    refuseOverMax: true,
-  });
+  const now = Date.now();
+  // A new root has no issuer to bound it (pki-engine.md §1.8 step 6 is about the signer).
+  const validity = issuanceValidity(ctx.mount, { now, ttl: f.ttl, notAfter: f.not_after, notBeforeDuration: f.not_before_duration, issuer: null });
   warnings.push(...validity.warnings);
   const subject = encodeName(names.subject);
   if (subject.length <= 2) {
@@ -215,66 +206,53 @@ export async function generateRoot(ctx: IssueContext, f: FieldValues<typeof root
   if (f.max_path_length === 0) {
     warnings.push("Max path length of the generated certificate is zero. This certificate cannot be used to issue intermediate CA certificates.");
   }
-  const facts = await publicKeyFacts(key.spki);
-  const [serialHex, signer] = await Promise.all([reserveSerial(ctx.env, ctx.mount), importSigner(key.pkcs8, key.spki, f.signature_bits, f.use_pss)]);
-  const der = await signCertificate({
-    serialHex,
+  const aia = rootAia(cfg.urls, warnings);
+  const signed = await signNewCertificate(ctx, {
+    signedBy: { selfSigned: true, signature: { signatureBits: f.signature_bits, usePss: f.use_pss } },
     subject,
-    issuer: subject,
-    notBefore: validity.notBefore,
-    notAfter: validity.notAfter,
-    spki: key.spki,
-    extensions: caExtensions({
-      sans: names.sans,
-      subjectEmpty: subject.length <= 2,
-      ski: facts.ski,
-      issuerSki: facts.ski,
-      maxPathLength: f.max_path_length,
-      keyUsage: f.key_usage,
-      extKeyUsage: f.ext_key_usage,
-      extKeyUsageOids: f.ext_key_usage_oids,
-      permittedDnsDomains: f.permitted_dns_domains,
-      aia: rootAia(cfg.urls, warnings),
-    }),
-    signer,
+    subjectKey: { spki: key.spki, pkcs8: key.pkcs8, keyType: key.keyType },
+    validity,
+    extensions: ({ ski, issuerSki }) =>
+      caExtensions({
+        sans: names.sans,
+        subjectEmpty: subject.length <= 2,
+        ski,
+        issuerSki,
+        maxPathLength: f.max_path_length,
+        keyUsage: f.key_usage,
+        extKeyUsage: f.ext_key_usage,
+        extKeyUsageOids: f.ext_key_usage_oids,
+        permittedDnsDomains: f.permitted_dns_domains,
+        aia,
+      }),
   });
-  const serial = colonHex(serialHex);
   let issuerName = f.issuer_name ?? "";
   if (opts.rotate && !has("issuer_name")) {
     const all = await listIssuers(ctx.db, ctx.mount.id);
     issuerName = all.some((i) => i.name === "next") ? "" : "next";
   }
-  const notAfterSec = Math.floor(validity.notAfter.getTime() / 1000);
   const newIssuerId = crypto.randomUUID();
+  // The root is also a certificate of the mount (LIST certs, cert/:serial; pki-engine.md §4.2),
+  // written in the same batch as its issuer and key.
   const result = await importIssuersAndKeys(ctx.db, ctx.env, ctx.mount.id, {
     issuerId: newIssuerId,
-    certs: [der],
+    certs: [signed.der],
     keys: key.existing ? [] : [key.pkcs8],
     issuerName,
     keyName: key.existing ? undefined : (f.key_name ?? ""),
-    extra: [insertCertStmt(ctx.db, { mountId: ctx.mount.id, serial, der: bytesToBase64(der), issuerId: newIssuerId, notAfter: notAfterSec, createdAt: Date.now() })],
+    extra: [certificateRecord(ctx, signed, { issuerId: newIssuerId, createdAt: now })],
   });
   warnings.push(...result.warnings);
   const issuerId = result.importedIssuers[0] ?? result.existingIssuers[0] ?? "";
   const issuer = result.issuers.find((i) => i.id === issuerId);
   const keyRow = result.keys.find((k) => k.id === issuer?.keyId);
-  const exported = f.type === "exported";
-  const formattedKey = exported ? formatPrivateKey(key.pkcs8, key.keyType, format, keyFormat) : null;
-  const certText = encodeCert(der, format);
-  const data: Record<string, unknown> = {
-    certificate: format === "pem_bundle" && formattedKey ? `${formattedKey.bundlePem}\n${certText}` : certText,
-    issuing_ca: certText,
-    serial_number: serial,
-    expiration: notAfterSec,
+  const data = {
+    ...certificateResponse(signed, { format, chain: "self-signed", privateKeyFormat: f.type === "exported" ? keyFormat : null }),
     issuer_id: issuerId,
     issuer_name: issuer?.name ?? "",
     key_id: keyRow?.id ?? "",
     key_name: keyRow?.name ?? "",
   };
-  if (formattedKey) {
-    data.private_key = formattedKey.private_key;
-    data.private_key_type = formattedKey.private_key_type;
-  }
   return { data, warnings };
 }
 
@@ -347,12 +325,9 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
   checkOids("ext_key_usage_oids", f.ext_key_usage_oids);
   checkCaConstraints(f);
   const csr = await loadCsr(f.csr);
-  if (csr.facts.type === "rsa" && csr.facts.bits < 2048) {
-    throw badRequest(`csr: RSA keys < 2048 bits are unsafe and not supported: got ${csr.facts.bits}`);
-  }
-  const { issuer, key, all } = await signingIssuer(ctx, issuerRef);
-  const issuerSpki = base64ToBytes(issuer.publicKey);
-  const issuerFacts = await publicKeyFacts(issuerSpki);
+  refuseWeakRsaCsr(csr);
+  const { issuer, key, all, cfg } = await signingIssuer(ctx, issuerRef);
+  const issuerFacts = await publicKeyFacts(base64ToBytes(issuer.publicKey));
   // signature_bits: 256/384/512 for RSA issuers, ignored for the others (spec table).
   validateKeySpec(issuerFacts.type, 0, f.signature_bits);
   const warnings: string[] = [];
@@ -363,23 +338,15 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
     if (f.common_name === "") throw badRequest("common_name: a common name is required to sign an intermediate");
     names = namesFrom(f);
   }
-  const { defaultTtl, maxTtl } = effectiveTtls(ctx.mount);
-  const validity = computeValidity({
-    now: Date.now(),
-    requestTtl: f.ttl,
-    requestNotAfter: f.not_after,
-    roleTtl: 0,
-    roleMaxTtl: 0,
-    roleNotAfter: "",
-    notAfterBound: "permit",
-    mountDefaultTtl: defaultTtl,
-    mountMaxTtl: maxTtl,
+  const now = Date.now();
+  const validity = issuanceValidity(ctx.mount, {
+    now,
+    ttl: f.ttl,
+    notAfter: f.not_after,
     notBeforeDuration: f.not_before_duration,
-    notBefore: "",
     // The spec: "By default the signed certificate's notAfter is truncated to the signing
     // issuer's notAfter" (OpenBao permits instead, pki-engine.md §9.1; the spec wins).
     issuer: { notAfter: issuer.notAfter, behavior: "truncate" },
-    refuseOverMax: true,
   });
   warnings.push(...validity.warnings);
   // RFC 5280 §4.2.1.9: a child CA's path length must be below its signer's.
@@ -393,21 +360,14 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
     // Upstream's text (pathSignIntermediate), whether the zero was asked for or derived.
     warnings.push("Max path length of the signed certificate is zero. This certificate cannot be used to issue intermediate CA certificates.");
   }
-  const cfg = await getAllConfig(ctx.db, ctx.mount.id);
   const aia = resolveAia(issuer.id, issuer.aia, cfg.urls, cfg.cluster);
-  const [serialHex, pkcs8, facts, issuerSki] = await Promise.all([
-    reserveSerial(ctx.env, ctx.mount),
-    unsealPrivateKey(ctx.env, key),
-    publicKeyFacts(csr.spki),
-    issuerKeyId(issuer),
-  ]);
-  let ski: Uint8Array = facts.ski;
+  // skid: the caller's SKI, for cross-signing (spec "Sign intermediate"; RFC 5280 §4.2.1.2).
+  let skid: Uint8Array | null = null;
   if (f.skid !== "") {
     const hex = f.skid.replace(/[:\s-]/g, "");
     if (!/^([0-9a-fA-F]{2})+$/.test(hex)) throw badRequest("skid: must be hex-encoded bytes");
-    ski = Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16));
+    skid = Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16));
   }
-  const signer = await importSigner(pkcs8, issuerSpki, f.signature_bits, f.use_pss);
   const subject = f.use_csr_values ? csr.subject : encodeName(names.subject);
   // Spec key_usage: "overwritten by use_csr_values when the CSR has a key usage extension".
   const csrKeyUsage = f.use_csr_values ? csr.keyUsage : null;
@@ -418,38 +378,33 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
     const handled = new Set<string>([OID.basicConstraints, OID.keyUsage, OID_SKI, OID_AKI]);
     extraExts = csr.extensions.filter((e) => !handled.has(e.oid));
   }
-  const profile = caExtensions({
-    sans: names.sans,
-    subjectEmpty: subject.length <= 2,
-    ski,
-    issuerSki,
-    maxPathLength: pathLen,
-    keyUsage,
-    additiveKeyUsage: true,
-    extraKeyUsageBits: csrKeyUsage ?? [],
-    extKeyUsage: f.ext_key_usage,
-    extKeyUsageOids: f.ext_key_usage_oids,
-    permittedDnsDomains: f.permitted_dns_domains,
-    aia,
-  });
-  const der = await signCertificate({
-    serialHex,
+  const signed = await signNewCertificate(ctx, {
+    signedBy: { issuer, key, signature: { signatureBits: f.signature_bits, usePss: f.use_pss } },
     subject,
-    issuer: base64ToBytes(issuer.subjectDer),
-    notBefore: validity.notBefore,
-    notAfter: validity.notAfter,
-    spki: csr.spki,
-    // An extension appears once (RFC 5280 §4.2): a copied CSR extension replaces ours.
-    extensions: [...profile.filter((e) => !extraExts.some((x) => x.oid === e.oid)), ...extraExts],
-    signer,
+    subjectKey: { spki: csr.spki, pkcs8: null, keyType: csr.facts.type },
+    validity,
+    extensions: ({ ski, issuerSki }) => {
+      const profile = caExtensions({
+        sans: names.sans,
+        subjectEmpty: subject.length <= 2,
+        ski: skid ?? ski,
+        issuerSki,
+        maxPathLength: pathLen,
+        keyUsage,
+        additiveKeyUsage: true,
+        extraKeyUsageBits: csrKeyUsage ?? [],
+        extKeyUsage: f.ext_key_usage,
+        extKeyUsageOids: f.ext_key_usage_oids,
+        permittedDnsDomains: f.permitted_dns_domains,
+        aia,
+      });
+      // An extension appears once (RFC 5280 §4.2): a copied CSR extension replaces ours.
+      return [...profile.filter((e) => !extraExts.some((x) => x.oid === e.oid)), ...extraExts];
+    },
   });
-  const serial = colonHex(serialHex);
-  const notAfterSec = Math.floor(validity.notAfter.getTime() / 1000);
-  await runBatch(ctx.db, [insertCertStmt(ctx.db, { mountId: ctx.mount.id, serial, der: bytesToBase64(der), issuerId: issuer.id, notAfter: notAfterSec, createdAt: Date.now() })]);
-  const chain = responseChain(issuer, all, false);
-  const out = certOutput(der, issuer, chain, format, null);
+  await storeCertificate(ctx, signed, { issuerId: issuer.id, createdAt: now });
   return {
-    data: { ...out, serial_number: serial, expiration: String(notAfterSec) },
+    data: certificateResponse(signed, { format, chain: { issuer, all, removeRoots: false }, privateKeyFormat: null }),
     warnings,
   };
 }

@@ -10,20 +10,19 @@ import { ApiError, badRequest } from "../../../core/errors";
 import { defineFields, parseFields } from "../../../core/fields";
 import { formatField, keyGenFields, privateKeyFormatField, removeRootsField } from "../fields";
 import { effectiveTtls } from "../../../core/mount-store";
-import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
+import { base64ToBytes } from "../../../core/encoding";
 import { encodeName, publicKeyFacts } from "../x509/asn1";
 import { buildCiepsRequest, callPolicyService, usableConfig, type CiepsResponse, type IssuanceMode } from "./client";
 import { checkTemplateKind, readTemplate, signatureChoice, templateExtensions, templateValidity } from "./template";
-import { certOutput, checkFormat, checkPrivateKeyFormat, formatPrivateKey, responseChain } from "../issuance/format";
+import { checkFormat, checkPrivateKeyFormat } from "../issuance/format";
 import { certDerFromPem } from "../ca/issuers";
-import { issuerKeyId, loadCsr, signingIssuerFrom, type IssueContext } from "../issuance/issue";
-import { unsealPrivateKey } from "../storage/keystore";
+import { loadCsr, refuseWeakRsaCsr } from "../issuance/csr";
+import { certificateResponse, signNewCertificate, signingIssuerFrom, storeCertificate, type CertificateResponse, type IssueContext, type SubjectKey } from "../issuance/pipeline";
 import { validateKeySpec } from "../x509/keytypes";
-import { colonHex, toPem } from "../x509/pem";
+import { toPem } from "../x509/pem";
 import { resolveAia, type AiaUrls } from "../issuance/profile";
-import { reserveSerial } from "../issuance/serials";
-import { insertCertStmt, loadIssuanceState, putConfigStmt, runBatch, type IssuanceState, type IssuerRow, type Stmt } from "../storage/store";
-import { generateKeyPair, importSigner, parseCertificate, signCertificate, signCsr } from "../x509/x509";
+import { loadIssuanceState, putConfigStmt, runBatch, type IssuanceState, type IssuerRow, type Stmt } from "../storage/store";
+import { generateKeyPair, parseCertificate, signCsr } from "../x509/x509";
 
 const common = { ...formatField, ...privateKeyFormatField, ...removeRootsField } as const;
 
@@ -50,12 +49,9 @@ export interface ExternalPolicyRequest {
   ns: string;
 }
 
-interface KeyMaterial {
-  spki: Uint8Array<ArrayBuffer>;
+/** The certified key (for issue, its pkcs8 is generated here and stays here) and its CSR. */
+interface KeyMaterial extends SubjectKey {
   csrPem: string;
-  /** Only for issue: the key generated here, which stays here. */
-  pkcs8: Uint8Array<ArrayBuffer> | null;
-  keyType: string;
 }
 
 async function keyMaterial(mode: IssuanceMode, body: Record<string, unknown>): Promise<{ key: KeyMaterial; format: ReturnType<typeof checkFormat>; keyFormat: "der" | "pkcs8"; removeRoots: boolean }> {
@@ -75,7 +71,7 @@ async function keyMaterial(mode: IssuanceMode, body: Record<string, unknown>): P
   const format = checkFormat(f.format);
   const keyFormat = checkPrivateKeyFormat(f.private_key_format);
   const csr = await loadCsr(f.csr);
-  if (csr.facts.type === "rsa" && csr.facts.bits < 2048) throw badRequest(`csr: RSA keys < 2048 bits are unsafe and not supported: got ${csr.facts.bits}`);
+  refuseWeakRsaCsr(csr);
   return { key: { spki: csr.spki, csrPem: f.csr, pkcs8: null, keyType: csr.facts.type }, format, keyFormat, removeRoots: f.remove_roots_from_chain };
 }
 
@@ -124,7 +120,7 @@ function pickIssuer(state: IssuanceState, r: ExternalPolicyRequest, requested: I
   }
 }
 
-export async function issueWithExternalPolicy(ctx: IssueContext, r: ExternalPolicyRequest): Promise<{ data: Record<string, unknown>; warnings: string[] }> {
+export async function issueWithExternalPolicy(ctx: IssueContext, r: ExternalPolicyRequest): Promise<{ data: CertificateResponse; warnings: string[] }> {
   const state = await loadIssuanceState(ctx.db, ctx.mount.id, null);
   const cfg = state.config.external_policy;
   const url = usableConfig(ctx.env, cfg);
@@ -171,59 +167,34 @@ export async function issueWithExternalPolicy(ctx: IssueContext, r: ExternalPoli
   const keyReplaced = !sameBytes(template.spki, key.spki);
   if (keyReplaced) warnings.push("the policy service's template carried another public key; the certificate binds the requester's key");
 
-  const issuerSpki = base64ToBytes(issuer.publicKey);
-  // The AKI is the issuer's own SKI (issuerKeyId), so leaves of an imported CA whose SKI is not
-  // the SHA-1 of its key still chain (RFC 5280 §4.2.1.1).
-  const [serialHex, pkcs8, issuerFacts, subjectFacts, issuerSki] = await Promise.all([
-    reserveSerial(ctx.env, ctx.mount),
-    unsealPrivateKey(ctx.env, issuerKey),
-    publicKeyFacts(issuerSpki),
-    publicKeyFacts(key.spki),
-    issuerKeyId(issuer),
-  ]);
-  const choice = signatureChoice(template, issuerFacts.type);
-  const signer = await importSigner(pkcs8, issuerSpki, choice.signatureBits, choice.usePss);
-  if (choice.ecdsaHash) signer.algorithm = { ...signer.algorithm, hash: choice.ecdsaHash };
-  const der = await signCertificate({
-    serialHex,
+  // The template's signature algorithm, where the issuer's key allows it (template.ts).
+  const choice = signatureChoice(template, (await publicKeyFacts(base64ToBytes(issuer.publicKey))).type);
+  const signed = await signNewCertificate(ctx, {
+    signedBy: { issuer, key: issuerKey, signature: choice },
     subject: template.subject,
-    issuer: base64ToBytes(issuer.subjectDer),
-    notBefore: validity.notBefore,
-    notAfter: validity.notAfter,
-    spki: key.spki,
-    extensions: templateExtensions(template, {
-      mode: r.mode,
-      ski: subjectFacts.ski,
-      keyReplaced,
-      issuerSki,
-      aia: resolveAia(issuer.id, issuer.aia, state.config.urls, state.config.cluster),
-    }),
-    signer,
+    subjectKey: key,
+    validity,
+    // The AKI is the issuer's own SKI (issuerKeyId), so leaves of an imported CA whose SKI is
+    // not the SHA-1 of its key still chain (RFC 5280 §4.2.1.1).
+    extensions: ({ ski, issuerSki }) =>
+      templateExtensions(template, {
+        mode: r.mode,
+        ski,
+        keyReplaced,
+        issuerSki,
+        aia: resolveAia(issuer.id, issuer.aia, state.config.urls, state.config.cluster),
+      }),
   });
 
-  const serial = colonHex(serialHex);
-  const notAfterSec = Math.floor(validity.notAfter.getTime() / 1000);
-  const stmts: Stmt[] = [statusStmt(ctx, state, now)];
+  // The status row goes in the same batch as the certificate (or alone when it is not stored).
+  const status = [statusStmt(ctx, state, now)];
   if (resp.store_certificate) {
-    stmts.push(insertCertStmt(ctx.db, { mountId: ctx.mount.id, serial, der: bytesToBase64(der), issuerId: issuer.id, notAfter: notAfterSec, createdAt: now }));
+    await storeCertificate(ctx, signed, { issuerId: issuer.id, createdAt: now }, status);
     if (resp.generate_lease) warnings.push("generate_lease: this service does not create leases for certificates; the certificate was stored without one");
+  } else {
+    await runBatch(ctx.db, status);
   }
-  await runBatch(ctx.db, stmts);
 
-  const chain = responseChain(issuer, all, removeRoots);
-  const formattedKey = key.pkcs8 ? formatPrivateKey(key.pkcs8, key.keyType, format, keyFormat) : null;
-  const out = certOutput(der, issuer, chain, format, formattedKey);
-  const data: Record<string, unknown> = {
-    certificate: out.certificate,
-    issuing_ca: out.issuing_ca,
-    ca_chain: out.ca_chain,
-    serial_number: serial,
-    // As issue/sign answer it (spec "Certificate response": a decimal string).
-    expiration: String(notAfterSec),
-  };
-  if (formattedKey) {
-    data.private_key = formattedKey.private_key;
-    data.private_key_type = formattedKey.private_key_type;
-  }
+  const data = certificateResponse(signed, { format, chain: { issuer, all, removeRoots }, privateKeyFormat: keyFormat });
   return { data, warnings };
 }

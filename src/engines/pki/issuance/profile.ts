@@ -21,8 +21,7 @@ import {
   type SanSpec,
 } from "../x509/asn1";
 import type { Role } from "../policy/roles";
-import type { ClusterConfig, UrlsConfig } from "../storage/store";
-import type { IssuerAia } from "../../../core/db/schema/pki";
+import type { ClusterConfig, IssuerRow, UrlsConfig } from "../storage/store";
 
 export const EKU_OIDS: Record<string, string> = {
   any: "2.5.29.37.0",
@@ -78,7 +77,7 @@ const TEMPLATE_RE = /\{\{[^}]*\}\}/;
  * it is configured, else the mount's; templates expanded. A template that cannot be filled
  * fails the issuance with 400 (upstream 500s).
  */
-export function resolveAia(issuerId: string, issuerAia: IssuerAia | null, urls: UrlsConfig, cluster: ClusterConfig): AiaUrls {
+export function resolveAia(issuerId: string, issuerAia: IssuerRow["aia"], urls: UrlsConfig, cluster: ClusterConfig): AiaUrls {
   const own =
     issuerAia &&
     (issuerAia.issuing_certificates.length > 0 || issuerAia.crl_distribution_points.length > 0 || issuerAia.ocsp_servers.length > 0);

@@ -12,12 +12,11 @@ import { defineFields, type FieldValues } from "../../../core/fields";
 import { base64ToBytes } from "../../../core/encoding";
 import { aiaExtension, akiExtension, distributionPointsExtension, publicKeyFacts, type ExtensionDer, type PublicKeyFacts } from "../x509/asn1";
 import { certDerFromPem } from "../ca/issuers";
-import { issuerKeyId, signingIssuer, type IssueContext } from "./issue";
-import { unsealPrivateKey } from "../storage/keystore";
+import { issuerKeyId, issuerSigner, signingIssuer, type IssueContext, type SignatureChoice } from "./pipeline";
 import { PemError, decodePemBlocks, toPem } from "../x509/pem";
 import { resolveAia } from "./profile";
 import { encodeTbs, readTbs, replaceExtensions, type TbsParts } from "../x509/resign";
-import { importSigner, parseCertificate, signTbsCertificate, type CertInfo } from "../x509/x509";
+import { parseCertificate, signTbsCertificate, type CertInfo } from "../x509/x509";
 
 export const signSelfIssuedFields = defineFields({
   issuer_ref: { type: "string", description: "Signing issuer (per-issuer path).", default: "default" },
@@ -54,10 +53,10 @@ function submittedCertificate(text: string): { info: CertInfo; parts: TbsParts }
  * signature algorithm when the key types match (Go keeps the template's), else with the
  * signer's default (pki-engine.md §1.9). Only RSA signers have a choice to keep.
  */
-function signatureChoice(info: CertInfo, certKey: PublicKeyFacts, signerKey: PublicKeyFacts): { bits: number; pss: boolean } {
-  if (signerKey.type !== "rsa" || certKey.type !== "rsa") return { bits: 0, pss: false };
+function signatureChoice(info: CertInfo, certKey: PublicKeyFacts, signerKey: PublicKeyFacts): SignatureChoice {
+  if (signerKey.type !== "rsa" || certKey.type !== "rsa") return { signatureBits: 0, usePss: false };
   const m = /^SHA(256|384|512)WithRSA(PSS)?$/.exec(info.signatureAlgorithm);
-  return m ? { bits: Number(m[1]), pss: m[2] === "PSS" } : { bits: 0, pss: false };
+  return m ? { signatureBits: Number(m[1]), usePss: m[2] === "PSS" } : { signatureBits: 0, usePss: false };
 }
 
 export async function signSelfIssued(ctx: IssueContext, f: FieldValues<typeof signSelfIssuedFields>, issuerRef: string) {
@@ -89,8 +88,9 @@ export async function signSelfIssued(ctx: IssueContext, f: FieldValues<typeof si
   const access = aiaExtension(aia.issuingCertificates, aia.ocspServers);
   for (const e of [crl, delta, access]) if (e) changed.push(e);
 
-  const choice = signatureChoice(info, certKey, signerKey);
-  const signer = await importSigner(await unsealPrivateKey(ctx.env, key), issuerSpki, choice.bits, choice.pss);
+  // The pipeline's signer stage; the rest is DER surgery on the submitted TBS (x509/resign.ts):
+  // no new serial, validity or record (upstream stores nothing here either).
+  const signer = await issuerSigner(ctx.env, issuer, key, signatureChoice(info, certKey, signerKey));
   const issuerSubject = base64ToBytes(issuer.subjectDer);
   const extensions = replaceExtensions(parts.extensions, changed);
   const der = await signTbsCertificate((algorithm) => encodeTbs(parts, { algorithm, issuer: issuerSubject, extensions }), signer);

@@ -9,8 +9,7 @@
  */
 import { badRequest } from "../../../core/errors";
 import { defineFields, type FieldValues } from "../../../core/fields";
-import { effectiveTtls } from "../../../core/mount-store";
-import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
+import { base64ToBytes } from "../../../core/encoding";
 import {
   OID,
   aiaExtension,
@@ -23,22 +22,18 @@ import {
   skiExtension,
   type ExtensionDer,
 } from "../x509/asn1";
-import { metadataToStore, sealMetadata } from "./cert-metadata";
+import { metadataToStore } from "./cert-metadata";
 import { DerError, children, isValidOid, oid, parse, seq, set, utf8 } from "../x509/der";
-import { certOutput, checkFormat, responseChain } from "./format";
-import { issuerKeyId, loadCsr, signingIssuerFrom, type IssueContext } from "./issue";
-import { unsealPrivateKey } from "../storage/keystore";
+import { checkFormat } from "./format";
+import { loadCsr, refuseWeakRsaCsr } from "./csr";
 import { validateKeySpec } from "../x509/keytypes";
-import { colonHex } from "../x509/pem";
 import { extKeyUsageOids, keyUsageBits, resolveAia } from "./profile";
 import { OID_AKI, OID_SKI } from "../x509/resign";
 import type { Role } from "../policy/roles";
 import { DEFAULT_KEY_USAGE } from "../defaults";
 import { css, csrField, formatField, notAfterField, removeRootsField, signatureFields } from "../fields";
-import { reserveSerial } from "./serials";
-import { insertCertStmt, loadIssuanceState, runBatch } from "../storage/store";
-import { computeValidity, type LeafNotAfterBehavior } from "./ttl";
-import { importSigner, signCertificate } from "../x509/x509";
+import { loadIssuanceState } from "../storage/store";
+import { certificateResponse, issuanceValidity, leafBound, signNewCertificate, signingIssuerFrom, storeCertificate, type IssueContext } from "./pipeline";
 
 export const signVerbatimFields = defineFields({
   role: { type: "string", description: "Role (path): its ttl, max_ttl, issuer_ref, no_store, no_store_metadata and not_before_duration apply." },
@@ -103,9 +98,7 @@ export async function signVerbatim(ctx: IssueContext, f: FieldValues<typeof sign
   if (csr.isCa) {
     throw badRequest("csr: the certificate request asks for a CA certificate (basicConstraints CA:TRUE); sign-verbatim does not issue CA certificates, use sign-intermediate");
   }
-  if (csr.facts.type === "rsa" && csr.facts.bits < 2048) {
-    throw badRequest(`csr: RSA keys < 2048 bits are unsafe and not supported: got ${csr.facts.bits}`);
-  }
+  refuseWeakRsaCsr(csr);
 
   const { issuer, key, all, cfg } = signingIssuerFrom(state, opts.pathIssuer ?? (role?.issuer_ref || "default"));
   const issuerSpki = base64ToBytes(issuer.publicKey);
@@ -113,23 +106,16 @@ export async function signVerbatim(ctx: IssueContext, f: FieldValues<typeof sign
   // Only RSA issuers honour signature_bits (spec "Sign intermediate"), but a bad value is refused.
   validateKeySpec(issuerFacts.type, 0, f.signature_bits);
 
-  const { defaultTtl, maxTtl } = effectiveTtls(ctx.mount);
   const now = Date.now();
-  const validity = computeValidity({
+  const validity = issuanceValidity(ctx.mount, {
     now,
-    requestTtl: f.ttl,
-    requestNotAfter: f.not_after,
-    roleTtl: role?.ttl ?? 0,
-    roleMaxTtl: role?.max_ttl ?? 0,
-    roleNotAfter: "",
-    notAfterBound: "permit",
-    mountDefaultTtl: defaultTtl,
-    mountMaxTtl: maxTtl,
+    ttl: f.ttl,
+    notAfter: f.not_after,
     notBeforeDuration: role && role.not_before_duration > 0 ? role.not_before_duration : 30,
-    notBefore: "",
+    // A role contributes only ttl and max_ttl to validity (spec "Sign verbatim" name).
+    role: { ttl: role?.ttl ?? 0, maxTtl: role?.max_ttl ?? 0 },
     // enforce_leaf_not_after_behavior=false truncates to the issuer's notAfter (spec).
-    issuer: { notAfter: issuer.notAfter, behavior: f.enforce_leaf_not_after_behavior ? (issuer.leafNotAfterBehavior as LeafNotAfterBehavior) : "truncate" },
-    refuseOverMax: true,
+    issuer: f.enforce_leaf_not_after_behavior ? leafBound(issuer) : { notAfter: issuer.notAfter, behavior: "truncate" },
   });
 
   // The CSR's extensions win over generated ones with the same OID (Go's ExtraExtensions);
@@ -145,52 +131,36 @@ export async function signVerbatim(ctx: IssueContext, f: FieldValues<typeof sign
     ext_key_usage: f.ext_key_usage,
     ext_key_usage_oids: f.ext_key_usage_oids.map((o) => o.trim()),
   });
-  const [leafFacts, issuerSki] = await Promise.all([publicKeyFacts(csr.spki), issuerKeyId(issuer)]);
-  const generated: (ExtensionDer | null)[] = [
-    inCsr(OID.keyUsage) ? null : keyUsageExtension(keyUsageBits(f.key_usage)),
-    inCsr(OID.extKeyUsage) ? null : extKeyUsageExtension(eku),
-    inCsr(OID_SKI) ? null : skiExtension(leafFacts.ski),
-    akiExtension(issuerSki),
-    inCsr(OID.authorityInfoAccess) ? null : aiaExtension(aia.issuingCertificates, aia.ocspServers),
-    inCsr(OID.crlDistributionPoints) ? null : distributionPointsExtension(aia.crlDistributionPoints, "crl"),
-    inCsr(OID.freshestCrl) ? null : distributionPointsExtension(aia.deltaCrlDistributionPoints, "delta"),
-  ];
-  const extensions = [...generated.filter((e): e is ExtensionDer => e !== null), ...fromCsr];
   const subject = subjectWithUserIds(csr.subject, f.user_ids);
 
-  const [serialHex, signer] = await Promise.all([
-    reserveSerial(ctx.env, ctx.mount),
-    unsealPrivateKey(ctx.env, key).then((pk) => importSigner(pk, issuerSpki, f.signature_bits, f.use_pss)),
-  ]);
-  const der = await signCertificate({
-    serialHex,
+  const signed = await signNewCertificate(ctx, {
+    signedBy: { issuer, key, signature: { signatureBits: f.signature_bits, usePss: f.use_pss } },
     subject,
-    issuer: base64ToBytes(issuer.subjectDer),
-    notBefore: validity.notBefore,
-    notAfter: validity.notAfter,
-    spki: csr.spki,
-    extensions,
-    signer,
+    subjectKey: { spki: csr.spki, pkcs8: null, keyType: csr.facts.type },
+    validity,
+    extensions: ({ ski, issuerSki }) => {
+      const generated: (ExtensionDer | null)[] = [
+        inCsr(OID.keyUsage) ? null : keyUsageExtension(keyUsageBits(f.key_usage)),
+        inCsr(OID.extKeyUsage) ? null : extKeyUsageExtension(eku),
+        inCsr(OID_SKI) ? null : skiExtension(ski),
+        akiExtension(issuerSki),
+        inCsr(OID.authorityInfoAccess) ? null : aiaExtension(aia.issuingCertificates, aia.ocspServers),
+        inCsr(OID.crlDistributionPoints) ? null : distributionPointsExtension(aia.crlDistributionPoints, "crl"),
+        inCsr(OID.freshestCrl) ? null : distributionPointsExtension(aia.deltaCrlDistributionPoints, "delta"),
+      ];
+      return [...generated.filter((e): e is ExtensionDer => e !== null), ...fromCsr];
+    },
   });
 
-  const serial = colonHex(serialHex);
-  const notAfterSec = Math.floor(validity.notAfter.getTime() / 1000);
   if (!role?.no_store) {
-    await runBatch(ctx.db, [
-      insertCertStmt(ctx.db, {
-        mountId: ctx.mount.id,
-        serial,
-        der: bytesToBase64(der),
-        issuerId: issuer.id,
-        notAfter: notAfterSec,
-        createdAt: now,
-        metadata: metadata === null ? null : await sealMetadata(ctx.env, ctx.mount.id, serial, opts.roleName, metadata),
-      }),
-    ]);
+    await storeCertificate(ctx, signed, {
+      issuerId: issuer.id,
+      createdAt: now,
+      metadata: metadata === null ? null : { role: opts.roleName, value: metadata },
+    });
   }
-  const out = certOutput(der, issuer, responseChain(issuer, all, f.remove_roots_from_chain), format, null);
   return {
-    data: { ...out, serial_number: serial, expiration: String(notAfterSec) },
+    data: certificateResponse(signed, { format, chain: { issuer, all, removeRoots: f.remove_roots_from_chain }, privateKeyFormat: null }),
     warnings: validity.warnings,
   };
 }

@@ -13,7 +13,7 @@ import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
 import { privateKeyFacts, publicKeyFacts, toPkcs8 } from "../x509/asn1";
 import { DerError } from "../x509/der";
 import { rebuildCrls, rebuildWarnings } from "./crl-rebuild";
-import type { IssueContext } from "../issuance/issue";
+import type { IssueContext } from "../issuance/pipeline";
 import { certDerFromPem, issuerView, resolveIssuerIn } from "../ca/issuers";
 import { checkKeySize } from "../x509/keytypes";
 import { decodePemBlocks, normalizeSerial } from "../x509/pem";

@@ -2,7 +2,7 @@
 import { ApiError } from "../../../core/errors";
 import type { Req } from "../../../core/route";
 import type { MountRow } from "../../../core/mount-store";
-import type { IssueContext } from "../issuance/issue";
+import type { IssueContext } from "../issuance/pipeline";
 
 export function mountOf(req: Req): MountRow {
   // The dispatcher only routes engine paths with their mount; a missing one is a wiring bug.

@@ -4,8 +4,7 @@
  * issuer/:ref/sign-intermediate, DELETE root (sudo).
  */
 import { route } from "../../../core/route";
-import { pkiConfig, pkiIssuers, pkiKeys } from "../../../core/db/schema";
-import { and, eq } from "drizzle-orm";
+import { deleteAllIssuersAndKeys } from "../storage/store";
 import { crossSignFields, generateIntermediate, generateRoot, intermediateFields, rootFields, signIntermediate, signIntermediateFields } from "../ca/generate";
 import { ctxOf, mountOf } from "./common";
 
@@ -59,13 +58,7 @@ export const generateRoutes = [
     handlers: {
       // Deletes every issuer and key of the mount; issued certificates stay (§4.8).
       async delete(req) {
-        const id = mountOf(req).id;
-        await req.db.batch([
-          req.db.delete(pkiIssuers).where(eq(pkiIssuers.mountId, id)),
-          req.db.delete(pkiKeys).where(eq(pkiKeys.mountId, id)),
-          req.db.delete(pkiConfig).where(and(eq(pkiConfig.mountId, id), eq(pkiConfig.name, "issuers"))),
-          req.db.delete(pkiConfig).where(and(eq(pkiConfig.mountId, id), eq(pkiConfig.name, "keys"))),
-        ]);
+        await deleteAllIssuersAndKeys(req.db, mountOf(req).id);
         return {
           data: null,
           warnings: ["DELETE /root deletes all keys and issuers; prefer the new multi-issuer interface (DELETE /issuer/:ref and DELETE /key/:ref) for finer control."],
