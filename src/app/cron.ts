@@ -1,14 +1,16 @@
 /**
  * Scheduled jobs (wrangler.toml [triggers] crons), run by the Worker's `scheduled` handler: every
  * registered engine's `cron` jobs (src/app/engines.ts; PKI: auto-tidy and CRL auto-rebuild, sync:
- * reconciliation). Each job runs on its own: one failing job is logged and does not stop the others.
+ * reconciliation) and the expiry of leases (./leases.ts). Each job runs on its own: one failing job
+ * is logged and does not stop the others.
  */
 import type { CronJob } from "../core/engine";
 import { ENGINES } from "./engines";
+import { leaseExpiryJob } from "./leases";
 
 export type { CronJob };
 
-export const JOBS: readonly CronJob[] = ENGINES.flatMap((e) => e.cron ?? []);
+export const JOBS: readonly CronJob[] = [...ENGINES.flatMap((e) => e.cron ?? []), leaseExpiryJob];
 
 export async function runScheduled(controller: ScheduledController, env: Env): Promise<void> {
   const results = await Promise.allSettled(JOBS.map((j) => j.run(env, controller)));

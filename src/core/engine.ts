@@ -7,6 +7,7 @@
  * so that engines can declare themselves without importing the app (`core ← auth ← engines ← app`).
  */
 import type { Db } from "./db/client";
+import type { LeaseRow } from "./lease-store";
 import type { MountRow } from "./mount-store";
 import type { RouteDef } from "./route";
 
@@ -59,4 +60,11 @@ export interface Engine {
   namespaceLeftovers?(db: Db, namespaceId: string): Promise<string | null>;
   /** Removes the engine's remaining rows of a namespace that is being deleted (idempotent). */
   purgeNamespace?(db: Db, namespaceId: string): Promise<void>;
+  /**
+   * Revokes the secret behind a lease the engine registered on one of its mounts (src/core/leases.ts):
+   * sys/leases/revoke, revoke-prefix and the lease's expiry call it, as Vault's expiration manager
+   * calls the secret's Revoke callback. Must succeed when the secret is already gone (Vault only
+   * logs that); the lease row is deleted by the caller afterwards.
+   */
+  revokeLease?(ctx: EngineHookContext, mount: MountRow, lease: LeaseRow): Promise<void>;
 }

@@ -149,3 +149,9 @@ export function effectiveTtls(m: MountRow): { defaultTtl: number; maxTtl: number
   const maxTtl = m.maxLeaseTtl || SYSTEM_MAX_TTL;
   return { defaultTtl: Math.min(m.defaultLeaseTtl || SYSTEM_MAX_TTL, maxTtl), maxTtl };
 }
+
+/** Mounts by id, in any namespace and state (the lease expiry job resolves each lease's mount). */
+export async function getMountsByIds(db: Db, ids: string[]): Promise<MountRow[]> {
+  if (ids.length === 0) return [];
+  return db.select().from(mounts).where(inArray(mounts.id, ids));
+}

@@ -16,6 +16,7 @@ import { ApiError, badRequest } from "../../core/errors";
 import { defineFields } from "../../core/fields";
 import { route, type Req } from "../../core/route";
 import { randomHex } from "../../core/encoding";
+import { deleteMountLeases } from "../../core/lease-store";
 import { isUniqueViolation, MOUNT_DISABLING } from "../../core/lifecycle";
 import { deleteMountRow, effectiveTtls, findMountForPath, getMount, insertMountIfFree, listMounts, markMountDisabling, overlappingMount, updateMount, type MountRow } from "../../core/mount-store";
 
@@ -238,7 +239,11 @@ export const mountRoutes = [
         // engine unsyncs the associations of a KV mount's secrets, through the queue, so no
         // provider copy outlives the mount and no association stays SYNCED).
         for (const e of ENGINES) await e.onMountDisable?.({ env: req.env, db: req.db }, mount);
-        // (c) and (d): by mount id, idempotent, so a repeated DELETE finishes a failed one.
+        // (c) and (d): by mount id, idempotent, so a repeated DELETE finishes a failed one. The
+        // mount's leases go first (migrations/0008: none can be written after the mark). Vault
+        // revokes them on unmount; their secrets die with the mount's storage here, so revoking
+        // each certificate into a CRL that is deleted next would change nothing.
+        await deleteMountLeases(req.db, mount.id);
         const engine = MOUNT_ENGINES[mount.type];
         if (engine) await engine.purge(req.db, mount, req.env);
         await deleteMountRow(req.db, mount.id);

@@ -26,6 +26,7 @@ import { ApiError, badRequest, notFound } from "../../core/errors";
 import { defineFields } from "../../core/fields";
 import { route, type Req } from "../../core/route";
 import { MAX_NAMESPACE_DEPTH } from "../../core/limits";
+import { deleteNamespaceLeases } from "../../core/lease-store";
 import { NAMESPACE_DELETING } from "../../core/lifecycle";
 import { countMountsInNamespace, mountUnder } from "../../core/mount-store";
 import { trimEndChar } from "../../core/text";
@@ -165,6 +166,8 @@ export const namespaceRoutes = [
         // From the mark on nothing new can enter the namespace (lifecycle.ts invariant 3), so these
         // purges miss nothing; each is idempotent, so a retried DELETE finishes an interrupted one.
         for (const e of ENGINES) await e.purgeNamespace?.(req.db, row.id);
+        // Leases go with their mounts, which are all disabled by now; this only sweeps leftovers.
+        await deleteNamespaceLeases(req.db, [row.id]);
         await deleteNamespacePolicies(req.db, [row.id]);
         await deleteNamespaceTokenRoles(req.db, [row.id]);
         await revokeNamespaceTokens(req.db, [row.id]);

@@ -1,12 +1,14 @@
 /**
  * The PKI engine's one face: the engine value the app registers (src/app/engines.ts) with its
- * routes, scheduled jobs (auto-tidy, CRL auto-rebuild), mount purge and the `Authority` Durable
- * Object, one per mount. Nothing outside src/engines/pki/ imports any other module of it.
+ * routes, scheduled jobs (auto-tidy, CRL auto-rebuild), mount purge, the lease revoke hook
+ * (certificates of generate_lease roles) and the `Authority` Durable Object, one per mount.
+ * Nothing outside src/engines/pki/ imports any other module of it.
  */
 import type { Engine } from "../../core/engine";
 import { Authority } from "./authority/authority";
 import { purgePkiMount } from "./purge";
 import { pkiCrlAutoRebuildJob } from "./revocation/crl-cron";
+import { revokeCertLease } from "./revocation/lease";
 import { pkiRoutes } from "./routes";
 import { pkiAutoTidyJob } from "./tidy/tidy-cron";
 
@@ -21,6 +23,8 @@ export const pkiEngine = {
     { name: "pki-auto-tidy", run: (env) => pkiAutoTidyJob(env) },
     { name: "pki-crl-auto-rebuild", run: (env) => pkiCrlAutoRebuildJob(env) },
   ],
+  // sys/leases/revoke and lease expiry revoke a generate_lease certificate as POST revoke does.
+  revokeLease: ({ db, env }, mount, lease) => revokeCertLease({ db, env, mount }, lease),
   // wrangler.toml binds AUTHORITY to class_name "Authority": the name must not change.
   durableObjects: { Authority },
 } satisfies Engine;

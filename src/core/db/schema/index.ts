@@ -2,3 +2,4 @@ export * from "./core";
 export * from "./kv";
 export * from "./pki";
 export * from "./sync";
+export * from "./leases";

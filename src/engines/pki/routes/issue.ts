@@ -5,6 +5,8 @@ import { css, csrField, formatField, nameFields, notAfterField, privateKeyFormat
 import { route, type Req } from "../../../core/route";
 import { checkFormat, checkPrivateKeyFormat } from "../issuance/format";
 import { issueLeaf } from "../issuance/issue";
+import { registerLease } from "../../../core/leases";
+import { certLeaseData } from "../revocation/lease";
 import { ctxOf } from "./common";
 import { issuanceStateFromResults, issuanceStateQueries, loadIssuanceState } from "../storage/store";
 import type { Db } from "../../../core/db/client";
@@ -38,7 +40,7 @@ function handler(kind: "issue" | "sign") {
     const state = prefetched ?? (await loadIssuanceState(req.db, ctx.mount.id, f.role));
     const role = state.role;
     if (!role) throw badRequest(`unknown role: ${f.role}`);
-    return issueLeaf(ctx, state, {
+    const issued = await issueLeaf(ctx, state, {
       role,
       issuerRef: f.issuer_ref ?? role.issuer_ref,
       names: {
@@ -61,6 +63,17 @@ function handler(kind: "issue" | "sign") {
       // Present-but-empty counts (upstream checks the field's presence, not its value).
       certMetadata: req.has("cert_metadata") ? f.cert_metadata : null,
     });
+    // generate_lease (stored roles keep it false under no_store, roles.ts): a Vault lease
+    // `<request path>/<id>` running to the certificate's notAfter (upstream path_issue_sign.go).
+    if (!role.generate_lease || role.no_store) return issued;
+    const lease = await registerLease(req.db, {
+      ns: req.ns,
+      mount: ctx.mount,
+      requestPath: req.path,
+      validUntil: Number(issued.data.expiration) * 1000,
+      internalData: certLeaseData(issued.data.serial_number),
+    });
+    return { ...issued, warnings: [...issued.warnings, ...lease.warnings], topLevel: lease.topLevel };
   };
 }
 
