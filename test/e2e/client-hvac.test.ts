@@ -43,6 +43,7 @@ const STEPS = [
   "pki.sign",
   "pki.revoke",
   "pki.crl",
+  "pki.lease",
   "policy.acl_write",
   "policy.acl_read",
   "policy.acl_list",

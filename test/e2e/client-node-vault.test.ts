@@ -186,7 +186,9 @@ describe("node-vault 0.12.0 (unmodified, noCustomHTTPVerbs: true)", () => {
     it("pki.root_generate", async () => {
       const d = (await v().write(`${PKI}/root/generate/internal`, { common_name: "example.com", ttl: "87600h", issuer_name: "root-2024" })).data;
       expect(d.certificate).toMatch(/^-----BEGIN CERTIFICATE-----/);
-      expect((d.expiration * 1000 - Date.now()) / (365.25 * 86_400_000)).toBeGreaterThan(9.9);
+      // The spec's certificate response gives expiration as Unix seconds in a decimal string.
+      expect(d.expiration).toMatch(/^\d+$/);
+      expect((Number(d.expiration) * 1000 - Date.now()) / (365.25 * 86_400_000)).toBeGreaterThan(9.9);
       s.root = d.certificate;
       expect(String(await v().read(`${PKI}/ca/pem`)).trim()).toBe(d.certificate.trim());
     });
@@ -243,6 +245,24 @@ describe("node-vault 0.12.0 (unmodified, noCustomHTTPVerbs: true)", () => {
       const serials = [...text.matchAll(/Serial Number: ([0-9A-Fa-f]+)/g)].map((m) => serialHex(m[1]!));
       expect(serials).toContain(serialHex(s.issued!));
       expect(serials).not.toContain(serialHex(s.signed!));
+    });
+
+    it("pki.lease", async () => {
+      // A generate_lease role: each issue answer carries a lease; node-vault's revoke uses
+      // sys/leases/revoke, its revokePrefix Vault's legacy sys/revoke-prefix/:prefix.
+      await v().write(`${PKI}/roles/leased`, { allowed_domains: "example.com", allow_subdomains: true, generate_lease: true });
+      const issue = () => v().write(`${PKI}/issue/leased`, { common_name: "lease.example.com", ttl: "1h" });
+      const [a, b] = [await issue(), await issue()];
+      expect(a.lease_id).toMatch(new RegExp(`^${PKI}/issue/leased/[0-9A-Za-z]{24}$`));
+      expect(a.lease_duration).toBeGreaterThan(0);
+      expect(a.renewable).toBe(false);
+      const d = (await v().write("sys/leases/lookup", { lease_id: a.lease_id })).data;
+      expect(d).toMatchObject({ id: a.lease_id, renewable: false, last_renewal: null });
+      expect(await status(v().renew({ lease_id: a.lease_id }))).toBe(400);
+      await v().revoke({ lease_id: a.lease_id });
+      await v().revokePrefix({ path_prefix: `${PKI}/issue/leased` });
+      for (const r of [a, b]) expect((await v().read(`${PKI}/cert/${r.data.serial_number}`)).data.revocation_time).toBeGreaterThan(0);
+      expect(await status(v().write("sys/leases/lookup", { lease_id: b.lease_id }))).toBe(400);
     });
   });
 

@@ -284,7 +284,7 @@ def _():
 def _():
     d = pki.generate_root(type="internal", common_name="example.com", extra_params={"ttl": "87600h", "issuer_name": "root-2024"}, mount_point=PKI)["data"]
     check(d["certificate"].startswith("-----BEGIN CERTIFICATE-----"), "no certificate")
-    years = (d["expiration"] - time.time()) / (365.25 * 86400)
+    years = (float(d["expiration"]) - time.time()) / (365.25 * 86400)
     check(years > 9.9, "root expires in %.2f years, want 10 (ttl=87600h)" % years)
     state["root"] = d["certificate"]
     check(pki.read_ca_certificate(mount_point=PKI).strip() == d["certificate"].strip(), "ca/pem is not the new root")
@@ -363,6 +363,27 @@ def _():
     check(serial_hex(state["issued_serial"]) in serials, "revoked serial not in the CRL: %r" % serials)
     check(serial_hex(state["signed_serial"]) not in serials, "the unrevoked serial is in the CRL")
     return {"revoked": len(serials)}
+
+
+@step("pki.lease")
+def _():
+    # A generate_lease role: the issue answer carries a lease that sys/leases reads and revokes.
+    pki.create_or_update_role("leased", extra_params={"allowed_domains": "example.com", "allow_subdomains": True, "generate_lease": True}, mount_point=PKI)
+    r = pki.generate_certificate("leased", "lease.example.com", extra_params={"ttl": "1h"}, mount_point=PKI)
+    lease_id, serial = r["lease_id"], r["data"]["serial_number"]
+    check(lease_id.startswith(PKI + "/issue/leased/"), "lease_id %r" % lease_id)
+    check(0 < r["lease_duration"] <= 3600 and r["renewable"] is False, "lease_duration %r renewable %r" % (r["lease_duration"], r["renewable"]))
+    d = c.sys.read_lease(lease_id)["data"]
+    check(d["id"] == lease_id and d["renewable"] is False and d["last_renewal"] is None and 0 < d["ttl"] <= 3600, "lookup %r" % d)
+    c.sys.revoke_lease(lease_id)
+    revoked = c.read("%s/cert/%s" % (PKI, serial))["data"]["revocation_time"]
+    check(revoked > 0, "the lease's certificate was not revoked: revocation_time %r" % revoked)
+    try:
+        c.sys.read_lease(lease_id)
+        raise AssertionError("lookup of the revoked lease succeeded")
+    except exceptions.InvalidRequest as e:
+        check("invalid lease" in str(e), "lookup after revoke: %s" % e)
+    return {"lease_id": lease_id, "revocation_time": revoked}
 
 
 # ---------------------------------------------------------------- policies, both path families
