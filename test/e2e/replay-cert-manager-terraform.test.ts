@@ -120,7 +120,7 @@ describe("cert-manager's Vault issuer (token auth)", () => {
     expect(await x509Field(d.certificate, "-subject")).toContain("cn-only.example.com");
     expect(text).not.toContain("DNS:cn-only.example.com");
     // ttl "2160h0m0s": 90 days.
-    const days = (d.expiration * 1000 - Date.now()) / 86_400_000;
+    const days = (Number(d.expiration) * 1000 - Date.now()) / 86_400_000;
     expect(days).toBeGreaterThan(89.9);
     expect(days).toBeLessThanOrEqual(90.01);
   });
