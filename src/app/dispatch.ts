@@ -1,7 +1,8 @@
 /**
  * The request pipeline for everything under /v1/, in the order CONTRACT.md settles:
- *   path checks → namespace → backend and route → authentication → ACL (one place) →
- *   404 / 405 → body and field coercion → handler → envelope.
+ *   path checks → namespace → backend and route → authentication (403) → 405 for no operation →
+ *   body (413 / 415 / 400 malformed JSON) → ACL (one place, 403) → 404 / 405 → field coercion →
+ *   handler → envelope.
  * A request without a valid token gets 403 even on a path that does not exist; with a valid
  * token an unknown path is 404.
  */

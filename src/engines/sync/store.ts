@@ -1,5 +1,6 @@
 /**
- * Storage of secrets sync: the only module that touches the sync_* tables (src/core/db/schema/sync.ts).
+ * Storage of secrets sync: with ./association-store.ts (which owns sync_associations), the only
+ * module that touches the sync_* tables (src/core/db/schema/sync.ts).
  * Sensitive connection members and app private keys are sealed here, with a context naming the
  * row, so nothing above this module handles sealed text and nothing below it sees plaintext.
  * D1 has no interactive transactions (workers-stack.md §6.8): every write that must not race is

@@ -1,6 +1,6 @@
 /**
  * Tables of the PKI engine. Every row belongs to one mount (`mount_id`); disabling the mount
- * removes them (src/engines/pki/storage/store.ts purgePkiMount). Private keys are sealed (src/core/db/seal.ts) with
+ * removes them (src/engines/pki/purge.ts purgePkiMount). Private keys are sealed (src/core/db/seal.ts) with
  * the key id as context, so a sealed key copied to another row does not open there.
  * Times are Unix milliseconds unless a column says otherwise.
  */

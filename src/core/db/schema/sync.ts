@@ -4,7 +4,8 @@
  * details as JSON and its sensitive members (keys, tokens, client secrets, service-account JSON)
  * sealed together (src/core/db/seal.ts); an app keeps its private key sealed. The seal context names
  * the row, so a sealed value copied to another row does not open there.
- * Times are Unix milliseconds. All access goes through src/engines/sync/store.ts.
+ * Times are Unix milliseconds. All access goes through src/engines/sync/store.ts and, for
+ * sync_associations, src/engines/sync/association-store.ts.
  */
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 

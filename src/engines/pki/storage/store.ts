@@ -1,5 +1,7 @@
 /**
- * Storage of the PKI engine: the only module that touches the pki_* tables. Roles, issuers and
+ * Storage of the PKI engine: issuers, keys, roles, certificates and config. The other pki_* tables
+ * have their own doors beside it (revocation-store.ts, tidy-store.ts, metadata-store.ts); nothing
+ * outside storage/ touches any of them. Roles, issuers and
  * configuration come out through the decoders of ./decode.ts (defaults filled). Writes that must
  * land together are returned as statements for `db.batch` (D1 has no interactive transactions,
  * workers-stack.md pitfall 8), so an issuer and its key are never half-written.
