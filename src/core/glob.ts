@@ -12,7 +12,7 @@
  * subject (a two-star URI glob against a 750 KB uri_sans took 91 s of CPU). Like go-glob, this
  * splits the pattern at the stars and matches the pieces left to right without ever going
  * back: the first piece is a prefix, each middle piece is found at its leftmost position after
- * the previous one (leftmost is always safe: any later match leaves less subject for the rest),
+ * the previous one (leftmost is always safe, since every later match leaves less subject for the rest),
  * and the last piece is a suffix of what remains. Each piece is searched once from where the
  * previous one ended, so the work is one pass over the subject per piece at worst: O(n·m) with a
  * naive substring search, and about O(n + m) with the engine's indexOf (Boyer–Moore based).

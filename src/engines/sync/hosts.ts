@@ -14,7 +14,7 @@ export interface HostRule {
   field: string;
   /** Exact hosts or, with a leading ".", host suffixes the provider uses. */
   allowedHosts: readonly string[];
-  /** The operator's endpoint variable is set: any syntactically valid URL is accepted. */
+  /** The operator's endpoint variable is set, so every syntactically valid URL is accepted. */
   endpointOverride: boolean;
 }
 

@@ -31,7 +31,7 @@ export const roleFields = defineFields({
   allow_any_name: flag("Skip domain matching.", D.allow_any_name),
   enforce_hostnames: flag("Names must be valid hostnames.", D.enforce_hostnames),
   allow_ip_sans: flag("Allow IP SANs.", D.allow_ip_sans),
-  allowed_ip_sans_cidr: css("CIDRs IP SANs must fall in (empty: any).", D.allowed_ip_sans_cidr),
+  allowed_ip_sans_cidr: css("CIDRs IP SANs must fall in (empty: no restriction).", D.allowed_ip_sans_cidr),
   allowed_uri_sans: css("Allowed URI SANs (globs).", D.allowed_uri_sans),
   allowed_uri_sans_template: flag("Identity templating in allowed_uri_sans.", D.allowed_uri_sans_template),
   allowed_other_sans: css("Allowed other SANs, <oid>;UTF8:<value glob>, or *.", D.allowed_other_sans),
