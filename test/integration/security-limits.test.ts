@@ -225,6 +225,33 @@ describe("namespace existence (item 12)", () => {
     expect(r.body.errors).toEqual(["no namespace at this path"]);
   });
 
+  it("public reads (sys/internal/ui/mounts, sys/activation-flags) answer alike for a hidden and a missing namespace", async () => {
+    // Before: without a token, GET <ns>/sys/internal/ui/mounts was 200 for any existing namespace
+    // and 403 for a missing one, so anyone could enumerate namespaces.
+    await write("sys/namespaces/hidden18p");
+    await write("sys/mounts/secret", { type: "kv" }, { namespace: "hidden18p" }, 204);
+    const token = await tokenWithPolicy('path "secret/*" { capabilities = ["read"] }');
+    for (const path of ["sys/internal/ui/mounts", "sys/internal/ui/mounts/secret/x", "sys/activation-flags"]) {
+      for (const t of [null, token]) {
+        const existing = await api("GET", path, { token: t, namespace: "hidden18p" });
+        const missing = await api("GET", path, { token: t, namespace: "ghost18p" });
+        expect([path, existing.status, existing.body]).toEqual([path, missing.status, missing.body]);
+        const byPrefix = await api("GET", `hidden18p/${path}`, { token: t });
+        expect([path, byPrefix.status]).toEqual([path, 403]);
+      }
+    }
+    // The namespace's own tokens, and the root namespace, keep Vault's answers.
+    const own = await tokenWithPolicy('path "secret/data/*" { capabilities = ["read"] }', { namespace: "hidden18p" });
+    expect((await api("GET", "sys/internal/ui/mounts", { token: own, namespace: "hidden18p" })).body.data.secret["secret/"]).toMatchObject({ type: "kv" });
+    expect((await api("GET", "sys/internal/ui/mounts/secret/x", { token: own, namespace: "hidden18p" })).status).toBe(200);
+    expect((await api("GET", "sys/activation-flags", { token: own, namespace: "hidden18p" })).status).toBe(200);
+    expect((await api("GET", "sys/internal/ui/mounts", { token: null })).status).toBe(200);
+    expect((await api("GET", "sys/activation-flags", { token: null })).status).toBe(200);
+    // A root-namespace token granted the namespace's KV tree still detects it (vault kv -namespace).
+    const cross = await tokenWithPolicy('path "hidden18p/secret/data/*" { capabilities = ["read"] }');
+    expect((await api("GET", "sys/internal/ui/mounts/secret/x", { token: cross, namespace: "hidden18p" })).body.data.path).toBe("secret/");
+  });
+
   it("a token of a child namespace gets 403 for a missing sibling", async () => {
     await write("sys/namespaces/kid18");
     const token = await tokenWithPolicy('path "*" { capabilities = ["read", "list"] }', { namespace: "kid18" });

@@ -5,7 +5,9 @@
  * as Vault does; sync itself works without it, so existing set-ups keep working.
  */
 import { activatedFeatures, activateFeature } from "../../core/activation-store";
+import { permissionDenied } from "../../core/errors";
 import { route, type Req } from "../../core/route";
+import { mayLearnNamespace } from "./namespace-visibility";
 
 /** Features that can be activated. */
 const FEATURES = ["secrets-sync"] as const;
@@ -19,7 +21,15 @@ export const activationFlagRoutes = [
   route({
     pattern: "activation-flags",
     public: ["read"],
-    handlers: { read: flags },
+    // The flags are the cluster's, but the read must not tell an existing namespace from a
+    // missing one (issue 18 #12): outside the root namespace it needs a token that may know it.
+    publicSeesToken: true,
+    handlers: {
+      async read(req) {
+        if (!mayLearnNamespace(req)) throw permissionDenied();
+        return flags(req);
+      },
+    },
   }),
   route({
     pattern: "activation-flags/secrets-sync/activate",

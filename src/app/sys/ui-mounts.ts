@@ -14,6 +14,7 @@ import { defineFields } from "../../core/fields";
 import { listMounts, findMountForPath, type MountRow } from "../../core/mount-store";
 import { route, type Req } from "../../core/route";
 import { mountView } from "./mounts";
+import { mayLearnNamespace } from "./namespace-visibility";
 
 /** The built-in token auth method, as Vault lists it under `auth`. */
 const TOKEN_AUTH_MOUNT = {
@@ -58,6 +59,8 @@ export const uiMountRoutes = [
           for (const m of await listMounts(req.db, req.ns.id)) if (hasAccess(req, m, "")) secret[m.path] = mountView(m);
           if (req.capabilities("auth/token/").size > 0 || req.capabilities("auth/token/lookup-self").size > 0) auth["token/"] = TOKEN_AUTH_MOUNT;
         }
+        // An empty answer from another namespace would only tell that it exists (issue 18 #12).
+        if (Object.keys(secret).length === 0 && Object.keys(auth).length === 0 && !mayLearnNamespace(req)) throw permissionDenied();
         return { data: { secret, auth } };
       },
     },
@@ -77,8 +80,9 @@ export const uiMountRoutes = [
           return { data: { ...TOKEN_AUTH_MOUNT, path: "auth/token/" } };
         }
         const m = await findMountForPath(req.db, req.ns.id, path);
-        // No mount and no access look the same (403, not 404), so mount names cannot be probed.
-        if (!m || !hasAccess(req, m, path.slice(m.path.length))) throw preflightDenied(asked);
+        // No mount and no access look the same (403, not 404), so mount names cannot be probed;
+        // in another namespace, the same as a missing namespace (issue 18 #12).
+        if (!m || !hasAccess(req, m, path.slice(m.path.length))) throw mayLearnNamespace(req) ? preflightDenied(asked) : permissionDenied();
         return { data: { ...mountView(m), path: m.path } };
       },
     },
