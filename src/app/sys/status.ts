@@ -42,7 +42,8 @@ function parseGoBool(v: string): boolean | null {
 /**
  * `GET|HEAD sys/health`. Query parameters as Vault's: `standbyok`/`perfstandbyok` (bools; they
  * matter only on standbys, which Lanyard never is) and the status codes above. A code that is
- * not an integer, or a bad bool, is 400 with `{"errors":[]}` as in Vault. Status order: not
+ * not an integer, or a bad bool, is 400 naming the parameter (Vault sends `{"errors":[]}`; the
+ * contract wants the field named). Status order: not
  * initialised → uninitcode, sealed → sealedcode, else activecode. Lanyard is always initialised
  * (there is no init step); a configuration problem reports sealed.
  */
@@ -50,10 +51,10 @@ export function healthResponse(url: URL, problem: string | null, requestId: stri
   const codes: Record<string, number> = { ...CODE_PARAMS };
   for (const [name, value] of url.searchParams) {
     if (name in CODE_PARAMS) {
-      if (!/^-?\d+$/.test(value.trim())) return errorResponse(400, [], requestId);
+      if (!/^-?\d+$/.test(value.trim())) return errorResponse(400, [`${name}: must be an integer status code`], requestId);
       codes[name] = Number(value.trim());
     } else if (name === "standbyok" || name === "perfstandbyok") {
-      if (value !== "" && parseGoBool(value) === null) return errorResponse(400, [], requestId);
+      if (value !== "" && parseGoBool(value) === null) return errorResponse(400, [`${name}: must be a boolean`], requestId);
     }
   }
   const sealed = problem !== null;
