@@ -73,6 +73,24 @@ describe("issue and sign with generate_lease", () => {
     expect(new Set([leaf.leaseId, signed.leaseId, viaIssuer.leaseId, signedViaIssuer.leaseId]).size).toBe(4);
   });
 
+  it("sign-verbatim with a generate_lease role answers a lease too (spec \"Sign verbatim\": the role's generate_lease takes effect)", async () => {
+    const { path } = await setup();
+    const csr = await makeCsr("verbatim.example");
+    const withRole = await issue(path, { csr: csr.pem }, "sign-verbatim/web");
+    expect(withRole.leaseId).toMatch(new RegExp(`^${path}/sign-verbatim/web/${BASE62_24}$`));
+    expect(withRole.renewable).toBe(false);
+    expect(withRole.leaseDuration).toBeGreaterThan(3590);
+    const viaIssuer = await issue(path, { csr: csr.pem }, "issuer/default/sign-verbatim/web");
+    expect(viaIssuer.leaseId).toMatch(new RegExp(`^${path}/issuer/default/sign-verbatim/web/${BASE62_24}$`));
+    // The lease revokes the certificate, as for issue/sign.
+    expect((await api("PUT", "sys/leases/revoke", { body: { lease_id: withRole.leaseId } })).status).toBe(204);
+    expect((await read(`${path}/cert/${withRole.serial}`)).body.data.revocation_time).toBeGreaterThan(0);
+    // Without a role there is no generate_lease to apply.
+    const noRole = await issue(path, { csr: csr.pem }, "sign-verbatim");
+    expect(noRole.leaseId).toBe("");
+    expect(noRole.leaseDuration).toBe(0);
+  });
+
   it("no lease without generate_lease, nor with no_store (which forces it off)", async () => {
     const { path } = await setup({ generate_lease: false });
     const plain = await issue(path);

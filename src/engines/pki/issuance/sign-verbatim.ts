@@ -162,5 +162,7 @@ export async function signVerbatim(ctx: IssueContext, f: FieldValues<typeof sign
   return {
     data: certificateResponse(signed, { format, chain: { issuer, all, removeRoots: f.remove_roots_from_chain }, privateKeyFormat: null }),
     warnings: validity.warnings,
+    // The role, for what the route adds with it (a generate_lease lease); null without one.
+    role,
   };
 }

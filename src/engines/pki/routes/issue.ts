@@ -8,6 +8,8 @@ import { issueLeaf } from "../issuance/issue";
 import { registerLease } from "../../../core/leases";
 import { certLeaseData } from "../revocation/lease";
 import { ctxOf } from "./common";
+import type { CertificateResponse } from "../issuance/pipeline";
+import type { Role } from "../policy/roles";
 import { issuanceStateFromResults, issuanceStateQueries, loadIssuanceState } from "../storage/store";
 import type { Db } from "../../../core/db/client";
 import type { SQL } from "drizzle-orm";
@@ -63,18 +65,29 @@ function handler(kind: "issue" | "sign") {
       // Present-but-empty counts (upstream checks the field's presence, not its value).
       certMetadata: req.has("cert_metadata") ? f.cert_metadata : null,
     });
-    // generate_lease (stored roles keep it false under no_store, roles.ts): a Vault lease
-    // `<request path>/<id>` running to the certificate's notAfter (upstream path_issue_sign.go).
-    if (!role.generate_lease || role.no_store) return issued;
-    const lease = await registerLease(req.db, {
-      ns: req.ns,
-      mount: ctx.mount,
-      requestPath: req.path,
-      validUntil: Number(issued.data.expiration) * 1000,
-      internalData: certLeaseData(issued.data.serial_number),
-    });
-    return { ...issued, warnings: [...issued.warnings, ...lease.warnings], topLevel: lease.topLevel };
+    return withCertLease(req as Req, role, issued);
   };
+}
+
+/**
+ * generate_lease (stored roles keep it false under no_store, roles.ts): a Vault lease
+ * `<request path>/<id>` running to the certificate's notAfter (upstream path_issue_sign.go), for
+ * issue, sign and sign-verbatim with a role, and their issuer/:ref forms.
+ */
+export async function withCertLease(
+  req: Req,
+  role: Pick<Role, "generate_lease" | "no_store"> | null,
+  issued: { data: CertificateResponse; warnings: string[] },
+): Promise<{ data: CertificateResponse; warnings: string[]; topLevel?: Record<string, unknown> }> {
+  if (!role || !role.generate_lease || role.no_store) return issued;
+  const lease = await registerLease(req.db, {
+    ns: req.ns,
+    mount: ctxOf(req).mount,
+    requestPath: req.path,
+    validUntil: Number(issued.data.expiration) * 1000,
+    internalData: certLeaseData(issued.data.serial_number),
+  });
+  return { ...issued, warnings: [...issued.warnings, ...lease.warnings], topLevel: lease.topLevel };
 }
 
 /** The issuance state goes into the request's first D1 batch (RouteDef.prefetch; npm run bench). */

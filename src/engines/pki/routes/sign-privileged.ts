@@ -7,11 +7,12 @@ import { route, type Req } from "../../../core/route";
 import { signSelfIssued, signSelfIssuedFields } from "../issuance/sign-self-issued";
 import { signVerbatim, signVerbatimFields } from "../issuance/sign-verbatim";
 import { ctxOf } from "./common";
+import { withCertLease } from "./issue";
 
 function verbatim(perIssuer: boolean) {
   return async (req: Req<typeof signVerbatimFields>) => {
     const f = req.fields;
-    const out = await signVerbatim(ctxOf(req as Req), f, {
+    const { role, ...out } = await signVerbatim(ctxOf(req as Req), f, {
       pathIssuer: perIssuer ? (f.issuer_ref ?? "default") : null,
       roleName: f.role ?? f.name ?? "",
       // Present-but-empty counts (upstream checks the field's presence, not its value).
@@ -22,7 +23,8 @@ function verbatim(perIssuer: boolean) {
     if (f.role && f.name && f.name !== f.role) {
       out.warnings = [...out.warnings, `name: the role "${f.role}" in the path was used; the body's name "${f.name}" was ignored`];
     }
-    return out;
+    // The role's generate_lease takes effect here too (spec "Sign verbatim" name).
+    return withCertLease(req as Req, role, out);
   };
 }
 
