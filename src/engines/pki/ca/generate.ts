@@ -14,7 +14,7 @@ import { certDerFromPem, checkObjectName, importIssuersAndKeys, resolveKeyIn } f
 import { unsealPrivateKey, sealPrivateKey } from "../storage/keystore";
 import { validateKeySpec } from "../x509/keytypes";
 import { toPem } from "../x509/pem";
-import { applyRole, permissiveRole } from "../policy/policy";
+import { applyRole, nameRequestFrom, permissiveRole } from "../policy/policy";
 import { NO_AIA, caExtensions, resolveAia, type AiaUrls } from "../issuance/profile";
 import { defaultRole } from "../policy/roles";
 import { getAllConfig, insertKeyStmt, listIssuers, listKeys, putConfigStmt, runBatch, type KeyRow, type Stmt } from "../storage/store";
@@ -102,20 +102,7 @@ function namesFrom(f: Pick<SubjectValues, keyof typeof subjectFields>) {
     street_address: f.street_address,
     postal_code: f.postal_code,
   });
-  return applyRole(
-    role,
-    {
-      common_name: f.common_name,
-      alt_names: f.alt_names,
-      ip_sans: f.ip_sans,
-      uri_sans: f.uri_sans,
-      other_sans: f.other_sans,
-      serial_number: f.serial_number,
-      user_ids: [],
-      exclude_cn_from_sans: f.exclude_cn_from_sans,
-    },
-    null,
-  );
+  return applyRole(role, nameRequestFrom(f, []), null);
 }
 
 interface KeyMaterial {

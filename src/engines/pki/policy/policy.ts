@@ -33,6 +33,20 @@ export interface NameRequest {
   exclude_cn_from_sans: boolean;
 }
 
+/** A NameRequest from a request's name fields (engines/pki/fields.ts nameFields) and its user ids. */
+export function nameRequestFrom(f: Omit<NameRequest, "user_ids">, userIds: string[]): NameRequest {
+  return {
+    common_name: f.common_name,
+    alt_names: f.alt_names,
+    ip_sans: f.ip_sans,
+    uri_sans: f.uri_sans,
+    other_sans: f.other_sans,
+    serial_number: f.serial_number,
+    user_ids: userIds,
+    exclude_cn_from_sans: f.exclude_cn_from_sans,
+  };
+}
+
 export interface CertSubject {
   subject: SubjectSpec;
   sans: SanSpec;

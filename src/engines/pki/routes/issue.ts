@@ -10,6 +10,7 @@ import { certLeaseData } from "../revocation/lease";
 import { ctxOf } from "./common";
 import type { CertificateResponse } from "../issuance/pipeline";
 import type { Role } from "../policy/roles";
+import { nameRequestFrom } from "../policy/policy";
 import { issuanceStateFromResults, issuanceStateQueries, loadIssuanceState } from "../storage/store";
 import type { Db } from "../../../core/db/client";
 import type { SQL } from "drizzle-orm";
@@ -45,16 +46,7 @@ function handler(kind: "issue" | "sign") {
     const issued = await issueLeaf(ctx, state, {
       role,
       issuerRef: f.issuer_ref ?? role.issuer_ref,
-      names: {
-        common_name: f.common_name,
-        alt_names: f.alt_names,
-        ip_sans: f.ip_sans,
-        uri_sans: f.uri_sans,
-        other_sans: f.other_sans,
-        serial_number: f.serial_number,
-        user_ids: f.user_ids,
-        exclude_cn_from_sans: f.exclude_cn_from_sans,
-      },
+      names: nameRequestFrom(f, f.user_ids),
       ttl: f.ttl,
       notAfter: f.not_after,
       format: checkFormat(f.format),
