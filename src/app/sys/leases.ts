@@ -86,15 +86,20 @@ async function leasesForPrefix(req: Req, raw: string): Promise<LeaseRow[]> {
   return leasesUnder(req.db, req.ns.id, raw.endsWith("/") ? raw : `${raw}/`);
 }
 
+/** The lease a renew or revoke names: the body's lease_id wins over the path's (Vault's handlers). */
+function leaseIdOf(f: { lease_id?: string; url_lease_id?: string }): string {
+  const id = f.lease_id || f.url_lease_id || "";
+  if (id === "") throw badRequest(LEASE_ID_REQUIRED);
+  return id;
+}
+
 function renewRoute(pattern: string): RouteDef {
   return route({
     pattern,
     fields: renewFields,
     handlers: {
       async update(req) {
-        // The body's lease_id wins over the one in the path (handleRenew).
-        const id = req.fields.lease_id || req.fields.url_lease_id || "";
-        if (id === "") throw badRequest(LEASE_ID_REQUIRED);
+        const id = leaseIdOf(req.fields);
         // Vault's leaseEntry.renewable(): unknown → not found; past expiry → expired; PKI
         // certificates have no Renew callback → not renewable.
         const lease = await getLease(req.db, req.ns.id, id);
@@ -112,9 +117,7 @@ function revokeRoute(pattern: string): RouteDef {
     fields: revokeFields,
     handlers: {
       async update(req) {
-        // The body's lease_id wins over the one in the path (handleRevoke).
-        const id = req.fields.lease_id || req.fields.url_lease_id || "";
-        if (id === "") throw badRequest(LEASE_ID_REQUIRED);
+        const id = leaseIdOf(req.fields);
         // An unknown lease is still a 204 (Revoke of a missing entry is no error).
         const lease = await getLease(req.db, req.ns.id, id);
         return revokeReply(req, req.fields.sync, () => revokeLeases({ env: req.env, db: req.db }, lease ? [lease] : []));

@@ -9,7 +9,7 @@ import { PolicyParseError, parsePolicy } from "../../auth/policy-parser";
 import { deletePolicy, getPolicy, listPolicyNames, putPolicy } from "../../auth/policy-store";
 import { badRequest, notFound } from "../../core/errors";
 import { defineFields } from "../../core/fields";
-import { route, type Req } from "../../core/route";
+import { route, type JsonReply, type Req } from "../../core/route";
 import { base64ToBytes } from "../../core/encoding";
 
 const policyFields = defineFields({
@@ -74,6 +74,12 @@ function maybeBase64(text: string): string {
   }
 }
 
+/** Vault's legacy policy list: `keys` and `policies` (the same names), also at the top level. */
+async function legacyList(req: Req): Promise<JsonReply> {
+  const names = await policyNames(req);
+  return { data: { keys: names, policies: names }, topLevel: { keys: names, policies: names } };
+}
+
 export const policyRoutes = [
   route({
     pattern: "policies/acl",
@@ -113,14 +119,8 @@ export const policyRoutes = [
   route({
     pattern: "policy",
     handlers: {
-      async read(req) {
-        const names = await policyNames(req);
-        return { data: { keys: names, policies: names }, topLevel: { keys: names, policies: names } };
-      },
-      async list(req) {
-        const names = await policyNames(req);
-        return { data: { keys: names, policies: names }, topLevel: { keys: names, policies: names } };
-      },
+      read: legacyList,
+      list: legacyList,
     },
   }),
   route({
