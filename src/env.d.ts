@@ -13,5 +13,7 @@ declare namespace Cloudflare {
     WEBHOST_ENDPOINT?: string;
     /** "true" lets config/external-policy use a plain http:// service URL (docs/pki-external-policy.md). */
     EXTERNAL_POLICY_ALLOW_HTTP?: string;
+    /** "true" lets auth methods call plain http:// JWKS, discovery and TokenReview URLs (src/core/outbound-url.ts). */
+    AUTH_ALLOW_HTTP?: string;
   }
 }

@@ -10,6 +10,7 @@ import { loadConfig } from "../../../core/config";
 import { seal } from "../../../core/db/seal";
 import { defineFields, type FieldValues } from "../../../core/fields";
 import { badRequest } from "../../../core/errors";
+import { checkOutboundUrl } from "../../../core/outbound-url";
 // The stored shapes and their defaults live with every other PKI default.
 import { EXTERNAL_POLICY_DEFAULTS, type ExternalPolicyConfig, type ExternalPolicyStatus } from "../defaults";
 import { privateKeyFacts, toPkcs8 } from "../x509/asn1";
@@ -33,34 +34,9 @@ export const externalPolicyConfigFields = defineFields({
 
 type ConfigFields = FieldValues<typeof externalPolicyConfigFields>;
 
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
-
-/**
- * Which URLs the service may be reached at. `https://` always. Plain `http://` only when the
- * operator allows it with EXTERNAL_POLICY_ALLOW_HTTP=true, or, in development
- * (ENVIRONMENT=development), to a loopback host (a policy service on the same machine). Checked
- * when the configuration is written and again before every request, so revoking the
- * permission takes effect at once. Credentials in the URL are refused: a read would show them.
- */
+/** Where the service may be reached: src/core/outbound-url.ts (https://, or http:// by opt-in or to loopback in development). */
 export function checkServiceUrl(env: Env, raw: string): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw badRequest(`external_service_url: "${raw}" is not a valid URL`);
-  }
-  if (url.username !== "" || url.password !== "") {
-    throw badRequest("external_service_url: credentials in the URL are not supported");
-  }
-  if (url.protocol === "https:") return url;
-  if (url.protocol === "http:") {
-    if (env.EXTERNAL_POLICY_ALLOW_HTTP === "true") return url;
-    if (env.ENVIRONMENT === "development" && LOOPBACK.test(url.hostname)) return url;
-    throw badRequest(
-      "external_service_url: must be an https:// URL (plain http:// needs EXTERNAL_POLICY_ALLOW_HTTP=true, or a loopback host in development)",
-    );
-  }
-  throw badRequest(`external_service_url: unsupported scheme "${url.protocol.replace(/:$/, "")}"; use https://`);
+  return checkOutboundUrl(env, "external_service_url", raw, "EXTERNAL_POLICY_ALLOW_HTTP");
 }
 
 /** One or more PEM certificates that parse; returns them normalised (one block per line group). */
