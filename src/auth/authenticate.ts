@@ -34,6 +34,11 @@ export function rootEntry(presented: string): TokenEntry {
     creationTime: 0,
     expireTime: null,
     maxExpireTime: null,
+    path: "",
+    period: 0,
+    authMountId: null,
+    roleName: "",
+    boundCidrs: [],
     configuredRoot: true,
     presented,
   };

@@ -44,7 +44,7 @@ const createFields = defineFields({
  * `token_num_uses` and `token_no_default_policy` bound what the request asks, `token_period`
  * makes the token periodic.
  */
-async function createToken(req: Req<typeof createFields>, orphan: boolean, role: TokenRole | null = null) {
+async function createToken(req: Req<typeof createFields>, orphan: boolean, role: TokenRole | null = null, roleName = "") {
   const parent = req.token;
   if (!parent) throw permissionDenied();
   // Upstream's rule and wording (token_store.go handleCreateCommon, 400): a child, orphan or not,
@@ -87,6 +87,12 @@ async function createToken(req: Req<typeof createFields>, orphan: boolean, role:
     creationTime: now,
     expireTime: life.expireTime,
     maxExpireTime: life.maxExpireTime,
+    // Vault's token paths: auth/token/create, create-orphan, create/<role>.
+    path: roleName ? `auth/token/create/${roleName}` : orphan ? "auth/token/create-orphan" : "auth/token/create",
+    period: role && role.token_period > 0 ? role.token_period : 0,
+    authMountId: null,
+    roleName,
+    boundCidrs: role?.token_bound_cidrs ?? [],
   };
   // A child is stored only if its parent is still valid at the instant of the insert: a
   // revocation that won the race leaves nothing behind (token-store.ts, issue 18 #3). The caller
@@ -122,7 +128,8 @@ async function renew(req: Req, t: TokenEntry, increment: number | undefined) {
   }
   if (!t.renewable) throw badRequest("token is not renewable");
   const now = Date.now();
-  const want = increment && increment > 0 ? increment : t.ttl;
+  // A periodic token is extended by its period (Vault ignores the increment for those).
+  const want = t.period > 0 ? t.period : increment && increment > 0 ? increment : t.ttl;
   let expire = now + want * 1000;
   const warnings: string[] = [];
   if (t.maxExpireTime !== null && expire > t.maxExpireTime) {
@@ -155,7 +162,7 @@ export const tokenRoutes = [
         const name = roleName(req.fields.role_name);
         const role = await getTokenRole(req.db, req.ns.id, name);
         if (!role) throw badRequest(`unknown role ${name}`);
-        return createToken(req, false, role);
+        return createToken(req, false, role, name);
       },
     },
   }),

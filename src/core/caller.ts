@@ -35,6 +35,16 @@ export interface TokenRow {
   expireTime: number | null;
   /** Hard limit from explicit_max_ttl or the parent's expiry; renewals never pass it. */
   maxExpireTime: number | null;
+  /** The path that created it, as lookup shows it: "auth/token/create", "auth/approle/login". */
+  path: string;
+  /** Seconds; > 0 makes the token periodic (each renewal extends it by the period). */
+  period: number;
+  /** The auth mount that issued it at login; null for tokens of auth/token/. */
+  authMountId: string | null;
+  /** The role it was created or logged in through; "" when none. */
+  roleName: string;
+  /** CIDR blocks the token may be used from (token_bound_cidrs); empty = anywhere. */
+  boundCidrs: string[];
 }
 
 /** The authenticated caller. `configuredRoot` is the ROOT_TOKEN itself. */

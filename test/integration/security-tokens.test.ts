@@ -155,6 +155,11 @@ describe("issue 18 #3: revocation excludes concurrent creation", () => {
       creationTime: now,
       expireTime: now + 3_600_000,
       maxExpireTime: now + 3_600_000,
+      path: "auth/token/create",
+      period: 0,
+      authMountId: null,
+      roleName: "",
+      boundCidrs: [],
       ...extra,
     });
     const id = crypto.randomUUID().slice(0, 8);

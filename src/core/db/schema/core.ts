@@ -52,8 +52,18 @@ export const tokens = sqliteTable(
     expireTime: integer("expire_time"),
     /** Hard limit from explicit_max_ttl or the parent's expiry; renewals never pass it. */
     maxExpireTime: integer("max_expire_time"),
+    /** The path that created it, as lookup shows it: "auth/token/create", "auth/approle/login". */
+    path: text("path").notNull().default("auth/token/create"),
+    /** Seconds; > 0 makes the token periodic (each renewal extends it by the period). */
+    period: integer("period").notNull().default(0),
+    /** The auth mount that issued it at login; null for tokens of auth/token/. */
+    authMountId: text("auth_mount_id"),
+    /** The role it was created or logged in through; "" when none. */
+    roleName: text("role_name").notNull().default(""),
+    /** CIDR blocks the token may be used from (token_bound_cidrs); empty = anywhere. */
+    boundCidrs: text("bound_cidrs", { mode: "json" }).$type<string[]>().notNull().default([]),
   },
-  (t) => [index("tokens_parent").on(t.parentAccessor), index("tokens_namespace").on(t.namespaceId)],
+  (t) => [index("tokens_parent").on(t.parentAccessor), index("tokens_namespace").on(t.namespaceId), index("tokens_auth_role").on(t.authMountId, t.roleName)],
 );
 
 export const mounts = sqliteTable(

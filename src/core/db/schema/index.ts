@@ -3,3 +3,4 @@ export * from "./kv";
 export * from "./pki";
 export * from "./sync";
 export * from "./leases";
+export * from "./auth";
