@@ -4,3 +4,4 @@ export * from "./pki";
 export * from "./sync";
 export * from "./leases";
 export * from "./auth";
+export * from "./acme";
