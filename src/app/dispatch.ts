@@ -13,6 +13,9 @@ import { getNamespaceById, namespacesQuery } from "../auth/namespace-store";
 import { aclFor } from "../auth/policies";
 import { revokeTree, spendUse, tokenByHashQuery, type TokenEntry } from "../auth/token-store";
 import { MOUNT_ENGINES } from "./engines";
+import { AUTH_METHODS } from "./auth-methods";
+import { isAuthMount } from "../auth/methods/method";
+import { ipInCidrs } from "../core/cidr";
 import { BACKEND_ROUTES } from "./backends";
 import type { Db } from "../core/db/client";
 import { MAX_NAMESPACE_DEPTH } from "../core/limits";
@@ -143,7 +146,8 @@ function systemBackend(path: string): Backend | null {
 
 function mountBackend(mount: MountRow | null, path: string): Backend | null {
   if (!mount) return null;
-  const engine = MOUNT_ENGINES[mount.type];
+  // Auth mounts ("auth/approle/") are served by their auth method, secrets mounts by their engine.
+  const engine = isAuthMount(mount) ? AUTH_METHODS[mount.type] : MOUNT_ENGINES[mount.type];
   if (!engine) return null;
   return { mountType: mount.type, routes: engine.routes, mount, relPath: path.slice(mount.path.length) };
 }
@@ -193,7 +197,10 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   // token needs). The token is looked up even where the operation turns out to be public; that
   // costs nothing extra in the batch.
   const presented = presentedToken(request.headers);
-  const { ns, rest, found, backend: settled, prefetch, wanted } = await firstRound(db, cfg.rootToken, namespaceHeader(request.headers), segs, presented);
+  const first = await firstRound(db, cfg.rootToken, namespaceHeader(request.headers), segs, presented);
+  const { ns, rest, backend: settled, prefetch, wanted } = first;
+  // A token bound to CIDR blocks (token_bound_cidrs) is no token at all from anywhere else.
+  const found = first.found && fromBoundAddress(first.found, request.headers) ? first.found : null;
   const path = rest.join("/");
   const [backend, tokenNs, acl] = await Promise.all([
     settled !== undefined ? Promise.resolve(settled) : ns ? resolveBackend(db, ns, path) : Promise.resolve(null),
@@ -301,6 +308,17 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   }
   const merged = { ...reply, warnings: [...warnings, ...(reply.warnings ?? [])] };
   return jsonResponse(envelope(requestId, merged, backend.mountType), reply.status ?? 200, requestId);
+}
+
+/**
+ * Whether the request comes from where the token may be used: anywhere without bound CIDRs, else
+ * from inside one, judged by Cloudflare's CF-Connecting-IP (X-Forwarded-For and X-Real-IP are
+ * client-controlled and never trusted; src/auth/methods/login.ts).
+ */
+function fromBoundAddress(token: TokenEntry, headers: Headers): boolean {
+  if (token.boundCidrs.length === 0) return true;
+  const ip = headers.get("cf-connecting-ip")?.trim();
+  return ip !== undefined && ip !== "" && ipInCidrs(ip, token.boundCidrs);
 }
 
 /** Path of the namespace a token belongs to; null when that namespace is gone. */

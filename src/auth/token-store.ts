@@ -124,3 +124,22 @@ export async function listAccessors(db: Db, nsId: string): Promise<string[]> {
   const rows = await db.select({ a: tokens.accessor }).from(tokens).where(eq(tokens.namespaceId, nsId));
   return rows.map((r) => r.a).sort();
 }
+
+/**
+ * Revokes every token an auth mount issued at login (or, with `roleName`, those issued through
+ * that role) and their descendants, in ONE statement like revokeTree. Deleting a role or
+ * disabling an auth mount stops its tokens this way (issue 13).
+ */
+export async function revokeIssuedBy(db: Db, authMountId: string, roleName?: string): Promise<number> {
+  const roleCond = roleName === undefined ? sql`` : sql` AND role_name = ${roleName}`;
+  const res = await db.run(sql`
+    DELETE FROM tokens WHERE accessor IN (
+      WITH RECURSIVE sub(accessor) AS (
+        SELECT accessor FROM tokens WHERE auth_mount_id = ${authMountId}${roleCond}
+        UNION
+        SELECT t.accessor FROM tokens t JOIN sub ON t.parent_accessor = sub.accessor
+      )
+      SELECT accessor FROM sub
+    )`);
+  return res.meta.changes ?? 0;
+}

@@ -77,7 +77,7 @@ function engineType(type: string, options: Record<string, unknown>): { type: str
  * A lease TTL from a mount's config or a tune body: seconds or a duration string; "" and
  * "system" mean the system default (0). Vault's message: `unable to parse <kind> TTL of <v>: …`.
  */
-function ttlFrom(config: Record<string, unknown>, key: "default_lease_ttl" | "max_lease_ttl"): number {
+export function ttlFrom(config: Record<string, unknown>, key: "default_lease_ttl" | "max_lease_ttl"): number {
   const v = config[key];
   if (v === undefined || v === null || v === "" || v === "system") return 0;
   try {
@@ -93,7 +93,7 @@ function ttlFrom(config: Record<string, unknown>, key: "default_lease_ttl" | "ma
  * no max) above the system max, is refused. A max above the system default is allowed: Vault
  * does not cap a mount's max lease TTL at the system's.
  */
-function checkEnableTtls(defaultTtl: number, maxTtl: number): void {
+export function checkEnableTtls(defaultTtl: number, maxTtl: number): void {
   if (maxTtl !== 0 && defaultTtl > maxTtl) throw badRequest("given default lease TTL greater than given max lease TTL");
   if (maxTtl === 0 && defaultTtl > SYSTEM_MAX_TTL) {
     throw badRequest(`given default lease TTL greater than system max lease TTL of ${SYSTEM_MAX_TTL}`);
@@ -105,7 +105,7 @@ function checkEnableTtls(defaultTtl: number, maxTtl: number): void {
  * (0 is "system" and skips it), and the max is not capped at the system default, so the PKI
  * tutorial's `max_lease_ttl=87600h` is accepted.
  */
-function checkTuneTtls(defaultTtl: number, maxTtl: number): void {
+export function checkTuneTtls(defaultTtl: number, maxTtl: number): void {
   if (defaultTtl !== 0 && maxTtl !== 0 && maxTtl < defaultTtl) {
     throw badRequest(`backend max lease TTL of ${maxTtl} would be less than backend default lease TTL of ${defaultTtl}`);
   }
