@@ -12,6 +12,7 @@ import { defineConfig } from "vitest/config";
 const NODE_UNIT_TESTS = [
   "acl",
   "architecture",
+  "auth-login",
   "cidr",
   "core-encoding",
   "duration",
