@@ -3,6 +3,7 @@
  * The dispatcher routes "auth/<path>/…" to the mount's method, and sys/auth enables only these
  * types. `oidc` is the JWT method under its other name, as Vault mounts vault-plugin-auth-jwt.
  */
+import { kubernetesMethod } from "../auth/methods/kubernetes";
 import type { AuthMethod } from "../auth/methods/method";
 import type { CompiledRoute } from "../core/route";
 import { compileRoutes } from "./engines";
@@ -24,4 +25,6 @@ function registry(methods: Record<string, AuthMethod>): Record<string, Registere
 }
 
 /** sys/auth type → the method serving it. */
-export const AUTH_METHODS: Readonly<Record<string, RegisteredAuthMethod>> = registry({});
+export const AUTH_METHODS: Readonly<Record<string, RegisteredAuthMethod>> = registry({
+  kubernetes: kubernetesMethod,
+});
