@@ -11,6 +11,7 @@ import { defineConfig } from "vitest/config";
 // sync-destination-types (`cloudflare:test` env).
 const NODE_UNIT_TESTS = [
   "acl",
+  "acme-validate",
   "architecture",
   "auth-login",
   "cidr",

@@ -197,7 +197,8 @@ function excerpt(body: Uint8Array): string {
   return JSON.stringify(text.replace(/[^\x20-\x7e]/g, "?")) + (body.length > 64 ? "…" : "");
 }
 
-function redirectTarget(location: string, from: URL, devTarget: boolean): URL {
+/** The next URL of a redirect, if Lanyard follows it (exported for the unit tests). */
+export function redirectTarget(location: string, from: URL, devTarget: boolean): URL {
   if (location.length > MAX_REDIRECT_URL) throw new ValidationFailure("connection", `http-01: redirect URL longer than ${MAX_REDIRECT_URL} characters`);
   let next: URL;
   try {
