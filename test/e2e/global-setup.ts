@@ -11,6 +11,7 @@ import { promisify } from "node:util";
 import type { TestProject } from "vitest/node";
 import { unstable_startWorker } from "wrangler";
 import { startFakeServers } from "../helpers/fake-http";
+import { startHttp01Relay } from "./acme-http01-relay";
 import { E2E_ROOT_TOKEN, E2E_SEAL_KEY } from "./env";
 
 const run = promisify(execFile);
@@ -20,6 +21,8 @@ declare module "vitest" {
     baseUrl: string;
     /** The Worker's *_ENDPOINT vars: the fake providers (test/helpers/fake-http.ts) it syncs to. */
     fakeEndpoints: Record<string, string>;
+    /** The ACME http-01 relay (./acme-http01-relay.ts): the Worker's ACME_HTTP01_TARGET. */
+    http01Relay: string;
   }
 }
 
@@ -40,6 +43,7 @@ export default async function setup(project: TestProject) {
   // The five fake providers over HTTP on free ports; the Worker's endpoint vars point at them, so
   // e2e tests can sync to them (GET <endpoint>/__fake/state shows what each holds).
   const fakes = await startFakeServers(0);
+  const relay = await startHttp01Relay();
   const endpointBindings = Object.fromEntries(Object.entries(fakes.endpoints).map(([k, v]) => [k, { type: "plain_text" as const, value: v }]));
   await run(path.join(root, "node_modules/.bin/wrangler"), ["deploy", "--dry-run", "--outdir", buildDir, "-c", path.join(root, "wrangler.toml")], { cwd: root, env });
   const worker = await unstable_startWorker({
@@ -51,6 +55,7 @@ export default async function setup(project: TestProject) {
       ROOT_TOKEN: { type: "plain_text", value: E2E_ROOT_TOKEN },
       SEAL_KEY: { type: "plain_text", value: E2E_SEAL_KEY },
       ...endpointBindings,
+      ACME_HTTP01_TARGET: { type: "plain_text", value: relay.target },
     },
     dev: { persist: dir, server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: "warn" },
   });
@@ -62,13 +67,16 @@ export default async function setup(project: TestProject) {
   if (!(health instanceof Response) || health.status !== 200) {
     await worker.dispose();
     await fakes.close();
+    await relay.close();
     throw new Error(`e2e: the Worker did not become healthy at ${base}: ${health instanceof Response ? health.status : String(health)}`);
   }
   project.provide("baseUrl", base);
   project.provide("fakeEndpoints", fakes.endpoints);
+  project.provide("http01Relay", relay.url);
   return async () => {
     await worker.dispose();
     await fakes.close();
+    await relay.close();
     await rm(dir, { recursive: true, force: true });
   };
 }
