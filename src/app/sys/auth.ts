@@ -21,7 +21,7 @@ import { AUTH_METHODS } from "../auth-methods";
 import { checkEnableTtls, checkTuneTtls, normalizeMountPath, ttlFrom } from "./mounts";
 
 /** Vault's mountInfo for an auth mount: TTLs as configured (0 = system), token_type. */
-function authMountView(m: MountRow): Record<string, unknown> {
+export function authMountView(m: MountRow): Record<string, unknown> {
   return {
     type: m.type,
     description: m.description,
@@ -39,7 +39,7 @@ function authMountView(m: MountRow): Record<string, unknown> {
 }
 
 /** The built-in token method (auth/token/), one per namespace, with a stable accessor. */
-async function tokenMountView(nsId: string): Promise<Record<string, unknown>> {
+export async function tokenMountView(nsId: string): Promise<Record<string, unknown>> {
   const id = await sha256Hex(`auth-token:${nsId}`);
   return {
     type: "token",

@@ -10,6 +10,7 @@
  * disable's steps is what makes that hold: do not purge before marking.
  */
 import { getNamespaceByPath } from "../../auth/namespace-store";
+import { isAuthMount } from "../../auth/methods/method";
 import { ENGINES, MOUNT_ENGINES } from "../engines";
 import { parseDurationSeconds as parseTtl } from "../../core/duration";
 import { ApiError, badRequest } from "../../core/errors";
@@ -138,7 +139,8 @@ export const mountRoutes = [
     handlers: {
       async read(req) {
         const out: Record<string, unknown> = {};
-        for (const m of await listMounts(req.db, req.ns.id)) out[m.path] = mountView(m);
+        // Auth mounts share the table (at "auth/<path>/") but are listed by sys/auth only.
+        for (const m of await listMounts(req.db, req.ns.id)) if (!isAuthMount(m)) out[m.path] = mountView(m);
         return { data: out, topLevel: out };
       },
     },

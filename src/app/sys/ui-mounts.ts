@@ -14,23 +14,9 @@ import { defineFields } from "../../core/fields";
 import { listMounts, findMountForPath, type MountRow } from "../../core/mount-store";
 import { route, type Req } from "../../core/route";
 import { mountView } from "./mounts";
+import { authMountView, tokenMountView } from "./auth";
+import { AUTH_PREFIX, isAuthMount } from "../../auth/methods/method";
 import { mayLearnNamespace } from "./namespace-visibility";
-
-/** The built-in token auth method, as Vault lists it under `auth`. */
-const TOKEN_AUTH_MOUNT = {
-  type: "token",
-  description: "token based credentials",
-  accessor: "auth_token_00000000",
-  uuid: "",
-  config: { default_lease_ttl: 0, max_lease_ttl: 0, force_no_cache: false, token_type: "default-service" },
-  options: null,
-  local: false,
-  seal_wrap: false,
-  external_entropy_access: false,
-  plugin_version: "",
-  running_plugin_version: "",
-  running_sha256: "",
-};
 
 function hasAccess(req: Req, m: MountRow, rest: string): boolean {
   const probes = [m.path, `${m.path}${rest}`];
@@ -56,8 +42,13 @@ export const uiMountRoutes = [
         const secret: Record<string, unknown> = {};
         const auth: Record<string, unknown> = {};
         if (req.token) {
-          for (const m of await listMounts(req.db, req.ns.id)) if (hasAccess(req, m, "")) secret[m.path] = mountView(m);
-          if (req.capabilities("auth/token/").size > 0 || req.capabilities("auth/token/lookup-self").size > 0) auth["token/"] = TOKEN_AUTH_MOUNT;
+          for (const m of await listMounts(req.db, req.ns.id)) {
+            if (!hasAccess(req, m, "")) continue;
+            // Auth mounts ("auth/approle/") are listed under `auth`, keyed without the prefix.
+            if (isAuthMount(m)) auth[m.path.slice(AUTH_PREFIX.length)] = authMountView(m);
+            else secret[m.path] = mountView(m);
+          }
+          if (req.capabilities("auth/token/").size > 0 || req.capabilities("auth/token/lookup-self").size > 0) auth["token/"] = await tokenMountView(req.ns.id);
         }
         // An empty answer from another namespace would only tell that it exists (issue 18 #12).
         if (Object.keys(secret).length === 0 && Object.keys(auth).length === 0 && !mayLearnNamespace(req)) throw permissionDenied();
@@ -77,13 +68,13 @@ export const uiMountRoutes = [
         const path = req.fields.path.replace(/^\/+/, "");
         const asked = path.endsWith("/") ? path : `${path}/`;
         if (path === "auth/token" || path.startsWith("auth/token/")) {
-          return { data: { ...TOKEN_AUTH_MOUNT, path: "auth/token/" } };
+          return { data: { ...(await tokenMountView(req.ns.id)), path: "auth/token/" } };
         }
         const m = await findMountForPath(req.db, req.ns.id, path);
         // No mount and no access look the same (403, not 404), so mount names cannot be probed;
         // in another namespace, the same as a missing namespace (issue 18 #12).
         if (!m || !hasAccess(req, m, path.slice(m.path.length))) throw mayLearnNamespace(req) ? preflightDenied(asked) : permissionDenied();
-        return { data: { ...mountView(m), path: m.path } };
+        return { data: { ...(isAuthMount(m) ? authMountView(m) : mountView(m)), path: m.path } };
       },
     },
   }),
