@@ -1,0 +1,28 @@
+/**
+ * The AppRole auth method (issue 13; vault-ecosystem.md §4): machines log in with a RoleID and a
+ * SecretID and get a token with the role's policies. What the framework registers for mount
+ * type `approle`; routes are relative to the auth mount ("login", "role/:role_name", …).
+ *
+ * - ./login-route.ts: `login` (public);
+ * - ./role-routes.ts, ./role-field-routes.ts: roles, their RoleID and single-field endpoints;
+ * - ./secret-id-routes.ts: SecretIDs (generate, custom, list, lookup, destroy) and tidy;
+ * - ./role.ts: the role's model and the rules every write keeps;
+ * - ./secret-id-store.ts: the only door of the approle_secret_ids table (hashed SecretIDs,
+ *   use limits spent by one conditional UPDATE).
+ */
+import type { AuthMethod } from "../method";
+import { loginRoutes } from "./login-route";
+import { roleFieldRoutes } from "./role-field-routes";
+import { roleRoutes } from "./role-routes";
+import { secretIdRoutes } from "./secret-id-routes";
+import { deleteMountSecretIds } from "./secret-id-store";
+
+export const approleMethod: AuthMethod = {
+  type: "approle",
+  routes: [...loginRoutes, ...roleRoutes, ...roleFieldRoutes, ...secretIdRoutes],
+  // The framework removes roles, config and tokens; the SecretIDs are this method's own rows.
+  purge: (db, mount) => deleteMountSecretIds(db, mount.id),
+};
+
+/** For a scheduled tidy of every mount's expired SecretIDs (Vault tidies every minute). */
+export { deleteExpiredSecretIdsEverywhere } from "./secret-id-store";
