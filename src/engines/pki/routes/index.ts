@@ -1,5 +1,6 @@
 /** The PKI engine's route table, in match order (specific paths before general ones). */
 import type { RouteDef } from "../../../core/route";
+import { acmeRoutes } from "../acme/routes";
 import { certMetadataRoutes } from "./cert-metadata";
 import { certRoutes } from "./certs";
 import { crlRoutes } from "./crl";
@@ -14,4 +15,4 @@ import { roleRoutes } from "./roles";
 import { signPrivilegedRoutes } from "./sign-privileged";
 import { tidyRoutes } from "./tidy";
 
-export const pkiRoutes: RouteDef[] = [...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...signPrivilegedRoutes, ...certMetadataRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...revokeRoutes, ...crlRoutes, ...certRoutes, ...tidyRoutes, ...ocspRoutes];
+export const pkiRoutes: RouteDef[] = [...acmeRoutes, ...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...signPrivilegedRoutes, ...certMetadataRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...revokeRoutes, ...crlRoutes, ...certRoutes, ...tidyRoutes, ...ocspRoutes];

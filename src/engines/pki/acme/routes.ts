@@ -1,0 +1,95 @@
+/**
+ * The ACME routes of a PKI mount (issue 16; vault-ecosystem.md §7.2): every resource under each
+ * of the four directory prefixes `acme/`, `issuer/:issuer_ref/acme/`, `roles/:role/acme/` and
+ * `issuer/:issuer_ref/roles/:role/acme/`, all unauthenticated as Vault's are (route `public`)
+ * and guarded by JWS instead (context.ts); `config/acme`; the EAB management routes (eab.ts).
+ * ACME bodies are `application/jose+json`, so the POST routes keep the raw body (`rawBody`).
+ * The resource URLs a directory advertises are `<config/cluster path>/<prefix>/<resource>`.
+ */
+import { defineFields } from "../../../core/fields";
+import { route, type Req, type RouteDef } from "../../../core/route";
+import { mountOf } from "../routes/common";
+import { getAcmeConfigValue, putAcmeConfig } from "../storage/acme-store";
+import { loadIssuanceState } from "../storage/store";
+import { accountUpdate, keyChange, newAccount } from "./accounts";
+import { authorization, challenge } from "./authz";
+import { acmeConfigFields, decodeAcmeConfig, mergeAcmeConfig, type AcmeConfig } from "./config";
+import { acmeGet, acmePost, type AcmeReply, type AcmeRequest } from "./context";
+import { eabRoutes } from "./eab";
+import { finalize, getOrder, listOrders, newOrder, orderCert } from "./orders";
+import { AcmeError, problemResponse } from "./problem";
+import { revokeCert } from "./revoke";
+
+const PREFIXES = ["acme", "issuer/:issuer_ref/acme", "roles/:role/acme", "issuer/:issuer_ref/roles/:role/acme"];
+
+async function directory(a: AcmeRequest): Promise<AcmeReply> {
+  return {
+    json: {
+      newNonce: a.url("new-nonce"),
+      newAccount: a.url("new-account"),
+      newOrder: a.url("new-order"),
+      revokeCert: a.url("revoke-cert"),
+      keyChange: a.url("key-change"),
+      meta: { externalAccountRequired: a.cfg.eab_policy !== "not-required" },
+    },
+  };
+}
+
+/** RFC 8555 §7.2: GET new-nonce is 204 (HEAD 200), the nonce in Replay-Nonce. */
+async function nonce(): Promise<AcmeReply> {
+  return { status: 204 };
+}
+
+type Handler = (req: Req) => Promise<Response>;
+
+/** The other method of a resource: a problem document too (405), not a Vault error body. */
+const wrongMethod =
+  (allowed: string): Handler =>
+  async () =>
+    problemResponse(new AcmeError("malformed", `this ACME resource answers ${allowed} only`, 405), { allow: allowed });
+
+/** One ACME resource under every directory prefix: `read` (GET) or `update` (POST). */
+function resource(suffix: string, h: { read: Handler } | { update: Handler }): RouteDef[] {
+  const handlers = "read" in h ? { read: h.read, update: wrongMethod("GET, HEAD") } : { read: wrongMethod("POST"), update: h.update };
+  return PREFIXES.map((p) => route({ pattern: `${p}/${suffix}`, handlers, public: ["read", "update"], rawBody: true }));
+}
+
+function configReply(cfg: AcmeConfig): { data: Record<string, unknown> } {
+  return { data: { ...cfg } };
+}
+
+const acmeConfigRoute = route({
+  pattern: "config/acme",
+  fields: defineFields({ ...acmeConfigFields }),
+  handlers: {
+    async read(req) {
+      return configReply(decodeAcmeConfig(await getAcmeConfigValue(req.db, mountOf(req).id)));
+    },
+    async update(req) {
+      const mount = mountOf(req);
+      const [current, state] = await Promise.all([getAcmeConfigValue(req.db, mount.id).then(decodeAcmeConfig), loadIssuanceState(req.db, mount.id, null)]);
+      const next = await mergeAcmeConfig(req as Req, mount.id, current, state, req.fields);
+      await putAcmeConfig(req.db, mount.id, { ...next });
+      return configReply(next);
+    },
+  },
+});
+
+export const acmeRoutes: RouteDef[] = [
+  acmeConfigRoute,
+  ...eabRoutes,
+  ...resource("directory", { read: acmeGet(directory, { nonce: false }) }),
+  ...resource("new-nonce", { read: acmeGet(nonce, { nonce: true }) }),
+  ...resource("new-account", { update: acmePost(newAccount, "jwk") }),
+  ...resource("account/:kid/orders", { update: acmePost(listOrders, "kid") }),
+  ...resource("account/:kid", { update: acmePost(accountUpdate, "kid") }),
+  ...resource("key-change", { update: acmePost(keyChange, "kid") }),
+  ...resource("new-order", { update: acmePost(newOrder, "kid") }),
+  ...resource("orders", { update: acmePost(listOrders, "kid") }),
+  ...resource("order/:id/finalize", { update: acmePost(finalize, "kid", "badCSR") }),
+  ...resource("order/:id/cert", { update: acmePost(orderCert, "kid") }),
+  ...resource("order/:id", { update: acmePost(getOrder, "kid") }),
+  ...resource("authorization/:id", { update: acmePost(authorization, "kid") }),
+  ...resource("challenge/:authz/:type", { update: acmePost(challenge, "kid") }),
+  ...resource("revoke-cert", { update: acmePost(revokeCert, "either") }),
+];
