@@ -3,6 +3,7 @@
  * The dispatcher routes "auth/<path>/…" to the mount's method, and sys/auth enables only these
  * types. `oidc` is the JWT method under its other name, as Vault mounts vault-plugin-auth-jwt.
  */
+import { approleMethod } from "../auth/methods/approle";
 import { kubernetesMethod } from "../auth/methods/kubernetes";
 import type { AuthMethod } from "../auth/methods/method";
 import type { CompiledRoute } from "../core/route";
@@ -26,5 +27,6 @@ function registry(methods: Record<string, AuthMethod>): Record<string, Registere
 
 /** sys/auth type → the method serving it. */
 export const AUTH_METHODS: Readonly<Record<string, RegisteredAuthMethod>> = registry({
+  approle: approleMethod,
   kubernetes: kubernetesMethod,
 });

@@ -1,16 +1,20 @@
 /**
  * Scheduled jobs (wrangler.toml [triggers] crons), run by the Worker's `scheduled` handler: every
  * registered engine's `cron` jobs (src/app/engines.ts; PKI: auto-tidy and CRL auto-rebuild, sync:
- * reconciliation) and the expiry of leases (./leases.ts). Each job runs on its own: one failing job
+ * reconciliation), the auth methods' (AppRole: expired SecretIDs) and the expiry of leases (./leases.ts). Each job runs on its own: one failing job
  * is logged and does not stop the others.
  */
 import type { CronJob } from "../core/engine";
+import { AUTH_METHODS } from "./auth-methods";
 import { ENGINES } from "./engines";
 import { leaseExpiryJob } from "./leases";
 
 export type { CronJob };
 
-export const JOBS: readonly CronJob[] = [...ENGINES.flatMap((e) => e.cron ?? []), leaseExpiryJob];
+// One method can serve two types (jwt and oidc): its jobs are collected once.
+const authJobs = [...new Set(Object.values(AUTH_METHODS).map((r) => r.method))].flatMap((m) => m.cron ?? []);
+
+export const JOBS: readonly CronJob[] = [...ENGINES.flatMap((e) => e.cron ?? []), ...authJobs, leaseExpiryJob];
 
 export async function runScheduled(controller: ScheduledController, env: Env): Promise<void> {
   const results = await Promise.allSettled(JOBS.map((j) => j.run(env, controller)));

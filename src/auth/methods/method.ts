@@ -5,6 +5,7 @@
  * the dispatcher routes "auth/<path>/…" to the mount's method (src/app/dispatch.ts).
  */
 import type { Db } from "../../core/db/client";
+import type { CronJob } from "../../core/engine";
 import type { MountRow } from "../../core/mount-store";
 import type { RouteDef } from "../../core/route";
 
@@ -18,6 +19,8 @@ export interface AuthMethod {
    * disabled; the framework removes roles, config and the mount's tokens itself.
    */
   purge?(db: Db, mount: MountRow): Promise<void>;
+  /** Scheduled jobs (src/app/cron.ts runs them with the engines'). */
+  cron?: readonly CronJob[];
 }
 
 /** Auth mounts are rows of `mounts` under this prefix: "auth/approle/". */

@@ -4,7 +4,7 @@
  * with "auth/" (src/auth/methods/). Every row belongs to one auth mount (`mount_id`); like the
  * engines' rows they cannot be written once the mount is being disabled (migrations/0009
  * triggers), so the disable's purge leaves none behind. Times are Unix milliseconds.
- * Nothing secret is stored in the clear: SecretIDs are SHA-256 hashes, secret configuration
+ * Nothing secret is stored in the clear: SecretIDs are salted SHA-256 hashes, secret configuration
  * values (token_reviewer_jwt, oidc_client_secret) are sealed (src/auth/methods/method-store.ts).
  */
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
@@ -36,7 +36,7 @@ export const approleSecretIds = sqliteTable(
   {
     mountId: text("mount_id").notNull(),
     roleName: text("role_name").notNull(),
-    /** SHA-256 (hex) of mount id, role name and the SecretID; the SecretID itself is never stored. */
+    /** SHA-256 (hex) of mount id, role name, the role's random salt and the SecretID; the SecretID itself is never stored. */
     hash: text("hash").notNull(),
     accessor: text("accessor").notNull(),
     metadata: text("metadata", { mode: "json" }).$type<Record<string, string>>().notNull(),
