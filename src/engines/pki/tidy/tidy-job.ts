@@ -3,8 +3,8 @@
  * mount's Authority (src/engines/pki/authority/tidy-runner.ts) calls `tidyStep` from its alarm, stores the
  * job it returns and schedules the next step, so a cancel or a restart only ever lands between
  * steps. A step is one page of the cert store, one page of the revocation list, the CRL rebuild,
- * or the expired-issuer sweep, in upstream's order (doTidyCertStore, doTidyRevocationStore,
- * doTidyRebuildCRL, doTidyExpiredIssuers).
+ * the expired-issuer sweep, or one page of ACME accounts, in upstream's order (doTidyCertStore,
+ * doTidyRevocationStore, doTidyRebuildCRL, doTidyExpiredIssuers, doTidyAcme).
  *
  * Every step is safe to run twice: deletes are idempotent and counted from what D1 reports as
  * deleted; a page resumes after the cursor written by the previous step.
@@ -14,7 +14,9 @@ import type { MountRow } from "../../../core/mount-store";
 import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
 import { buildChain } from "../ca/issuers";
 import { deleteIssuerStmt, getConfig, listIssuers, runBatch, updateIssuerStmt, type IssuerRow, type Stmt } from "../storage/store";
-import { certVerdict, nextPhase, revokedExpired, stepSize, type TidyJob, type TidyPhase } from "./tidy";
+import { TIDY_PHASES, certVerdict, nextPhase, revokedExpired, stepSize, type TidyJob, type TidyPhase } from "./tidy";
+import { acmeAccountVerdict } from "./acme-tidy";
+import { applyAcmeTidy, deleteExpiredAcmeNonces, deleteStaleEabs, listAcmeAccountsPage, listAcmeOrdersOf } from "../storage/acme-tidy-store";
 import { deleteBySerial, listCertsPage, listRevokedPage, setRevokedIssuers } from "../storage/tidy-store";
 import { isSignedBy, parseCertificate, type CertInfo } from "../x509/x509";
 
@@ -43,8 +45,7 @@ export async function findSigningIssuer(cert: CertInfo, issuers: IssuerRow[]): P
 }
 
 function advance(job: TidyJob, from: TidyPhase): TidyJob {
-  const order: TidyPhase[] = ["certs", "revoked", "crl", "issuers", "done"];
-  const after = order[order.indexOf(from) + 1] ?? "done";
+  const after = TIDY_PHASES[TIDY_PHASES.indexOf(from) + 1] ?? "done";
   return { ...job, phase: nextPhase(job.params, after, job.rebuildCrl), cursor: "", counters: { ...job.counters, checked: 0 } };
 }
 
@@ -185,6 +186,49 @@ async function expiredIssuers(env: Env, db: Db, mount: MountRow, job: TidyJob, n
 }
 
 /**
+ * Upstream doTidyAcme: one page of accounts (acme-tidy.ts decides, acme-tidy-store.ts writes in
+ * one batch). The first page also deletes unused EAB keys older than acme_account_safety_buffer
+ * (upstream) and expired replay nonces.
+ */
+async function acmePage(db: Db, mount: MountRow, job: TidyJob, now: number): Promise<TidyJob> {
+  const p = job.params;
+  const cutoff = now - p.acme_account_safety_buffer * 1000;
+  if (job.cursor === "") {
+    await deleteStaleEabs(db, mount.id, cutoff);
+    await deleteExpiredAcmeNonces(db, mount.id, now);
+  }
+  const size = stepSize(p);
+  const accounts = await listAcmeAccountsPage(db, mount.id, job.cursor, size);
+  if (accounts.length === 0) return advance(job, "acme");
+  const orders = await listAcmeOrdersOf(db, mount.id, accounts.map((a) => a.id));
+  const writes = { deleteOrders: [] as string[], revoke: [] as string[], remove: [] as string[] };
+  for (const a of accounts) {
+    const v = acmeAccountVerdict(a, orders.filter((o) => o.accountId === a.id), now, p.safety_buffer, p.acme_account_safety_buffer);
+    writes.deleteOrders.push(...v.deleteOrders);
+    if (v.account === "revoke") writes.revoke.push(a.id);
+    if (v.account === "delete") writes.remove.push(a.id);
+  }
+  const done = await applyAcmeTidy(db, mount.id, writes, now, cutoff);
+  const c = job.counters;
+  const total = (c.acmeAccounts ?? 0) + accounts.length;
+  const last = accounts[accounts.length - 1];
+  const next: TidyJob = {
+    ...job,
+    cursor: last ? last.id : job.cursor,
+    counters: {
+      ...c,
+      checked: c.checked + accounts.length,
+      acmeAccounts: total,
+      acmeOrdersDeleted: (c.acmeOrdersDeleted ?? 0) + done.ordersDeleted,
+      acmeAccountsRevoked: (c.acmeAccountsRevoked ?? 0) + done.revoked,
+      acmeAccountsDeleted: (c.acmeAccountsDeleted ?? 0) + done.deleted,
+    },
+    message: `Tidying ACME accounts: checked ${accounts.length} on current page; total accounts checked: ${total}`,
+  };
+  return accounts.length < size ? advance(next, "acme") : next;
+}
+
+/**
  * Runs the job's current step and returns the job as it stands after it. A job whose phase is
  * "done" comes back Finished. Errors propagate; the runner records them as the Error state.
  */
@@ -199,8 +243,10 @@ export async function tidyStep(env: Env, mount: MountRow, job: TidyJob, now: num
       return crlRebuild(env, db, mount, job);
     case "issuers":
       return expiredIssuers(env, db, mount, job, now);
+    case "acme":
+      return acmePage(db, mount, job, now);
     case "done":
-      // tidy_move_legacy_ca_bundle and tidy_acme have nothing to act on in Lanyard.
+      // tidy_move_legacy_ca_bundle has nothing to act on in Lanyard.
       return { ...job, state: "Finished", timeFinished: now, message: null };
   }
 }

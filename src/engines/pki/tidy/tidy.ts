@@ -42,7 +42,7 @@ export const tidyFields = defineFields({
   tidy_revoked_cert_issuer_associations: flag("Recompute the issuer of revocation entries whose issuer is missing.", false),
   tidy_expired_issuers: flag("Delete issuers past notAfter + issuer_safety_buffer (never the default; keys are kept).", false),
   tidy_move_legacy_ca_bundle: flag("Legacy storage migration; nothing to do in Lanyard (accepted as a no-op).", false),
-  tidy_acme: flag("ACME accounts and orders; Lanyard has no ACME (accepted as a no-op).", false),
+  tidy_acme: flag("Delete expired ACME orders, revoke idle ACME accounts and delete long-revoked ones, delete unused EAB keys older than acme_account_safety_buffer.", false),
   safety_buffer: { type: "duration", description: "Seconds or duration string; at least 1s.", default: AUTO_TIDY_DEFAULTS.safety_buffer },
   revoked_safety_buffer: { type: "duration", description: "Buffer for revoked certificates; defaults to safety_buffer." },
   issuer_safety_buffer: { type: "duration", description: "Buffer for expired issuers; at least 1s.", default: AUTO_TIDY_DEFAULTS.issuer_safety_buffer },
@@ -207,7 +207,10 @@ export function autoTidyDue(c: AutoTidyConfig, lastTidyMs: number, nowMs: number
 // -- job state --------------------------------------------------------------------------------
 
 export type TidyState = "Running" | "Finished" | "Error" | "Cancelled";
-export type TidyPhase = "certs" | "revoked" | "crl" | "issuers" | "done";
+export type TidyPhase = "certs" | "revoked" | "crl" | "issuers" | "acme" | "done";
+
+/** The phases in upstream's order (doTidyCertStore, doTidyRevocationStore, the CRL rebuild, doTidyExpiredIssuers, doTidyAcme). */
+export const TIDY_PHASES: readonly TidyPhase[] = ["certs", "revoked", "crl", "issuers", "acme", "done"];
 
 export interface TidyCounters {
   certStoreDeleted: number;
@@ -216,6 +219,11 @@ export interface TidyCounters {
   fixedIssuers: number;
   /** Entries looked at in the current phase (progress messages). */
   checked: number;
+  // tidy_acme (absent in jobs stored before it existed: read as 0).
+  acmeAccounts?: number;
+  acmeAccountsDeleted?: number;
+  acmeAccountsRevoked?: number;
+  acmeOrdersDeleted?: number;
 }
 
 /** One tidy run as the Authority keeps it. Times are Unix milliseconds. */
@@ -223,7 +231,7 @@ export interface TidyJob {
   params: TidyParams;
   state: TidyState;
   phase: TidyPhase;
-  /** Where the current phase resumes: the last serial (certs) or last sequence id (revoked). */
+  /** Where the current phase resumes: the last serial (certs), last sequence id (revoked) or last account id (acme). */
   cursor: string;
   counters: TidyCounters;
   /** Revocation entries changed: the CRLs must be rebuilt before the job ends. */
@@ -237,16 +245,16 @@ export interface TidyJob {
 
 /** The first phase at or after `from` that the parameters ask for (upstream's order). */
 export function nextPhase(p: TidyParams, from: TidyPhase, rebuildCrl: boolean): TidyPhase {
-  const order: TidyPhase[] = ["certs", "revoked", "crl", "issuers", "done"];
   const wanted: Record<TidyPhase, boolean> = {
     certs: p.tidy_cert_store || p.tidy_invalid_certs,
     revoked: p.tidy_revoked_certs || p.tidy_revoked_cert_issuer_associations || p.tidy_invalid_certs,
     crl: rebuildCrl,
     issuers: p.tidy_expired_issuers,
+    acme: p.tidy_acme,
     done: true,
   };
-  for (let i = order.indexOf(from); i < order.length; i++) {
-    const ph = order[i];
+  for (let i = TIDY_PHASES.indexOf(from); i < TIDY_PHASES.length; i++) {
+    const ph = TIDY_PHASES[i];
     if (ph && wanted[ph]) return ph;
   }
   return "done";
@@ -258,7 +266,7 @@ export function newJob(params: TidyParams, now: number, auto: boolean): TidyJob 
     state: "Running",
     phase: nextPhase(params, "certs", false),
     cursor: "",
-    counters: { certStoreDeleted: 0, revokedDeleted: 0, missingIssuer: 0, fixedIssuers: 0, checked: 0 },
+    counters: { certStoreDeleted: 0, revokedDeleted: 0, missingIssuer: 0, fixedIssuers: 0, checked: 0, acmeAccounts: 0, acmeAccountsDeleted: 0, acmeAccountsRevoked: 0, acmeOrdersDeleted: 0 },
     rebuildCrl: false,
     timeStarted: now,
     timeFinished: null,
@@ -364,10 +372,10 @@ export function statusView(
     cert_store_deleted_count: job.counters.certStoreDeleted,
     revoked_cert_deleted_count: job.counters.revokedDeleted,
     missing_issuer_cert_count: job.counters.missingIssuer,
-    total_acme_account_count: 0,
-    acme_account_deleted_count: 0,
-    acme_account_revoked_count: 0,
-    acme_orders_deleted_count: 0,
+    total_acme_account_count: job.counters.acmeAccounts ?? 0,
+    acme_account_deleted_count: job.counters.acmeAccountsDeleted ?? 0,
+    acme_account_revoked_count: job.counters.acmeAccountsRevoked ?? 0,
+    acme_orders_deleted_count: job.counters.acmeOrdersDeleted ?? 0,
   });
   if (job.state === "Running") out.state = cancelling ? "Cancelling" : "Running";
   else {
