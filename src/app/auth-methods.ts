@@ -4,6 +4,7 @@
  * types. `oidc` is the JWT method under its other name, as Vault mounts vault-plugin-auth-jwt.
  */
 import { approleMethod } from "../auth/methods/approle";
+import { jwtMethod } from "../auth/methods/jwt";
 import { kubernetesMethod } from "../auth/methods/kubernetes";
 import type { AuthMethod } from "../auth/methods/method";
 import type { CompiledRoute } from "../core/route";
@@ -28,5 +29,7 @@ function registry(methods: Record<string, AuthMethod>): Record<string, Registere
 /** sys/auth type → the method serving it. */
 export const AUTH_METHODS: Readonly<Record<string, RegisteredAuthMethod>> = registry({
   approle: approleMethod,
+  jwt: jwtMethod,
+  oidc: jwtMethod,
   kubernetes: kubernetesMethod,
 });
