@@ -461,6 +461,10 @@ describe("JWKS cache and refetch rules", () => {
     redirected.state.redirectTo = "http://idp.example/elsewhere";
     expect(await asyncErrorOf(redirected.verify(token))).toContain("jwks_url: must be an https:// URL");
     expect(redirected.state.fetches).toBe(1);
+    redirected.state.redirectTo = "https://[bad";
+    expect(await asyncErrorOf(redirected.verify(token))).toContain("jwks_url: the redirect target is not a valid URL");
+    redirected.state.redirectTo = "https://idp.example/loop";
+    expect(await asyncErrorOf(redirected.verify(token))).toContain("jwks_url: too many redirects");
   });
 
   it("resolves jwks_uri through OIDC discovery, checks the issuer, and caches the result", async () => {

@@ -134,7 +134,13 @@ export async function fetchJson(env: Env, field: string, rawUrl: string, deps: F
       if (res.status >= 300 && res.status < 400 && location !== null) {
         await res.body?.cancel();
         if (hop >= MAX_REDIRECTS) throw new KeySourceError(`${field}: too many redirects`);
-        url = checked(new URL(location, url).toString());
+        let next: string;
+        try {
+          next = new URL(location, url).toString();
+        } catch {
+          throw new KeySourceError(`${field}: the redirect target is not a valid URL`);
+        }
+        url = checked(next);
         continue;
       }
       if (!res.ok) {
