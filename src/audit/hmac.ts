@@ -1,0 +1,107 @@
+/**
+ * HMAC of audit entries (vault-ecosystem.md §8, OpenBao internal/audit/hashstructure.go):
+ * `hmac-sha256:` + lower-case hex of HMAC-SHA256(key = the device's salt as UTF-8 bytes,
+ * message = the value), so each device hashes the same value differently and an operator finds a
+ * known value with sys/audit-hash/:path.
+ *
+ * What is hashed (unless the device has `log_raw`): `client_token` everywhere, accessors when
+ * `hmac_accessor` (the default), every string leaf of `request.data` and `response.data` (nested
+ * maps and arrays too) except strings that parse as RFC3339 timestamps (Vault's exception), and
+ * the secret part of request paths that carry one (below). Numbers, booleans and null stay; so
+ * do `path` otherwise, `metadata`, `display_name`, `policies`, `remote_address` and `error`, as
+ * in Vault. Entries are built from JSON (data went through JSON on the way in), so only plain
+ * objects, arrays and primitives are met here.
+ */
+import { bytesToHex } from "../core/encoding";
+import type { AuditAuth, AuditDevice, AuditEntry } from "./types";
+
+const PREFIX = "hmac-sha256:";
+
+// Imported keys by salt, per isolate. A salt is a pure function of nothing but itself, so the
+// key never goes stale; bounded because devices come and go.
+const keys = new Map<string, Promise<CryptoKey>>();
+const MAX_KEYS = 64;
+
+function keyFor(salt: string): Promise<CryptoKey> {
+  let k = keys.get(salt);
+  if (!k) {
+    if (keys.size >= MAX_KEYS) keys.clear();
+    k = crypto.subtle.importKey("raw", new TextEncoder().encode(salt), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+    keys.set(salt, k);
+    k.catch(() => keys.delete(salt));
+  }
+  return k;
+}
+
+/** `hmac-sha256:<hex>` of one string with a device's salt (also sys/audit-hash). */
+export async function hmacValue(salt: string, value: string): Promise<string> {
+  const mac = await crypto.subtle.sign("HMAC", await keyFor(salt), new TextEncoder().encode(value));
+  return PREFIX + bytesToHex(new Uint8Array(mac));
+}
+
+// Go's time.Parse(time.RFC3339, s) accepts these (fractional seconds optional, Z or an offset).
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
+
+/** Whether a string is left in the clear as Vault leaves timestamps (hashstructure.go). */
+export function isTimestamp(s: string): boolean {
+  return RFC3339.test(s) && !Number.isNaN(Date.parse(s));
+}
+
+/** Every string leaf of a JSON value replaced by its HMAC, except timestamps. */
+export async function hashData(salt: string, value: unknown): Promise<unknown> {
+  if (typeof value === "string") return isTimestamp(value) ? value : hmacValue(salt, value);
+  if (Array.isArray(value)) return Promise.all(value.map((v) => hashData(salt, v)));
+  if (value !== null && typeof value === "object") {
+    const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await hashData(salt, v)] as const));
+    return Object.fromEntries(entries);
+  }
+  return value;
+}
+
+/**
+ * Vault's path-parameter forms of the token endpoints carry a token or accessor in the path
+ * (`auth/token/lookup/<token>`, `…/revoke-accessor/<accessor>`). Lanyard serves only the body
+ * forms, so such a request is a 404, but its entry must not show the value: the part after the
+ * endpoint is HMAC'd. The caller's own token, wherever it appears in a path, is HMAC'd too.
+ */
+const TOKEN_IN_PATH = /^(auth\/token\/(?:lookup|lookup-self|revoke|revoke-self|revoke-orphan|renew|renew-self|lookup-accessor|revoke-accessor|renew-accessor)\/)(.+)$/;
+
+async function hashPath(salt: string, path: string, clientToken: string | undefined): Promise<string> {
+  let out = path;
+  if (clientToken && clientToken.length >= 8 && out.includes(clientToken)) out = out.split(clientToken).join(await hmacValue(salt, clientToken));
+  const m = TOKEN_IN_PATH.exec(out);
+  if (m?.[1] && m[2] && !m[2].startsWith(PREFIX)) out = m[1] + (await hmacValue(salt, m[2]));
+  return out;
+}
+
+async function hashAuth(salt: string, auth: AuditAuth, hmacAccessor: boolean): Promise<AuditAuth> {
+  const out: AuditAuth = { ...auth };
+  if (auth.client_token) out.client_token = await hmacValue(salt, auth.client_token);
+  if (auth.accessor && hmacAccessor) out.accessor = await hmacValue(salt, auth.accessor);
+  return out;
+}
+
+/**
+ * The entry as a device writes it. `log_raw` devices get it unchanged, except that the caller's
+ * token never appears in a path in the clear even then (a path is not a field Vault hashes, and
+ * a token there is always a client mistake).
+ */
+export async function hashEntry(device: Pick<AuditDevice, "salt" | "logRaw" | "hmacAccessor">, entry: AuditEntry): Promise<AuditEntry> {
+  const { salt, hmacAccessor } = device;
+  const rawToken = entry.auth?.client_token ?? entry.request.client_token;
+  const path = await hashPath(salt, entry.request.path, rawToken);
+  if (device.logRaw) return { ...entry, request: { ...entry.request, path } };
+  const request = { ...entry.request, path };
+  if (request.client_token) request.client_token = await hmacValue(salt, request.client_token);
+  if (request.client_token_accessor && hmacAccessor) request.client_token_accessor = await hmacValue(salt, request.client_token_accessor);
+  if (request.data) request.data = (await hashData(salt, request.data)) as Record<string, unknown>;
+  const out: AuditEntry = { ...entry, request };
+  if (entry.auth) out.auth = await hashAuth(salt, entry.auth, hmacAccessor);
+  if (entry.response) {
+    const response = { ...entry.response };
+    if (response.auth) response.auth = await hashAuth(salt, response.auth, hmacAccessor);
+    if (response.data) response.data = (await hashData(salt, response.data)) as Record<string, unknown>;
+    out.response = response;
+  }
+  return out;
+}

@@ -1,0 +1,145 @@
+/**
+ * The audit trail's shared types (issue 17): the device row every part reads, the entry in
+ * Vault's JSON audit format (vault-ecosystem.md §8), and the Queue message that carries entries
+ * from the request path (src/audit/enqueue.ts) to the delivery side (src/audit/delivery/).
+ *
+ * Contract with the delivery side (the consumer of queue `lanyard-audit`, binding AUDIT_QUEUE):
+ *
+ * - One message = one device's entries, `AuditQueueMessage` below, produced by `enqueueEntries`.
+ *   Only `http` and `r2` devices get messages; `stdout` entries are written to the Worker's log
+ *   at enqueue time and never queued.
+ * - `entries` are final: already HMAC'd with that device's salt (or raw when `log_raw`), ready to
+ *   be written one JSON line each (NDJSON), in the array's order.
+ * - Ordering: the request entry is queued in its own message BEFORE the work (durability), and
+ *   the response message repeats it: `[request entry, response entry]`. A collector therefore
+ *   always sees a request's `request` entry no later than its `response` entry, whatever order
+ *   the Queue delivers the two messages in; the repeat carries the same `id`, so a sink drops it
+ *   (at-least-once delivery needs that anyway). A consumer may also ack a request-only message
+ *   without delivering it when the same batch holds the response message of that request
+ *   (`request_id` equal; `entries.length === 2`).
+ *   Requests refused before any work (403, 400, 404…) send one message `[request, response]`.
+ * - `device.id` names the device row (random, never reused). The consumer reads the delivery
+ *   target (address, unsealed headers, prefix) with `deliveryTarget(env, device.id)` from
+ *   src/audit/audit-store.ts; null means the device was disabled since: ack and drop.
+ * - Messages stay under `MAX_AUDIT_MESSAGE_BYTES` (the Queue's limit is 128 KB); an entry that
+ *   would not fit alone keeps its envelope but has its `data` replaced (see enqueue.ts).
+ */
+
+export const AUDIT_QUEUE_NAME = "lanyard-audit";
+
+/** Serialized size ceiling of one queue message (Cloudflare Queues: 128 KB per message). */
+export const MAX_AUDIT_MESSAGE_BYTES = 120_000;
+
+export type AuditDeviceType = "http" | "r2" | "stdout";
+export const AUDIT_DEVICE_TYPES: readonly AuditDeviceType[] = ["http", "r2", "stdout"];
+
+/**
+ * An enabled audit device as the request path sees it (cached per isolate, see audit-store.ts).
+ * Never returned to clients as is: `salt` is secret and `options` never holds header values.
+ */
+export interface AuditDevice {
+  /** Random id of this enablement; queue messages name it. A re-enabled path gets a new id. */
+  id: string;
+  /** Mount-style path with a trailing slash ("collector/"), as Vault lists devices. */
+  path: string;
+  type: AuditDeviceType;
+  description: string;
+  /** The options as read back (Vault: a string map; `headers` values are asterisks). */
+  options: Record<string, string | Record<string, string>>;
+  /** Vault's `local` (replication only): stored and listed, no effect in Lanyard. */
+  local: boolean;
+  /** The HMAC key (Vault: a random UUID per device); unsealed in memory only. */
+  salt: string;
+  /** Parsed flags of `options`. */
+  logRaw: boolean;
+  hmacAccessor: boolean;
+  elideListResponses: boolean;
+}
+
+/** What the delivery side needs to send a device's entries (audit-store.ts `deliveryTarget`). */
+export interface AuditDeliveryTarget {
+  id: string;
+  path: string;
+  type: "http" | "r2";
+  /** http: the collector URL (`options.address`). */
+  address?: string;
+  /** http: extra request headers, unsealed (e.g. Authorization). Never logged. */
+  headers?: Record<string, string>;
+  /** r2: the object key prefix (default "audit/"). */
+  prefix?: string;
+}
+
+/** `auth` of an entry (and `response.auth`), Vault's field names. */
+export interface AuditAuth {
+  client_token?: string;
+  accessor?: string;
+  display_name?: string;
+  policies?: string[];
+  token_policies?: string[];
+  metadata?: Record<string, string> | null;
+  entity_id?: string;
+  token_type?: string;
+  token_ttl?: number;
+  token_issue_time?: string;
+  num_uses?: number;
+  remaining_uses?: number;
+  policy_results?: { allowed: boolean };
+}
+
+export interface AuditRequest {
+  id: string;
+  operation: string;
+  mount_point?: string;
+  mount_type?: string;
+  mount_accessor?: string;
+  client_token?: string;
+  client_token_accessor?: string;
+  namespace: { id: string; path: string };
+  path: string;
+  data?: Record<string, unknown> | null;
+  remote_address?: string;
+}
+
+export interface AuditResponse {
+  auth?: AuditAuth;
+  mount_point?: string;
+  mount_type?: string;
+  mount_accessor?: string;
+  secret?: { lease_id: string };
+  data?: Record<string, unknown> | null;
+  warnings?: string[];
+  /** Lanyard addition: the HTTP status of the answer. */
+  status_code?: number;
+}
+
+/**
+ * One audit entry (vault-ecosystem.md §8). `id` is Lanyard's addition: `<request id>:request`
+ * or `<request id>:response`, stable across re-sends so a sink can drop duplicates.
+ */
+export interface AuditEntry {
+  id: string;
+  /** RFC3339 (UTC, millisecond precision). */
+  time: string;
+  type: "request" | "response";
+  auth?: AuditAuth;
+  request: AuditRequest;
+  response?: AuditResponse;
+  /** The error text of a refused or failed request (Vault: not HMAC'd). */
+  error?: string;
+}
+
+/** The body of one message on queue `lanyard-audit`. */
+export interface AuditQueueMessage {
+  v: 1;
+  device: { id: string; path: string; type: "http" | "r2" };
+  /** Final (HMAC'd) entries, in delivery order. */
+  entries: AuditEntry[];
+}
+
+/** Thrown when no enabled device could record an entry: the request must not go on (503). */
+export class AuditUnavailableError extends Error {
+  constructor(cause?: unknown) {
+    super("audit: no device could record this request", { cause });
+    this.name = "AuditUnavailableError";
+  }
+}
