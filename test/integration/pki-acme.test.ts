@@ -292,6 +292,7 @@ describe("EAB, key-change, deactivation, directory policy", () => {
     const c = await AcmeClient.open(`${base}/acme/directory`, "ES384");
     expect((await send("GET", `${base}/acme/directory`)).body.meta).toEqual({ externalAccountRequired: true });
     expectProblem(await c.newAccount(), "externalAccountRequired", 401);
+    await write(`${path}/acme/new-eab`, {}, { token: null }, 403);
     const eab = (await write(`${path}/acme/new-eab`, {})).body.data;
     expect(eab).toMatchObject({ key_type: "hs", acme_directory: "acme/directory" });
     expect(eab.key).toMatch(/^vault-eab-0-/);
@@ -348,6 +349,7 @@ describe("EAB, key-change, deactivation, directory policy", () => {
     await c.newAccount();
     expect((await c.post(c.kid ?? "", { status: "deactivated" })).body.status).toBe("deactivated");
     expectProblem(await c.post(c.kid ?? "", ""), "unauthorized", 401);
+    expectProblem(await c.newAccount({ onlyReturnExisting: true }), "unauthorized", 401);
     await write(`${path}/config/acme`, { default_directory_policy: "forbid" });
     expectProblem(await send("GET", `${base}/acme/directory`), "unauthorized", 403);
     expect((await send("GET", `${base}/roles/web/acme/directory`)).status).toBe(200);

@@ -59,6 +59,8 @@ export async function newAccount(s: SignedRequest): Promise<AcmeReply> {
   const existing = await getAccountByThumbprint(db, mount.id, tp);
   if (existing) {
     if (existing.directory !== s.dir.prefix) throw acmeError("unauthorized", "this key's account belongs to another ACME directory of this mount");
+    // RFC 8555 §7.3.6: a deactivated account's key authorizes nothing any more.
+    if (existing.status !== "valid") throw acmeError("unauthorized", `the account of this key is ${existing.status}`);
     return accountReply(s, existing, 200);
   }
   if (p.onlyReturnExisting === true) throw acmeError("accountDoesNotExist", "no account exists for this key (onlyReturnExisting)");

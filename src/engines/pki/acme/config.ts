@@ -176,6 +176,8 @@ const allows = (list: string[], ...names: string[]): boolean => list.includes("*
  */
 export async function resolveDirectory(db: Db, mountId: string, cfg: AcmeConfig, state: IssuanceState, params: Record<string, string>): Promise<Directory> {
   const prefix = directoryPrefix(params);
+  // Enabling checks it, but config/cluster path may have been cleared since: no URL can be built.
+  if (state.config.cluster.path === "") throw acmeError("malformed", "ACME needs this mount's config/cluster path, which is not set", 404);
   let roleName = "";
   let role: Role | null = null;
   if (params.role !== undefined) {
