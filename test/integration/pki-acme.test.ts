@@ -83,6 +83,12 @@ describe("config/acme", () => {
     const d = await read(`${path}/config/acme`);
     expect(d.body.data).toMatchObject({ enabled: false, allowed_issuers: ["*"], allowed_roles: ["*"], default_directory_policy: "sign-verbatim", eab_policy: "not-required", max_ttl: 7776000 });
     expectProblem(await send("GET", `${base}/acme/directory`), "malformed", 404);
+    const post = await send("POST", `${base}/acme/new-account`, "{}");
+    expectProblem(post, "malformed", 404);
+    // No nonce is handed out, nor stored, for a mount without ACME.
+    expect(post.headers.get("replay-nonce")).toBeNull();
+    const nonces = await env.DB.prepare("SELECT count(*) AS n FROM pki_acme_nonces n JOIN mounts m ON m.id = n.mount_id WHERE m.path = ?").bind(`${path}/`).first<{ n: number }>();
+    expect(nonces?.n).toBe(0);
 
     const noPath = await write(`${path}/config/acme`, { enabled: true }, {}, 400);
     expect(noPath.body.errors[0]).toContain("cluster 'path'");

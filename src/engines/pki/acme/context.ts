@@ -4,7 +4,7 @@
  *
  *   1. one D1 batch: the issuance state (role of the path, issuers, config, keys), config/acme,
  *      the presented nonce consumed (DELETE … RETURNING: single use under concurrency), the
- *      `kid` account, and a fresh nonce stored for the response;
+ *      `kid` account, and a fresh nonce stored for the response (only if ACME is enabled);
  *   2. ACME disabled → 404; the directory resolved (role, issuer, allowed lists);
  *   3. the JWS: protected `url` must be `<cluster path>/<request path>` (Vault's rule), the
  *      nonce must have been live (`badNonce`, answered with a fresh Replay-Nonce), `jwk` or
@@ -18,7 +18,7 @@ import type { Req } from "../../../core/route";
 import { bytesToBase64Url } from "../../../core/encoding";
 import type { IssueContext } from "../issuance/pipeline";
 import { mountOf } from "../routes/common";
-import { acmeConfigQuery, accountByIdQuery, consumeNonceStmt, deleteExpiredNonces, insertNonceStmt, type AcmeAccountRow } from "../storage/acme-store";
+import { acmeConfigQuery, accountByIdQuery, consumeNonceStmt, deleteExpiredNonces, insertNonceIfEnabledStmt, insertNonceStmt, type AcmeAccountRow } from "../storage/acme-store";
 import { issuanceStateOf, issuanceStateQueries, type IssuanceState } from "../storage/store";
 import { decodeAcmeConfig, resolveDirectory, type AcmeConfig, type Directory } from "./config";
 import { parseJwsBody, payloadObject, publicJwk, thumbprint, verifyAccountJws, type ParsedJws } from "./jws";
@@ -99,7 +99,7 @@ async function load(req: Req, now: number, opts: { fresh: string | null; nonce: 
     acmeConfigQuery(db, mountId),
     consumeNonceStmt(db, mountId, opts.nonce, now),
     accountByIdQuery(db, mountId, opts.accountId),
-    ...(opts.fresh ? [insertNonceStmt(db, mountId, opts.fresh, now + NONCE_TTL_MS)] : []),
+    ...(opts.fresh ? [insertNonceIfEnabledStmt(db, mountId, opts.fresh, now + NONCE_TTL_MS)] : []),
   ]);
   const [r, i, c, k, acme, consumed, account] = results;
   return {
@@ -172,8 +172,8 @@ export function acmePost(handler: (s: SignedRequest) => Promise<AcmeReply>, auth
         parseError = e;
       }
       const loaded = await load(req, now, { fresh, nonce: jws?.header.nonce ?? "", accountId: kidAccountId(jws?.header.kid ?? null) });
-      issued = fresh;
       if (!loaded.cfg.enabled) throw disabled();
+      issued = fresh;
       dir = await resolveDirectory(req.db, mountOf(req).id, loaded.cfg, loaded.state, req.params);
       if (!jws) throw parseError;
       const a = base(req, now, loaded, dir);

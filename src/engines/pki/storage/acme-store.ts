@@ -44,6 +44,17 @@ export async function putAcmeConfig(db: Db, mountId: string, value: Record<strin
 
 export const insertNonceStmt = (db: Db, mountId: string, nonce: string, expiresAt: number) => db.insert(pkiAcmeNonces).values({ mountId, nonce, expiresAt });
 
+/**
+ * A nonce stored only if ACME is enabled on the mount, for the batch that reads config/acme in
+ * the same round trip: a POST to a mount without ACME leaves no row behind.
+ */
+export const insertNonceIfEnabledStmt = (db: Db, mountId: string, nonce: string, expiresAt: number) =>
+  db
+    .insert(pkiAcmeNonces)
+    .select(
+      sql`SELECT ${mountId}, ${nonce}, ${expiresAt} WHERE EXISTS (SELECT 1 FROM ${pkiAcmeConfig} WHERE ${pkiAcmeConfig.mountId} = ${mountId} AND json_extract(${pkiAcmeConfig.value}, '$.enabled') = 1)`,
+    );
+
 /** Consumes a nonce: returns a row only to the one request that deleted it, and only if unexpired. */
 export const consumeNonceStmt = (db: Db, mountId: string, nonce: string, now: number) =>
   db
