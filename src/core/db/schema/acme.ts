@@ -1,7 +1,8 @@
 /**
  * Tables of the PKI engine's ACME server (RFC 8555; issue 16). Every row belongs to one PKI
- * mount (`mount_id`) and goes when the mount is disabled (src/engines/pki/purge.ts); their one
- * door is src/engines/pki/storage/acme-store.ts. Migration 0010 adds triggers that refuse
+ * mount (`mount_id`) and goes when the mount is disabled (src/engines/pki/purge.ts). Their doors:
+ * src/engines/pki/storage/acme-store.ts (the ACME server) and acme-tidy-store.ts (tidy_acme's
+ * bulk scans and deletes). Migration 0010 adds triggers that refuse
  * writes into a mount being disabled, as 0006 does for the other engine tables.
  * Times are Unix milliseconds.
  */

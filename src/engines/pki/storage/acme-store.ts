@@ -1,6 +1,7 @@
 /**
- * The one door to the ACME tables (src/core/db/schema/acme.ts, migration 0010): configuration,
- * nonces, accounts, orders, authorizations, challenges and EAB keys of a PKI mount.
+ * The ACME server's door to the ACME tables (src/core/db/schema/acme.ts, migration 0010):
+ * configuration, nonces, accounts, orders, authorizations, challenges and EAB keys of a PKI
+ * mount. tidy_acme's bulk forms are in acme-tidy-store.ts; the mount purge is here.
  *
  * Concurrency rests on single statements and single batches (docs/architecture.md), never on a
  * read followed by a write:
