@@ -111,6 +111,8 @@ export interface RouteDef<F extends FieldSchema = FieldSchema> {
   sudo?: Operation[];
   /** Decides create vs update for the ACL on writes; without it a write is an update. */
   exists?(req: Req<F>): Promise<boolean>;
+  /** HEAD is served as a read (the body is dropped): ACME's new-nonce and directory (RFC 8555 §7.2). */
+  head?: boolean;
   /** Keep the raw body (no JSON parsing), e.g. OCSP requests. */
   rawBody?: boolean;
   /**

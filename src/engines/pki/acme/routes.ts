@@ -51,7 +51,7 @@ const wrongMethod =
 /** One ACME resource under every directory prefix: `read` (GET) or `update` (POST). */
 function resource(suffix: string, h: { read: Handler } | { update: Handler }): RouteDef[] {
   const handlers = "read" in h ? { read: h.read, update: wrongMethod("GET, HEAD") } : { read: wrongMethod("POST"), update: h.update };
-  return PREFIXES.map((p) => route({ pattern: `${p}/${suffix}`, handlers, public: ["read", "update"], rawBody: true }));
+  return PREFIXES.map((p) => route({ pattern: `${p}/${suffix}`, handlers, public: ["read", "update"], rawBody: true, head: "read" in h }));
 }
 
 function configReply(cfg: AcmeConfig): { data: Record<string, unknown> } {
