@@ -457,3 +457,39 @@ describe("dns-01 through the resolver", async () => {
     expect(seen).toEqual([DEFAULT_DOH_RESOLVER]);
   });
 });
+
+describe("http-01 when connect() cannot reach the name (Cloudflare's own IP ranges)", () => {
+  const refused: Platform["dial"] = () => {
+    const opened = Promise.reject(new Error("proxy request failed, cannot connect to the specified address"));
+    opened.catch(() => undefined);
+    return { readable: new ReadableStream(), writable: new WritableStream(), opened, close: () => undefined };
+  };
+
+  it("retries the hop with fetch() of the same URL (its Host is the identifier), redirects still followed by the loop", async () => {
+    const urls: string[] = [];
+    const fake: Platform = {
+      dial: refused,
+      fetch: async (input, init) => {
+        urls.push(String(input));
+        expect(init?.redirect).toBe("manual");
+        if (String(input).includes("/.well-known/")) return new Response(null, { status: 302, headers: { location: "/moved" } });
+        return new Response(`${KEY_AUTH}\n`);
+      },
+    };
+    expect(await runChallengeValidation(fake, { ENVIRONMENT: "production" }, { dnsResolver: "" }, "http-01", "proxied.example.test", TOKEN, KEY_AUTH)).toEqual({ ok: true });
+    expect(urls).toEqual([`http://proxied.example.test/.well-known/acme-challenge/${TOKEN}`, "http://proxied.example.test/moved"]);
+  });
+
+  it("no fallback for IP identifiers or a redirected connection; both failures are reported", async () => {
+    const fetchFails: Platform = { dial: refused, fetch: async () => Promise.reject(new TypeError("fetch failed")) };
+    const both = await runChallengeValidation(fetchFails, {}, { dnsResolver: "" }, "http-01", "down.example.test", TOKEN, KEY_AUTH);
+    expect(both).toMatchObject({ ok: false, problem: { type: "urn:ietf:params:acme:error:connection", detail: /cannot connect to down\.example\.test:80.*fetch\(\) failed too/ } });
+    let fetched = 0;
+    const counting: Platform = { dial: refused, fetch: async () => (fetched++, new Response(KEY_AUTH)) };
+    expect(await runChallengeValidation(counting, {}, { dnsResolver: "" }, "http-01", "192.0.2.7", TOKEN, KEY_AUTH)).toMatchObject({ ok: false, problem: { detail: /cannot connect to 192\.0\.2\.7:80/ } });
+    expect(await runChallengeValidation(counting, dev(1), { dnsResolver: "" }, "http-01", "a.example.test", TOKEN, KEY_AUTH)).toMatchObject({ ok: false });
+    expect(fetched).toBe(0);
+    const big: Platform = { dial: refused, fetch: async () => new Response("x".repeat(600)) };
+    expect(await runChallengeValidation(big, {}, { dnsResolver: "" }, "http-01", "big.example.test", TOKEN, KEY_AUTH)).toMatchObject({ ok: false, problem: { type: "urn:ietf:params:acme:error:incorrectResponse", detail: /too large/ } });
+  });
+});

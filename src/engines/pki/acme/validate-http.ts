@@ -13,9 +13,15 @@
  * 10. Stricter here: a redirect may lead to http:// on port 80 or https:// on 443 only (as Let's
  * Encrypt), and an https:// hop verifies the server's certificate (the Workers runtime always
  * does; Vault turns verification off). `deps.deadline` bounds the whole validation.
+ *
+ * connect() cannot reach Cloudflare's own IP ranges, so a name proxied by Cloudflare cannot be
+ * dialled. When the connection to a name itself fails (and nothing redirects the connection: no
+ * development target, no address from dns_resolver), the hop is retried with fetch() of the
+ * same URL: there the URL's host is the identifier, so the Host header is the right one anyway.
+ * IP identifiers have no such fallback (a Worker's fetch() refuses IP addresses).
  */
 import { lookupAddress, type Resolver } from "./validate-dns";
-import { ValidationFailure, exchange, hostPort, isDnsName, isIPv6, isIpIdentifier, type NetDeps, type ReadStep, type ValidationResult } from "./validate-net";
+import { ValidationFailure, errorText, exchange, hostPort, withDeadline, isDnsName, isIPv6, isIpIdentifier, type NetDeps, type ReadStep, type ValidationResult } from "./validate-net";
 
 /** Vault reads at most 513 bytes and refuses more than 512. */
 export const MAX_CHALLENGE_BODY = 512;
@@ -214,6 +220,54 @@ export function redirectTarget(location: string, from: URL, devTarget: boolean):
   return next;
 }
 
+/** Reads at most `max` + 1 bytes of a fetch() body; null when it is longer than `max`. */
+async function cappedBody(res: Response, max: number): Promise<Uint8Array | null> {
+  if (!res.body) return new Uint8Array(0);
+  const reader = res.body.getReader();
+  const parts: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    size += value.length;
+    if (size > max) {
+      await reader.cancel();
+      return null;
+    }
+    parts.push(value);
+  }
+  const out = new Uint8Array(size);
+  let off = 0;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}
+
+/** The fetch() fallback of one hop (see the top of this file): redirects are not followed by fetch, the loop does. */
+async function fetchHop(deps: NetDeps, url: URL, connectError: ValidationFailure): Promise<HttpResponse> {
+  const run = async (): Promise<HttpResponse> => {
+    let res: Response;
+    try {
+      res = await deps.fetch(url.href, {
+        method: "GET",
+        redirect: "manual",
+        headers: { accept: "*/*", "user-agent": "Lanyard-ACME-validation (RFC 8555 8.3)" },
+        signal: AbortSignal.timeout(Math.max(1, deps.deadline - Date.now())),
+      });
+    } catch (e) {
+      throw new ValidationFailure("connection", `${connectError.message}; fetch() failed too: ${errorText(e)}`);
+    }
+    const body = await cappedBody(res, MAX_CHALLENGE_BODY);
+    if (body === null) throw new ValidationFailure("incorrectResponse", `http-01: response too large (more than ${MAX_CHALLENGE_BODY} bytes) from ${url.href}`);
+    const headers: [string, string][] = [];
+    res.headers.forEach((v, k) => headers.push([k.toLowerCase(), v]));
+    return { status: res.status, headers, body };
+  };
+  return withDeadline(run(), deps.deadline, `http-01: ${url.href}`);
+}
+
 /** Runs http-01; a failure throws ValidationFailure (validate.ts turns it into the problem). */
 export async function validateHttp01(deps: NetDeps, o: Http01Options): Promise<ValidationResult> {
   if (!CHALLENGE_TOKEN.test(o.token)) throw new ValidationFailure("malformed", "http-01: the challenge token is not base64url");
@@ -226,16 +280,26 @@ export async function validateHttp01(deps: NetDeps, o: Http01Options): Promise<V
     const port = url.port === "" ? (tls ? 443 : 80) : Number(url.port);
     const hostname = url.hostname.replace(/^\[|\]$/g, "");
     let address: string;
+    let byName = false;
     if (!tls && o.target) address = hostPort(o.target.host, o.target.port);
     else if (!tls && o.resolver && !isIpIdentifier(hostname)) address = hostPort(await lookupAddress(deps, o.resolver, hostname), port);
-    else address = hostPort(hostname, port);
+    else {
+      address = hostPort(hostname, port);
+      byName = !isIpIdentifier(hostname);
+    }
     const where = url.href;
-    const response = await exchange(deps, address, tls, buildHttpRequest(url.host, `${url.pathname}${url.search}`), `http-01: ${where}`, "connection", (received, eof): ReadStep<HttpResponse> => {
-      const p = parseHttpResponse(received, eof);
-      if (p.state === "more") return { done: false };
-      if (p.state === "error") throw new ValidationFailure(p.tooLarge ? "incorrectResponse" : "connection", p.tooLarge ? `http-01: response too large (more than ${MAX_CHALLENGE_BODY} bytes) from ${where}` : `http-01: ${where}: ${p.message}`);
-      return { done: true, value: p.response };
-    });
+    let response: HttpResponse;
+    try {
+      response = await exchange(deps, address, tls, buildHttpRequest(url.host, `${url.pathname}${url.search}`), `http-01: ${where}`, "connection", (received, eof): ReadStep<HttpResponse> => {
+        const p = parseHttpResponse(received, eof);
+        if (p.state === "more") return { done: false };
+        if (p.state === "error") throw new ValidationFailure(p.tooLarge ? "incorrectResponse" : "connection", p.tooLarge ? `http-01: response too large (more than ${MAX_CHALLENGE_BODY} bytes) from ${where}` : `http-01: ${where}: ${p.message}`);
+        return { done: true, value: p.response };
+      });
+    } catch (e) {
+      if (!(e instanceof ValidationFailure && e.connectFailed && byName)) throw e;
+      response = await fetchHop(deps, url, e);
+    }
     const location = headerValues(response, "location")[0];
     if (REDIRECT_STATUSES.has(response.status) && location !== undefined) {
       if (hop + 1 >= MAX_REDIRECTS) throw new ValidationFailure("connection", "http-01: too many redirects");

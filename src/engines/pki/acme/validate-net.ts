@@ -30,6 +30,8 @@ export class ValidationFailure extends Error {
   constructor(
     readonly kind: ProblemKind,
     detail: string,
+    /** The connection itself could not be made (nothing was sent). */
+    readonly connectFailed = false,
   ) {
     super(detail);
   }
@@ -88,13 +90,13 @@ export async function exchange<T>(
   try {
     sock = deps.dial(address, tls);
   } catch (e) {
-    throw new ValidationFailure(kind, `${what}: cannot connect to ${address}: ${errorText(e)}`);
+    throw new ValidationFailure(kind, `${what}: cannot connect to ${address}: ${errorText(e)}`, true);
   }
   const run = async (): Promise<T> => {
     try {
       await sock.opened;
     } catch (e) {
-      throw new ValidationFailure(kind, `${what}: cannot connect to ${address}: ${errorText(e)}`);
+      throw new ValidationFailure(kind, `${what}: cannot connect to ${address}: ${errorText(e)}`, true);
     }
     const writer = sock.writable.getWriter();
     try {
