@@ -30,6 +30,7 @@ import type { BatchItem } from "drizzle-orm/batch";
 import { trimEndChar } from "../core/text";
 import { inspectPath } from "../core/path";
 import { parseDurationSeconds } from "../core/duration";
+import { AuditTrail } from "./audit-hook";
 
 export interface DispatchConfig {
   db: Db;
@@ -94,7 +95,7 @@ function prefetchPlan(db: Db, segs: string[]): { mountPath: string; mountType: s
  * matches the path (the common case); otherwise the mount is looked up in the namespace found.
  * Nothing is cached across requests: every request reads tokens, namespaces and mounts afresh.
  */
-async function firstRound(db: Db, rootToken: string, header: string | null, segs: string[], presented: string | null): Promise<FirstRound> {
+async function firstRound(db: Db, rootToken: string, header: string | null, segs: string[], presented: string | null, trail: AuditTrail): Promise<FirstRound> {
   const base = (header ?? "")
     .split("/")
     .filter((s) => s !== "")
@@ -114,13 +115,17 @@ async function firstRound(db: Db, rootToken: string, header: string | null, segs
   const root = presented !== null && presented !== "" && isRootToken(rootToken, presented);
   const tokenHash = presented && !root ? await sha256Hex(presented) : "";
   const plan = speculate ? prefetchPlan(db, segs) : null;
+  // The audit device list rides along when the isolate's copy is stale (src/app/audit-hook.ts).
+  const devices = trail.deviceRead(db);
   // Empty lists and an empty hash make the unneeded parts of the batch match nothing.
   const [nsRows, tokenRows, mountRows, ...extra] = await db.batch([
     namespacesQuery(db, candidates.filter((p) => p !== "")),
     tokenByHashQuery(db, tokenHash),
     mountsQuery(db, ROOT_NAMESPACE.id, speculate ? mountCandidates(fullPath) : []),
+    ...(devices ? [devices] : []),
     ...(plan?.statements ?? []),
   ]);
+  if (devices) await trail.absorb(extra.shift());
   const prefetch = plan ? { mountPath: plan.mountPath, mountType: plan.mountType, def: plan.def, results: extra } : undefined;
   const found = root && presented ? rootEntry(presented) : tokenHash && presented ? tokenEntryOf(tokenRows[0], presented, Date.now()) : null;
 
@@ -184,7 +189,22 @@ function capabilityResolver(acl: Acl | null, tokenNsPath: string | null, ns: Nam
   };
 }
 
+/**
+ * The pipeline under its audit trail (src/app/audit-hook.ts): an error is logged (when a device
+ * is enabled) and rethrown for app.ts to render; an answer is logged before it is returned.
+ */
 export async function dispatch(request: Request, cfg: DispatchConfig): Promise<Response> {
+  const trail = new AuditTrail(cfg, request);
+  let res: Response;
+  try {
+    res = await pipeline(request, cfg, trail);
+  } catch (e) {
+    throw await trail.failed(e);
+  }
+  return trail.answered(res);
+}
+
+async function pipeline(request: Request, cfg: DispatchConfig, trail: AuditTrail): Promise<Response> {
   const url = new URL(request.url);
   const { db, requestId } = cfg;
   const { segs, decoded, emptySegmentError } = inspectPath(url.pathname.replace(/^\/v1\/?/, ""));
@@ -197,7 +217,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   // token needs). The token is looked up even where the operation turns out to be public; that
   // costs nothing extra in the batch.
   const presented = presentedToken(request.headers);
-  const first = await firstRound(db, cfg.rootToken, namespaceHeader(request.headers), segs, presented);
+  const first = await firstRound(db, cfg.rootToken, namespaceHeader(request.headers), segs, presented, trail);
   const { ns, rest, backend: settled, prefetch, wanted } = first;
   // A token bound to CIDR blocks (token_bound_cidrs) is no token at all from anywhere else.
   const found = first.found && fromBoundAddress(first.found, request.headers) ? first.found : null;
@@ -207,6 +227,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
     found ? tokenNamespacePath(db, found) : Promise.resolve(null),
     found ? aclFor(db, found.namespaceId, found.policies) : Promise.resolve(null),
   ]);
+  trail.know({ ns, path, token: found, presented, mount: backend?.mount ?? null, mountType: backend?.mountType, op });
   const matched = backend ? matchRoute(backend.routes, backend.relPath) : null;
   const def = matched?.route.def;
   if (emptySegmentError && !def?.opaqueRest) throw badRequest(emptySegmentError);
@@ -232,6 +253,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   }
   const isWrite = op === "update" || op === "patch";
   const body = def?.rawBody && isWrite ? {} : isWrite ? decodeJsonObject(rawBody) : queryData(url.searchParams);
+  trail.know(def?.rawBody && isWrite ? { raw: { bytes: rawBody, contentType } } : { data: body });
   // Only here, where an existing namespace meets its ACL check: a missing one must answer every
   // earlier check (405, 413, 415, a malformed body) exactly as an existing one does.
   if (!ns) throw missingNamespace(wanted ?? "", path, tokenNs, acl, op);
@@ -301,6 +323,7 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   if (parsed.unknown.length > 0 && def.fields && isWrite) warnings.push(unknownFieldsWarning(parsed.unknown));
   if (parsed.replaced.length > 0 && isWrite) warnings.push(replacedFieldsWarning(parsed.replaced));
 
+  await trail.beforeWork(req, backend.mountType);
   const reply = await handler.call(def.handlers, req);
   if (reply instanceof Response) return reply;
   if (reply === null || reply === undefined) {

@@ -66,11 +66,19 @@ export async function hashData(salt: string, value: unknown): Promise<unknown> {
  */
 const TOKEN_IN_PATH = /^(auth\/token\/(?:lookup|lookup-self|revoke|revoke-self|revoke-orphan|renew|renew-self|lookup-accessor|revoke-accessor|renew-accessor)\/)(.+)$/;
 
-async function hashPath(salt: string, path: string, clientToken: string | undefined): Promise<string> {
-  let out = path;
-  if (clientToken && clientToken.length >= 8 && out.includes(clientToken)) out = out.split(clientToken).join(await hmacValue(salt, clientToken));
-  const m = TOKEN_IN_PATH.exec(out);
-  if (m?.[1] && m[2] && !m[2].startsWith(PREFIX)) out = m[1] + (await hmacValue(salt, m[2]));
+/** The secrets a request path carries (see above), each to be replaced by its HMAC. */
+function secretsInPath(path: string, clientToken: string | undefined): string[] {
+  const out: string[] = [];
+  if (clientToken && clientToken.length >= 8 && path.includes(clientToken)) out.push(clientToken);
+  const m = TOKEN_IN_PATH.exec(path);
+  if (m?.[2] && m[2] !== clientToken) out.push(m[2]);
+  return out;
+}
+
+/** `text` with every one of `secrets` replaced by its HMAC (longest first, so none is left half-replaced). */
+async function replaceSecrets(salt: string, text: string, secrets: string[]): Promise<string> {
+  let out = text;
+  for (const s of [...secrets].sort((a, b) => b.length - a.length)) if (out.includes(s)) out = out.split(s).join(await hmacValue(salt, s));
   return out;
 }
 
@@ -89,13 +97,18 @@ async function hashAuth(salt: string, auth: AuditAuth, hmacAccessor: boolean): P
 export async function hashEntry(device: Pick<AuditDevice, "salt" | "logRaw" | "hmacAccessor">, entry: AuditEntry): Promise<AuditEntry> {
   const { salt, hmacAccessor } = device;
   const rawToken = entry.auth?.client_token ?? entry.request.client_token;
-  const path = await hashPath(salt, entry.request.path, rawToken);
-  if (device.logRaw) return { ...entry, request: { ...entry.request, path } };
-  const request = { ...entry.request, path };
+  // A secret in the path is hidden wherever the path is echoed: the path and the error text.
+  const inPath = secretsInPath(entry.request.path, rawToken);
+  const path = await replaceSecrets(salt, entry.request.path, inPath);
+  const error = entry.error !== undefined && inPath.length > 0 ? await replaceSecrets(salt, entry.error, inPath) : entry.error;
+  const base: AuditEntry = { ...entry, request: { ...entry.request, path } };
+  if (error !== undefined) base.error = error;
+  if (device.logRaw) return base;
+  const request = { ...base.request };
   if (request.client_token) request.client_token = await hmacValue(salt, request.client_token);
   if (request.client_token_accessor && hmacAccessor) request.client_token_accessor = await hmacValue(salt, request.client_token_accessor);
   if (request.data) request.data = (await hashData(salt, request.data)) as Record<string, unknown>;
-  const out: AuditEntry = { ...entry, request };
+  const out: AuditEntry = { ...base, request };
   if (entry.auth) out.auth = await hashAuth(salt, entry.auth, hmacAccessor);
   if (entry.response) {
     const response = { ...entry.response };

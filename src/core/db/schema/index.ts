@@ -5,3 +5,4 @@ export * from "./sync";
 export * from "./leases";
 export * from "./auth";
 export * from "./acme";
+export * from "./audit";

@@ -1,0 +1,174 @@
+/**
+ * Storage of audit devices: the only module that touches the `audit_devices` table
+ * (src/core/db/schema/audit.ts), and the per-isolate cache of the enabled devices that the
+ * request path reads.
+ *
+ * The cache (issue 17 "no extra D1 round trip"): the device list is kept per isolate for at most
+ * DEVICE_CACHE_MS (1 s). When it is stale, the dispatcher adds `deviceListQuery` to the request's
+ * first D1 batch (src/app/dispatch.ts), which it sends anyway, and hands the rows to
+ * `absorbDeviceRows`; so reading the devices never costs a round trip of its own, and with no
+ * device enabled a request pays only the freshness check (and, once a second per isolate, one
+ * extra statement in that batch). Enabling or disabling a device clears the cache of the
+ * isolate that did it; other isolates see the change within DEVICE_CACHE_MS (docs/audit.md).
+ * Salts are unsealed once per sealed text and kept with the cache; they never leave the Worker.
+ */
+import { eq } from "drizzle-orm";
+import { loadConfig } from "../core/config";
+import { openDb, type Db } from "../core/db/client";
+import { auditDevices } from "../core/db/schema";
+import { seal, unseal, type SealKeys } from "../core/db/seal";
+import type { AuditDeliveryTarget, AuditDevice, AuditDeviceType } from "./types";
+
+export const DEVICE_CACHE_MS = 1000;
+
+type DeviceRow = typeof auditDevices.$inferSelect;
+
+const saltContext = (id: string) => `audit_devices:${id}:salt`;
+const headersContext = (id: string) => `audit_devices:${id}:headers`;
+
+/** Read-back value of every header of an http device (issue 17: "read back as asterisks"). */
+export const MASKED = "********";
+
+let cache: { devices: AuditDevice[]; at: number } | null = null;
+// Unsealed salts by sealed text: a sealed value opens to one salt only, so this never goes stale.
+const salts = new Map<string, string>();
+
+/** The enabled devices if the isolate's copy is fresh, else undefined (then read them). */
+export function cachedDevices(now = Date.now()): AuditDevice[] | undefined {
+  return cache && now - cache.at < DEVICE_CACHE_MS ? cache.devices : undefined;
+}
+
+/** The isolate's last copy however old, for refused requests that never reached the batch. */
+export function lastKnownDevices(): AuditDevice[] | undefined {
+  return cache?.devices;
+}
+
+export function invalidateDeviceCache(): void {
+  cache = null;
+}
+
+/** The unexecuted read of every device, for the request's first D1 batch. */
+export const deviceListQuery = (db: Db) => db.select().from(auditDevices).orderBy(auditDevices.path);
+
+/** Rows of `deviceListQuery` → devices (salts unsealed), stored as the isolate's fresh copy. */
+export async function absorbDeviceRows(keys: SealKeys, rows: DeviceRow[], readAt = Date.now()): Promise<AuditDevice[]> {
+  const devices = await Promise.all(rows.map((r) => toDevice(keys, r)));
+  cache = { devices, at: readAt };
+  return devices;
+}
+
+/** The enabled devices: the cached copy when fresh, else one read. */
+export async function loadDevices(db: Db, keys: SealKeys): Promise<AuditDevice[]> {
+  const fresh = cachedDevices();
+  if (fresh) return fresh;
+  const at = Date.now();
+  return absorbDeviceRows(keys, await deviceListQuery(db), at);
+}
+
+async function toDevice(keys: SealKeys, r: DeviceRow): Promise<AuditDevice> {
+  let salt = salts.get(r.sealedSalt);
+  if (salt === undefined) {
+    salt = await unseal(keys, r.sealedSalt, saltContext(r.id));
+    if (salts.size > 256) salts.clear();
+    salts.set(r.sealedSalt, salt);
+  }
+  const options: AuditDevice["options"] = { ...r.options };
+  if (r.sealedHeaders !== null) options.headers = await maskedHeaders(keys, r);
+  const flag = (name: string, dflt: boolean) => {
+    const v = r.options[name];
+    return v === undefined ? dflt : parseBool(v) ?? dflt;
+  };
+  return {
+    id: r.id,
+    path: r.path,
+    type: r.type as AuditDeviceType,
+    description: r.description,
+    options,
+    local: r.local,
+    salt,
+    logRaw: flag("log_raw", false),
+    hmacAccessor: flag("hmac_accessor", true),
+    elideListResponses: flag("elide_list_responses", false),
+  };
+}
+
+async function maskedHeaders(keys: SealKeys, r: DeviceRow): Promise<Record<string, string>> {
+  if (r.sealedHeaders === null) return {};
+  const names = Object.keys(JSON.parse(await unseal(keys, r.sealedHeaders, headersContext(r.id))) as Record<string, string>);
+  return Object.fromEntries(names.map((n) => [n, MASKED]));
+}
+
+/** Go's strconv.ParseBool, which Vault uses for device options; null when not a boolean. */
+export function parseBool(v: string): boolean | null {
+  if (["1", "t", "T", "true", "TRUE", "True"].includes(v)) return true;
+  if (["0", "f", "F", "false", "FALSE", "False"].includes(v)) return false;
+  return null;
+}
+
+export interface NewDevice {
+  path: string;
+  type: AuditDeviceType;
+  description: string;
+  options: Record<string, string>;
+  headers: Record<string, string> | null;
+  local: boolean;
+}
+
+/**
+ * Enables a device: one conditional insert (the unique path index is the guard, so two
+ * concurrent enables of one path cannot both succeed). False when the path is in use.
+ */
+export async function insertDevice(db: Db, keys: SealKeys, d: NewDevice): Promise<boolean> {
+  const id = crypto.randomUUID();
+  const salt = crypto.randomUUID();
+  const rows = await db
+    .insert(auditDevices)
+    .values({
+      id,
+      path: d.path,
+      type: d.type,
+      description: d.description,
+      options: d.options,
+      sealedHeaders: d.headers ? await seal(keys, JSON.stringify(d.headers), headersContext(id)) : null,
+      local: d.local,
+      sealedSalt: await seal(keys, salt, saltContext(id)),
+      createdAt: Date.now(),
+    })
+    .onConflictDoNothing()
+    .returning({ id: auditDevices.id });
+  invalidateDeviceCache();
+  return rows.length > 0;
+}
+
+/** Disables the device at `path` (Vault: no error when there is none). */
+export async function deleteDevice(db: Db, path: string): Promise<void> {
+  await db.delete(auditDevices).where(eq(auditDevices.path, path));
+  invalidateDeviceCache();
+}
+
+/** The device at `path`, read now (sys/audit-hash must see a device enabled a moment ago). */
+export async function deviceAt(db: Db, keys: SealKeys, path: string): Promise<AuditDevice | null> {
+  const rows = await db.select().from(auditDevices).where(eq(auditDevices.path, path));
+  return rows[0] ? toDevice(keys, rows[0]) : null;
+}
+
+/** Every device, read now (sys/audit list). */
+export async function listDevices(db: Db, keys: SealKeys): Promise<AuditDevice[]> {
+  return Promise.all((await deviceListQuery(db)).map((r) => toDevice(keys, r)));
+}
+
+/**
+ * What the delivery side needs to send a device's entries: address and unsealed headers (http)
+ * or prefix (r2). Null when the device is gone (disabled since the entries were queued) or is a
+ * stdout device (never queued).
+ */
+export async function deliveryTarget(env: Env, id: string): Promise<AuditDeliveryTarget | null> {
+  const db = openDb(env.DB);
+  const keys = loadConfig(env).seal;
+  const rows = await db.select().from(auditDevices).where(eq(auditDevices.id, id));
+  const r = rows[0];
+  if (!r || (r.type !== "http" && r.type !== "r2")) return null;
+  if (r.type === "r2") return { id: r.id, path: r.path, type: "r2", prefix: r.options.prefix ?? "audit/" };
+  const headers = r.sealedHeaders === null ? {} : (JSON.parse(await unseal(keys, r.sealedHeaders, headersContext(r.id))) as Record<string, string>);
+  return { id: r.id, path: r.path, type: "http", address: r.options.address ?? "", headers };
+}
