@@ -5,6 +5,7 @@
  * error shapes (`{"__type","message"}` with 400, STS XML errors).
  */
 import { amzDate, signature } from "../../src/engines/sync/connectors/sigv4";
+import { FakeThrottle } from "./fake-limits";
 import { applyFault, json, type Fault } from "./fake-router";
 
 export interface FakeSecret {
@@ -12,7 +13,12 @@ export interface FakeSecret {
   value: string;
   versions: string[];
   tags: Record<string, string>;
+  /** Set while the secret is scheduled for deletion (DeleteSecret with a recovery window). */
   deletedDate?: number;
+  /** Ms of the last change of value or metadata (DescribeSecret LastChangedDate). */
+  lastChangedDate: number;
+  /** Ms the current version was created (GetSecretValue CreatedDate). */
+  versionCreated: number;
 }
 
 export interface FakeRole {
@@ -43,6 +49,12 @@ export class FakeCloudone {
   /** Operations in arrival order: "CreateSecret vault/x", "AssumeRole arn:...". */
   readonly calls: string[] = [];
   assumeRoleCalls = 0;
+  /**
+   * Request limits (issue 15 rule 4). Over them it answers 400 ThrottlingException "Rate
+   * exceeded" with no Retry-After, as Secrets Manager does; `retryAfterSeconds` is then the quiet
+   * time the test expects the client to keep.
+   */
+  readonly throttle = new FakeThrottle();
 
   constructor(users: Record<string, string> = {}) {
     for (const [k, v] of Object.entries(users)) this.users.set(k, v);
@@ -51,6 +63,27 @@ export class FakeCloudone {
   value(name: string): string | undefined {
     const s = this.secrets.get(name);
     return s && s.deletedDate === undefined ? s.value : undefined;
+  }
+
+  /** Someone changes the value at the provider, not through Lanyard (a new AWSCURRENT version). */
+  editOutOfBand(name: string, value: string): void {
+    const s = this.secrets.get(name);
+    if (!s) throw new Error(`fake-cloudone: no secret ${name}`);
+    s.value = value;
+    s.versions.push(crypto.randomUUID());
+    s.lastChangedDate = s.versionCreated = Date.now();
+  }
+
+  /**
+   * Someone deletes the secret at the provider: by default with the 30-day recovery window (the
+   * secret is then "scheduled for deletion": reads and writes fail with InvalidRequestException
+   * until RestoreSecret), or at once with `force`.
+   */
+  deleteOutOfBand(name: string, opts: { force?: boolean } = {}): void {
+    const s = this.secrets.get(name);
+    if (!s) throw new Error(`fake-cloudone: no secret ${name}`);
+    if (opts.force) this.secrets.delete(name);
+    else s.deletedDate = s.lastChangedDate = Date.now();
   }
 
   private async verify(req: Request, body: string, service: string): Promise<{ akid: string } | Response> {
@@ -84,10 +117,20 @@ export class FakeCloudone {
     const body = new TextDecoder().decode(await req.arrayBuffer());
     const target = req.headers.get("x-amz-target");
     if (!target) return this.sts(req, body);
-    const v = await this.verify(req, body, "secretsmanager");
-    if (v instanceof Response) return v;
-    if (req.headers.get("content-type") !== "application/x-amz-json-1.1") return smError("SerializationException", "wrong content type");
     const op = target.replace(/^secretsmanager\./, "");
+    const admission = this.throttle.enter(req, op);
+    try {
+      if (admission.throttled) return smError("ThrottlingException", "Rate exceeded");
+      const v = await this.verify(req, body, "secretsmanager");
+      if (v instanceof Response) return v;
+      if (req.headers.get("content-type") !== "application/x-amz-json-1.1") return smError("SerializationException", "wrong content type");
+      return await this.operation(op, body);
+    } finally {
+      admission.leave();
+    }
+  }
+
+  private async operation(op: string, body: string): Promise<Response> {
     let p: Record<string, unknown>;
     try {
       p = JSON.parse(body) as Record<string, unknown>;
@@ -107,7 +150,8 @@ export class FakeCloudone {
         for (const t of (p.Tags as { Key: string; Value: string }[] | undefined) ?? []) tags[t.Key] = t.Value;
         const version = String(p.ClientRequestToken ?? crypto.randomUUID());
         const arn = `arn:aws:secretsmanager:us-east-1:123456789012:secret:${id}-${crypto.randomUUID().slice(0, 6)}`;
-        this.secrets.set(id, { arn, value: String(p.SecretString ?? ""), versions: [version], tags });
+        const now = Date.now();
+        this.secrets.set(id, { arn, value: String(p.SecretString ?? ""), versions: [version], tags, lastChangedDate: now, versionCreated: now });
         return json({ ARN: arn, Name: id, VersionId: version });
       }
       case "PutSecretValue": {
@@ -117,26 +161,41 @@ export class FakeCloudone {
         s.value = p.SecretString;
         const version = String(p.ClientRequestToken ?? crypto.randomUUID());
         s.versions.push(version);
+        s.lastChangedDate = s.versionCreated = Date.now();
         return json({ ARN: s.arn, Name: id, VersionId: version, VersionStages: ["AWSCURRENT"] });
       }
       case "TagResource": {
         if (!s) return notFound();
         for (const t of (p.Tags as { Key: string; Value: string }[] | undefined) ?? []) s.tags[t.Key] = t.Value;
+        s.lastChangedDate = Date.now();
         return json({});
       }
       case "DescribeSecret": {
         if (!s) return notFound();
-        return json({ ARN: s.arn, Name: id, Tags: Object.entries(s.tags).map(([Key, Value]) => ({ Key, Value })), ...(s.deletedDate !== undefined ? { DeletedDate: s.deletedDate / 1000 } : {}) });
+        return json({
+          ARN: s.arn,
+          Name: id,
+          LastChangedDate: s.lastChangedDate / 1000,
+          Tags: Object.entries(s.tags).map(([Key, Value]) => ({ Key, Value })),
+          VersionIdsToStages: { [s.versions[s.versions.length - 1] ?? ""]: ["AWSCURRENT"] },
+          ...(s.deletedDate !== undefined ? { DeletedDate: s.deletedDate / 1000 } : {}),
+        });
+      }
+      case "GetSecretValue": {
+        if (!s) return notFound();
+        if (s.deletedDate !== undefined) return smError("InvalidRequestException", "You can't perform this operation on the secret because it was marked for deletion.");
+        return json({ ARN: s.arn, Name: id, SecretString: s.value, VersionId: s.versions[s.versions.length - 1], VersionStages: ["AWSCURRENT"], CreatedDate: s.versionCreated / 1000 });
       }
       case "RestoreSecret": {
         if (!s) return notFound();
         delete s.deletedDate;
+        s.lastChangedDate = Date.now();
         return json({ ARN: s.arn, Name: id });
       }
       case "DeleteSecret": {
         if (!s) return notFound();
         if (p.ForceDeleteWithoutRecovery === true) this.secrets.delete(id);
-        else s.deletedDate = Date.now();
+        else s.deletedDate = s.lastChangedDate = Date.now();
         return json({ ARN: s.arn, Name: id, DeletionDate: Date.now() / 1000 });
       }
       default:

@@ -5,7 +5,8 @@
  * enforces secret-id and label rules and non-empty payloads; answers Google's
  * `{error:{code,message,status}}`.
  */
-import { base64UrlToBytes } from "../../src/core/encoding";
+import { base64UrlToBytes, bytesToBase64 } from "../../src/core/encoding";
+import { FakeThrottle } from "./fake-limits";
 import { applyFault, json, type Fault } from "./fake-router";
 
 const RSA = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as const;
@@ -29,6 +30,11 @@ export class FakeCloudthree {
   readonly secrets = new Map<string, Secret>();
   readonly faults: Fault[] = [];
   tokenRequests = 0;
+  /**
+   * Request limits (issue 15 rule 4): over them 429 RESOURCE_EXHAUSTED, with the wait in a
+   * google.rpc.RetryInfo detail (no Retry-After header, as Google's APIs answer).
+   */
+  readonly throttle = new FakeThrottle();
 
   constructor(readonly tokenUri = "https://oauth2.googleapis.com/token") {}
 
@@ -41,6 +47,18 @@ export class FakeCloudthree {
   value(project: string, id: string): string | undefined {
     const v = this.secrets.get(`${project}/${id}`)?.versions;
     return v?.[v.length - 1];
+  }
+
+  /** Someone adds a version at the provider, not through Lanyard. */
+  editOutOfBand(project: string, id: string, value: string): void {
+    const s = this.secrets.get(`${project}/${id}`);
+    if (!s) throw new Error(`fake-cloudthree: no secret ${project}/${id}`);
+    s.versions.push(value);
+  }
+
+  /** Someone deletes the secret (with all its versions) at the provider. */
+  deleteOutOfBand(project: string, id: string): void {
+    if (!this.secrets.delete(`${project}/${id}`)) throw new Error(`fake-cloudthree: no secret ${project}/${id}`);
   }
 
   private async exchange(req: Request): Promise<Response> {
@@ -69,8 +87,40 @@ export class FakeCloudthree {
     if (faulted) return faulted;
     const url = new URL(req.url);
     if (url.pathname === "/token" && req.method === "POST") return this.exchange(req);
+    const admission = this.throttle.enter(req, `${req.method} ${url.pathname}`);
+    try {
+      if (admission.throttled) {
+        return json(
+          {
+            error: {
+              code: 429,
+              message: "Quota exceeded for quota metric 'Write requests' and limit 'Write requests per minute' of service 'secretmanager.googleapis.com'.",
+              status: "RESOURCE_EXHAUSTED",
+              details: [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: `${admission.retryAfter}s` }],
+            },
+          },
+          429,
+        );
+      }
+      return await this.api(req, url);
+    } finally {
+      admission.leave();
+    }
+  }
+
+  private async api(req: Request, url: URL): Promise<Response> {
     const bearer = /^Bearer (.+)$/.exec(req.headers.get("authorization") ?? "")?.[1];
     if (!bearer || !this.issued.has(bearer)) return gError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.");
+    const access = /^\/v1\/projects\/([^/]+)\/secrets\/([^/:]+)\/versions\/latest:access$/.exec(url.pathname);
+    if (access && req.method === "GET") {
+      const [, project = "", rawId = ""] = access;
+      const id = decodeURIComponent(rawId);
+      const latest = this.secrets.get(`${project}/${id}`)?.versions;
+      const n = latest?.length ?? 0;
+      const data = latest?.[n - 1];
+      if (data === undefined) return gError(404, "NOT_FOUND", `Secret [projects/${project}/secrets/${id}] not found or has no versions.`);
+      return json({ name: `projects/${project}/secrets/${id}/versions/${n}`, payload: { data: bytesToBase64(new TextEncoder().encode(data)) } });
+    }
     const m = /^\/v1\/projects\/([^/]+)\/secrets(?:\/([^/:]+)(:addVersion)?)?$/.exec(url.pathname);
     if (!m) return gError(404, "NOT_FOUND", "Not found");
     const [, project = "", rawId, addVersion] = m;

@@ -5,6 +5,7 @@
  * insensitive), soft-deletes (409 ObjectIsDeletedButRecoverable on PUT), recovers and purges,
  * and answers `{error:{code,message,innererror}}`.
  */
+import { FakeThrottle } from "./fake-limits";
 import { applyFault, json, type Fault } from "./fake-router";
 
 interface Secret {
@@ -13,6 +14,8 @@ interface Secret {
   version: number;
   tags: Record<string, string>;
   deleted: boolean;
+  /** Seconds since the epoch of the current version's creation (attributes.created/updated). */
+  updated?: number;
 }
 
 const kvError = (status: number, code: string, message: string, inner?: string) => json({ error: { code, message, ...(inner ? { innererror: { code: inner } } : {}) } }, status);
@@ -31,6 +34,8 @@ export class FakeCloudtwo {
   readonly faults: Fault[] = [];
   tokenRequests = 0;
   purgeAllowed = true;
+  /** Per-vault request limits (issue 15 rule 4): over them 429 Throttled with Retry-After. */
+  readonly throttle = new FakeThrottle();
 
   addClient(tenant: string, clientId: string, secret: string): void {
     this.clients.set(`${tenant}/${clientId}`, secret);
@@ -39,6 +44,21 @@ export class FakeCloudtwo {
   value(name: string): string | undefined {
     const s = this.secrets.get(name.toLowerCase());
     return s && !s.deleted ? s.value : undefined;
+  }
+
+  /** Someone sets a new version at the provider, not through Lanyard. */
+  editOutOfBand(name: string, value: string): void {
+    const s = this.secrets.get(name.toLowerCase());
+    if (!s || s.deleted) throw new Error(`fake-cloudtwo: no secret ${name}`);
+    Object.assign(s, { value, version: s.version + 1, updated: Math.floor(Date.now() / 1000) });
+  }
+
+  /** Someone deletes the secret at the provider: it sits soft-deleted (recoverable), or is gone with `purge`. */
+  deleteOutOfBand(name: string, opts: { purge?: boolean } = {}): void {
+    const s = this.secrets.get(name.toLowerCase());
+    if (!s || s.deleted) throw new Error(`fake-cloudtwo: no secret ${name}`);
+    if (opts.purge) this.secrets.delete(name.toLowerCase());
+    else s.deleted = true;
   }
 
   async handle(req: Request): Promise<Response> {
@@ -57,6 +77,22 @@ export class FakeCloudtwo {
       this.issued.add(token);
       return json({ token_type: "Bearer", expires_in: 3599, ext_expires_in: 3599, access_token: token });
     }
+    const admission = this.throttle.enter(req, `${req.method} ${url.pathname}`);
+    try {
+      if (admission.throttled) {
+        return json(
+          { error: { code: "Throttled", message: "Request was not processed because too many requests were received. Reason: VaultRequestTypeLimitReached" } },
+          429,
+          { "retry-after": String(admission.retryAfter) },
+        );
+      }
+      return await this.vault(req, url);
+    } finally {
+      admission.leave();
+    }
+  }
+
+  private async vault(req: Request, url: URL): Promise<Response> {
     const bearer = /^Bearer (.+)$/.exec(req.headers.get("authorization") ?? "")?.[1];
     if (!bearer || !this.issued.has(bearer)) return kvError(401, "Unauthorized", "AKV10000: Request is missing a Bearer or PoP token.");
     if (!url.searchParams.get("api-version")) return kvError(400, "BadParameter", "The api-version query parameter is required.");
@@ -67,13 +103,24 @@ export class FakeCloudtwo {
     if (!/^[0-9A-Za-z-]{1,127}$/.test(name)) return kvError(400, "BadParameter", "The request URI contains an invalid name");
     const key = name.toLowerCase();
     const s = this.secrets.get(key);
+    const bundle = (x: Secret) => ({
+      value: x.value,
+      id: `${url.origin}/secrets/${x.name}/${x.version}`,
+      contentType: "text/plain",
+      attributes: { enabled: true, created: x.updated ?? 0, updated: x.updated ?? 0, recoveryLevel: "Recoverable+Purgeable", recoverableDays: 90 },
+      tags: x.tags,
+    });
+    if (kind === "secrets" && req.method === "GET" && !recover) {
+      if (!s || s.deleted) return kvError(404, "SecretNotFound", `A secret with (name/id) ${name} was not found in this key vault. If you recently deleted this secret you may be able to recover it using the correct recovery command.`);
+      return json(bundle(s));
+    }
     if (kind === "secrets" && req.method === "PUT") {
       if (s?.deleted) return kvError(409, "Conflict", `Secret ${name} is currently in a deleted but recoverable state.`, "ObjectIsDeletedButRecoverable");
       const b = (await req.json()) as { value?: unknown; tags?: Record<string, string> };
       if (typeof b.value !== "string") return kvError(400, "BadParameter", "value is required");
-      const next = { name, value: b.value, version: (s?.version ?? 0) + 1, tags: b.tags ?? {}, deleted: false };
+      const next = { name, value: b.value, version: (s?.version ?? 0) + 1, tags: b.tags ?? {}, deleted: false, updated: Math.floor(Date.now() / 1000) };
       this.secrets.set(key, next);
-      return json({ value: b.value, id: `${url.origin}/secrets/${name}/${next.version}`, attributes: { enabled: true, recoveryLevel: "Recoverable+Purgeable" }, tags: next.tags });
+      return json(bundle(next));
     }
     if (kind === "secrets" && req.method === "DELETE") {
       if (!s || s.deleted) return kvError(404, "SecretNotFound", `A secret with (name/id) ${name} was not found in this key vault.`);

@@ -8,6 +8,7 @@
 import * as nacl from "tweetnacl";
 import { base64ToBytes, base64UrlToBytes, bytesToBase64 } from "../../src/core/encoding";
 import { openSealed } from "../../src/engines/sync/connectors/repohost/sealed-box";
+import { FakeThrottle } from "./fake-limits";
 import { applyFault, json, type Fault } from "./fake-router";
 
 const RSA = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as const;
@@ -21,7 +22,12 @@ interface Scope {
   keyPair: nacl.BoxKeyPair;
   /** Plaintext values, as opened from the sealed boxes. */
   secrets: Map<string, string>;
+  /** created_at / updated_at per name, ISO 8601 to the second as the host shows them. */
+  times: Map<string, { created_at: string; updated_at: string }>;
 }
+
+/** The host's timestamps: ISO 8601 without fractional seconds. */
+const stamp = (ms = Date.now()) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 
 export class FakeRepohost {
   readonly tokens = new Set<string>();
@@ -36,6 +42,14 @@ export class FakeRepohost {
   readonly faults: Fault[] = [];
   tokenRequests = 0;
   readonly calls: string[] = [];
+  /**
+   * Request limits (issue 15 rule 4). Over them the host answers as its secondary rate limit
+   * does: 403 (or 429 with `rateLimitStatus`) with `retry-after`; with `rateLimitStyle`
+   * "primary" it answers 403 with `x-ratelimit-remaining: 0` and `x-ratelimit-reset` instead.
+   */
+  readonly throttle = new FakeThrottle();
+  rateLimitStatus: 403 | 429 = 403;
+  rateLimitStyle: "secondary" | "primary" = "secondary";
 
   constructor(tokens: string[] = []) {
     for (const t of tokens) this.tokens.add(t);
@@ -51,17 +65,43 @@ export class FakeRepohost {
   private scope(path: string): Scope {
     let s = this.scopes.get(path);
     if (!s) {
-      s = { keyId: String(Math.floor(Math.random() * 1e18)), keyPair: nacl.box.keyPair(), secrets: new Map() };
+      s = { keyId: String(Math.floor(Math.random() * 1e18)), keyPair: nacl.box.keyPair(), secrets: new Map(), times: new Map() };
       this.scopes.set(path, s);
     }
     return s;
   }
 
+  private static scopePath(where: string): string {
+    const [owner, repo, env] = where.split("/");
+    return env ? `/repos/${owner}/${repo}/environments/${env}/secrets` : `/repos/${owner}/${repo}/actions/secrets`;
+  }
+
   /** The plaintext of a secret: "<owner>/<repo>" or "<owner>/<repo>/<environment>". */
   value(where: string, name: string): string | undefined {
-    const [owner, repo, env] = where.split("/");
-    const path = env ? `/repos/${owner}/${repo}/environments/${env}/secrets` : `/repos/${owner}/${repo}/actions/secrets`;
-    return this.scopes.get(path)?.secrets.get(name.toUpperCase());
+    return this.scopes.get(FakeRepohost.scopePath(where))?.secrets.get(name.toUpperCase());
+  }
+
+  /** The host's updated_at of a secret (what its metadata read shows). */
+  updatedAt(where: string, name: string): string | undefined {
+    return this.scopes.get(FakeRepohost.scopePath(where))?.times.get(name.toUpperCase())?.updated_at;
+  }
+
+  /**
+   * Someone sets the secret in the host's UI, not through Lanyard. `at` sets updated_at (the
+   * host keeps seconds only: an edit within the second of Lanyard's write shows the same time).
+   */
+  editOutOfBand(where: string, name: string, value: string, at = Date.now()): void {
+    const scope = this.scope(FakeRepohost.scopePath(where));
+    const upper = name.toUpperCase();
+    scope.secrets.set(upper, value);
+    scope.times.set(upper, { created_at: scope.times.get(upper)?.created_at ?? stamp(at), updated_at: stamp(at) });
+  }
+
+  /** Someone deletes the secret at the host. */
+  deleteOutOfBand(where: string, name: string): void {
+    const scope = this.scope(FakeRepohost.scopePath(where));
+    if (!scope.secrets.delete(name.toUpperCase())) throw new Error(`fake-repohost: no secret ${name} in ${where}`);
+    scope.times.delete(name.toUpperCase());
   }
 
   /** Every scope's opened values (for inspection in manual runs). */
@@ -98,13 +138,33 @@ export class FakeRepohost {
     }
     const exp = this.installationTokens.get(bearer);
     if (!this.tokens.has(bearer) && !(exp !== undefined && exp > Date.now())) return err(401, "Bad credentials");
+    const admission = this.throttle.enter(req, `${req.method} ${url.pathname}`);
+    try {
+      if (admission.throttled) {
+        if (this.rateLimitStyle === "primary") {
+          const reset = String(Math.ceil(Date.now() / 1000) + admission.retryAfter);
+          return err(403, "API rate limit exceeded for installation.", { "x-ratelimit-limit": "5000", "x-ratelimit-remaining": "0", "x-ratelimit-used": "5000", "x-ratelimit-reset": reset, "x-ratelimit-resource": "core" });
+        }
+        return err(this.rateLimitStatus, "You have exceeded a secondary rate limit. Please wait a few minutes before you try again.", { "retry-after": String(admission.retryAfter) });
+      }
+      return await this.secretsApi(req, url);
+    } finally {
+      admission.leave();
+    }
+  }
+
+  private async secretsApi(req: Request, url: URL): Promise<Response> {
     const m = /^(\/repos\/[^/]+\/[^/]+\/(?:actions|environments\/[^/]+)\/secrets)(?:\/([^/]+))?$/.exec(url.pathname);
     if (!m) return err(404, "Not Found");
     const [, base = "", name] = m;
     const scope = this.scope(base);
     if (name === "public-key" && req.method === "GET") return json({ key_id: scope.keyId, key: bytesToBase64(scope.keyPair.publicKey) });
-    if (!name) return req.method === "GET" ? json({ total_count: scope.secrets.size, secrets: [...scope.secrets.keys()].map((n) => ({ name: n })) }) : err(404, "Not Found");
+    if (!name) return req.method === "GET" ? json({ total_count: scope.secrets.size, secrets: [...scope.secrets.keys()].map((n) => ({ name: n, ...scope.times.get(n) })) }) : err(404, "Not Found");
     const upper = decodeURIComponent(name).toUpperCase();
+    if (req.method === "GET") {
+      const times = scope.times.get(upper);
+      return times && scope.secrets.has(upper) ? json({ name: upper, ...times }) : err(404, "Not Found");
+    }
     if (req.method === "PUT") {
       if (!/^[A-Z_][A-Z0-9_]*$/.test(upper) || upper.startsWith("GITHUB_")) return err(422, "Secret names can only contain alphanumeric characters ([a-z], [A-Z], [0-9]) or underscores (_).");
       const b = (await req.json()) as { encrypted_value?: unknown; key_id?: unknown };
@@ -114,10 +174,12 @@ export class FakeRepohost {
       if (!opened) return err(422, "Bad encrypted_value: could not decrypt");
       const existed = scope.secrets.has(upper);
       scope.secrets.set(upper, new TextDecoder().decode(opened));
+      scope.times.set(upper, { created_at: scope.times.get(upper)?.created_at ?? stamp(), updated_at: stamp() });
       return new Response(existed ? null : "{}", { status: existed ? 204 : 201 });
     }
     if (req.method === "DELETE") {
       if (!scope.secrets.delete(upper)) return err(404, "Not Found");
+      scope.times.delete(upper);
       return new Response(null, { status: 204 });
     }
     return err(404, "Not Found");
