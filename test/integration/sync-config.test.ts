@@ -24,20 +24,25 @@ describe("sys/sync/config", () => {
     await del("sys/sync/config");
     const r = await read("sys/sync/config");
     expect(r.body).toMatchObject({ lease_id: "", renewable: false, lease_duration: 0, mount_type: "system", wrap_info: null, auth: null });
-    expect(r.body.data).toEqual({ disabled: false, queue_capacity: 1000000 });
+    expect(r.body.data).toEqual({ disabled: false, queue_capacity: 1000000, reconcile_interval: "1h0m0s" });
   });
 
   it("patches one field at a time, and DELETE resets", async () => {
     const a = await patch("sys/sync/config", { disabled: true });
-    expect(a.body.data).toEqual({ disabled: true, queue_capacity: 1000000 });
+    expect(a.body.data).toEqual({ disabled: true, queue_capacity: 1000000, reconcile_interval: "1h0m0s" });
     expect(a.body.mount_type).toBe("system");
     const b = await patch("sys/sync/config", { queue_capacity: "500" });
-    expect(b.body.data).toEqual({ disabled: true, queue_capacity: 500 });
-    expect((await read("sys/sync/config")).body.data).toEqual({ disabled: true, queue_capacity: 500 });
+    expect(b.body.data).toEqual({ disabled: true, queue_capacity: 500, reconcile_interval: "1h0m0s" });
+    expect((await read("sys/sync/config")).body.data).toEqual({ disabled: true, queue_capacity: 500, reconcile_interval: "1h0m0s" });
     const c = await patch("sys/sync/config", { disabled: null });
-    expect(c.body.data).toEqual({ disabled: false, queue_capacity: 500 });
+    expect(c.body.data).toEqual({ disabled: false, queue_capacity: 500, reconcile_interval: "1h0m0s" });
+    // reconcile_interval (issue 15): a duration, 0 turns drift reconciliation off, null resets.
+    expect((await patch("sys/sync/config", { reconcile_interval: "30m" })).body.data.reconcile_interval).toBe("30m0s");
+    expect((await patch("sys/sync/config", { reconcile_interval: 0 })).body.data.reconcile_interval).toBe("0s");
+    expect((await patch("sys/sync/config", { reconcile_interval: "soon" }, {}, 400)).body.errors[0]).toMatch(/reconcile_interval/);
+    expect((await patch("sys/sync/config", { reconcile_interval: null })).body.data.reconcile_interval).toBe("1h0m0s");
     await del("sys/sync/config");
-    expect((await read("sys/sync/config")).body.data).toEqual({ disabled: false, queue_capacity: 1000000 });
+    expect((await read("sys/sync/config")).body.data).toEqual({ disabled: false, queue_capacity: 1000000, reconcile_interval: "1h0m0s" });
   });
 
   it("refuses bad values naming the field and stores nothing", async () => {
@@ -54,7 +59,7 @@ describe("sys/sync/config", () => {
     }
     expect((await patch("sys/sync/config", { queue_capacity: Number.MAX_SAFE_INTEGER })).body.data.queue_capacity).toBe(Number.MAX_SAFE_INTEGER);
     await del("sys/sync/config");
-    expect((await read("sys/sync/config")).body.data).toEqual({ disabled: false, queue_capacity: 1000000 });
+    expect((await read("sys/sync/config")).body.data).toEqual({ disabled: false, queue_capacity: 1000000, reconcile_interval: "1h0m0s" });
   });
 
   it("warns about unknown fields and needs the merge-patch content type", async () => {
@@ -85,9 +90,9 @@ describe("sys/sync/config", () => {
     await write(`sys/namespaces/${other}`);
     await write("sys/namespaces/child", {}, { namespace: admin });
     const vars = { ADMIN_NAMESPACE: admin } as Partial<Env>;
-    const ok = await callWith(vars, "PATCH", "sys/sync/config", { namespace: admin, body: { queue_capacity: 42 } });
+    const ok = await callWith(vars, "PATCH", "sys/sync/config", { namespace: admin, body: { queue_capacity: 42, reconcile_interval: "1h0m0s" } });
     expect(ok.status).toBe(200);
-    expect(((await ok.json()) as { data: unknown }).data).toEqual({ disabled: false, queue_capacity: 42 });
+    expect(((await ok.json()) as { data: unknown }).data).toEqual({ disabled: false, queue_capacity: 42, reconcile_interval: "1h0m0s" });
     expect((await callWith(vars, "GET", "sys/sync/config", { namespace: other })).status).toBe(403);
     expect((await callWith(vars, "GET", "sys/sync/config", { namespace: `${admin}/child` })).status).toBe(403);
     expect((await callWith(vars, "GET", "sys/sync/config")).status).toBe(200);

@@ -26,7 +26,7 @@ describe("cloudone-sm", () => {
       type: "cloudone-sm",
       name,
       connection_details: { access_key_id: "*****", secret_access_key: "*****", role_arn: "", external_id: "", region: "us-east-1" },
-      options: { granularity_level: "secret-path", secret_name_template: "vault/{{ .MountAccessor }}/{{ .SecretPath }}", custom_tags: { team: "blue" } },
+      options: { granularity_level: "secret-path", secret_name_template: "vault/{{ .MountAccessor }}/{{ .SecretPath }}", custom_tags: { team: "blue" }, drift_repair: true },
     });
     const got = await read(path("cloudone-sm", name));
     expect(got.body.data).toEqual(r.body.data);
@@ -63,7 +63,7 @@ describe("cloudone-sm", () => {
     const keys = { access_key_id: SECRETS.awsKey, secret_access_key: SECRETS.awsSecret };
     const u = await write(path("cloudone-sm", name), { ...keys, role_arn: "arn:aws:iam::123456789012:role/sync" });
     expect(u.body.data.connection_details).toEqual({ access_key_id: "*****", secret_access_key: "*****", role_arn: "arn:aws:iam::123456789012:role/sync", external_id: "", region: "us-east-1" });
-    expect(u.body.data.options).toEqual({ granularity_level: "secret-path", secret_name_template: "vault/{{ .MountAccessor }}/{{ .SecretPath }}", custom_tags: {} });
+    expect(u.body.data.options).toEqual({ granularity_level: "secret-path", secret_name_template: "vault/{{ .MountAccessor }}/{{ .SecretPath }}", custom_tags: {}, drift_repair: true });
     const bad = await write(path("cloudone-sm", name), { ...keys, region: "eu-west-1" }, {}, 400);
     expect(bad.body.errors).toEqual(["region: cannot be changed after the destination is created"]);
     expect((await read(path("cloudone-sm", name))).body.data.connection_details.region).toBe("us-east-1");
@@ -111,7 +111,7 @@ describe("cloudtwo-kv", () => {
         tenant_id: "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee",
         cloud: "cloud",
       },
-      options: { granularity_level: "secret-path", secret_name_template: "vault-{{ .MountAccessor }}-{{ .SecretPath }}", custom_tags: {} },
+      options: { granularity_level: "secret-path", secret_name_template: "vault-{{ .MountAccessor }}-{{ .SecretPath }}", custom_tags: {}, drift_repair: true },
     });
     expect((await read(path("cloudtwo-kv", name))).text).not.toContain(SECRETS.clientSecret);
     expect(await rowText("cloudtwo-kv", name)).not.toContain(SECRETS.clientSecret);
@@ -155,7 +155,7 @@ describe("cloudthree-sm", () => {
       type: "cloudthree-sm",
       name,
       connection_details: { credentials: "*****", project_id: "" },
-      options: { granularity_level: "secret-path", secret_name_template: "vault/{{ .MountAccessor }}/{{ .SecretPath }}", custom_tags: { team: "blue" } },
+      options: { granularity_level: "secret-path", secret_name_template: "vault/{{ .MountAccessor }}/{{ .SecretPath }}", custom_tags: { team: "blue" }, drift_repair: true },
     });
     const text = (await read(path("cloudthree-sm", name))).text;
     expect(text).not.toContain("PRIVATE KEY");
@@ -194,6 +194,7 @@ describe("repohost", () => {
         granularity_level: "secret-key",
         secret_name_template: "VAULT_{{ .MountAccessor | uppercase }}_{{ .SecretPath | uppercase }}_{{ .SecretKey | uppercase }}",
         custom_tags: {},
+        drift_repair: true,
       },
     });
     expect((await read(path("repohost", name))).text).not.toContain(SECRETS.ghToken);
@@ -246,6 +247,7 @@ describe("webhost-project", () => {
         granularity_level: "secret-key",
         secret_name_template: "VAULT_{{ .MountAccessor | uppercase }}_{{ .SecretPath | uppercase }}_{{ .SecretKey | uppercase }}",
         custom_tags: {},
+        drift_repair: true,
       },
     });
     expect((await read(path("webhost-project", name))).text).not.toContain(SECRETS.vercelToken);

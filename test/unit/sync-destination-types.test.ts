@@ -53,7 +53,7 @@ describe("the destination registry", () => {
   it("every default template passes its own validation and references .SecretKey under secret-key", async () => {
     for (const t of DESTINATION_TYPES) {
       for (const g of ["secret-path", "secret-key"] as const) {
-        const opts: DestinationOptions = { granularity: g, secretNameTemplate: "", customTags: {} };
+        const opts: DestinationOptions = { granularity: g, secretNameTemplate: "", customTags: {}, driftRepair: true };
         await validateTemplate(DESTINATIONS[t], opts, { destinationType: t, destinationName: "d", namespacePath: "", namespaceId: "root" });
       }
     }
@@ -70,7 +70,7 @@ describe("the destination registry", () => {
       secretKey: "foo",
     };
     const name = (t: DestinationType, g: "secret-path" | "secret-key") =>
-      renderSecretName(DESTINATIONS[t], { granularity: g, secretNameTemplate: "", customTags: {} }, { ...inputs, destinationType: t });
+      renderSecretName(DESTINATIONS[t], { granularity: g, secretNameTemplate: "", customTags: {}, driftRepair: true }, { ...inputs, destinationType: t });
     expect(await name("cloudone-sm", "secret-path")).toBe("vault/kv_1234/my-secret");
     expect(await name("cloudtwo-kv", "secret-path")).toBe("vault-kv-1234-my-secret");
     expect(await name("cloudthree-sm", "secret-path")).toBe("vault_kv_1234_my-secret");
@@ -84,7 +84,7 @@ describe("template validation", () => {
   const def = DESTINATIONS["cloudone-sm"];
   const sample = { destinationType: "cloudone-sm", destinationName: "d", namespacePath: "", namespaceId: "root" };
   const check = (template: string, granularity: "secret-path" | "secret-key" = "secret-path") =>
-    validateTemplate(def, { granularity, secretNameTemplate: template, customTags: {} }, sample);
+    validateTemplate(def, { granularity, secretNameTemplate: template, customTags: {}, driftRepair: true }, sample);
 
   it("requires .SecretKey with secret-key granularity, with upstream's message", async () => {
     await expect(check("{{ .SecretPath }}", "secret-key")).rejects.toThrow(

@@ -51,6 +51,14 @@ export interface Association extends Link {
   external: Record<string, ExternalEntry>;
   lastError: string | null;
   attempts: number;
+  /** Issue 15 rule 5: when the provider was last called, when the queue tries again (null: not scheduled). */
+  lastAttemptAt: number | null;
+  nextRetryAt: number | null;
+  /** Set when the operation exhausted its retries; the next set (or a new intent) clears it. */
+  deadLetteredAt: number | null;
+  /** Issue 15 rule 3: last drift found by reconciliation, and how many times. */
+  driftDetectedAt: number | null;
+  driftCount: number;
 }
 
 interface Row {
@@ -70,6 +78,11 @@ interface Row {
   external: string;
   last_error: string | null;
   attempts: number;
+  last_attempt_at: number | null;
+  next_retry_at: number | null;
+  dead_lettered_at: number | null;
+  drift_detected_at: number | null;
+  drift_count: number;
 }
 
 function asStatus(s: string): SyncStatus {
@@ -116,6 +129,11 @@ function toAssociation(r: Row): Association {
     external: parseExternal(r.external),
     lastError: r.last_error,
     attempts: r.attempts,
+    lastAttemptAt: r.last_attempt_at,
+    nextRetryAt: r.next_retry_at,
+    deadLetteredAt: r.dead_lettered_at,
+    driftDetectedAt: r.drift_detected_at,
+    driftCount: r.drift_count,
   };
 }
 
@@ -156,7 +174,7 @@ export async function recordIntent(db: Db, l: Link, desired: Desired, status: Sy
        ON CONFLICT (namespace_id, destination_type, destination_name, mount_id, secret_name) DO UPDATE SET
          generation = generation + 1, desired = excluded.desired, sync_status = excluded.sync_status,
          updated_at = excluded.updated_at, mount_accessor = excluded.mount_accessor, mount_path = excluded.mount_path,
-         attempts = 0
+         attempts = 0, next_retry_at = NULL, dead_lettered_at = NULL
        RETURNING *`,
     )
     .bind(crypto.randomUUID(), l.namespaceId, l.destinationType, l.destinationName, l.mountAccessor, l.secretName, status, now, l.mountId, l.mountPath, desired)
@@ -170,6 +188,7 @@ export async function bump(db: Db, id: string, status: SyncStatus, now: number, 
   const r = await db.$client
     .prepare(
       `UPDATE sync_associations SET generation = generation + 1, sync_status = ?, updated_at = ?, attempts = 0,
+         next_retry_at = NULL, dead_lettered_at = NULL,
          desired = coalesce(?, desired), last_error = coalesce(?, last_error) WHERE id = ? RETURNING *`,
     )
     .bind(status, now, desired ?? null, lastError ?? null, id)
@@ -242,7 +261,7 @@ export async function unsyncMountAssociations(db: Db, mountId: string, now: numb
   const res = await db.$client
     .prepare(
       `UPDATE sync_associations SET generation = generation + 1, desired = 'unsynced', sync_status = 'PENDING', updated_at = ?,
-         attempts = 0 WHERE mount_id = ? AND desired = 'synced'`,
+         attempts = 0, next_retry_at = NULL, dead_lettered_at = NULL WHERE mount_id = ? AND desired = 'synced'`,
     )
     .bind(now, mountId)
     .run();
@@ -273,14 +292,15 @@ export async function findAssociationByStoredMount(
 /**
  * Associations the reconciliation pass re-drives: unfinished ones nobody works on (their last
  * change is older than `stuckBefore` and no lease is live), and failed ones (provider or internal
- * errors) older than `failedBefore`. Client-side errors wait for the user (a new set).
+ * errors) older than `failedBefore`. Client-side errors and dead letters (retries exhausted,
+ * issue 15 rule 5) wait for the user (a new set).
  */
 export async function reconcileCandidates(db: Db, now: number, stuckBefore: number, failedBefore: number, limit: number): Promise<Association[]> {
   const rows = await db.$client
     .prepare(
       `SELECT * FROM sync_associations WHERE (lease_until IS NULL OR lease_until < ?) AND (
          (done_generation < generation AND updated_at < ?)
-         OR (sync_status IN ('EXTERNAL_SERVICE_ERROR', 'INTERNAL_VAULT_ERROR') AND updated_at < ?)
+         OR (sync_status IN ('EXTERNAL_SERVICE_ERROR', 'INTERNAL_VAULT_ERROR') AND dead_lettered_at IS NULL AND updated_at < ?)
        ) ORDER BY updated_at LIMIT ?`,
     )
     .bind(now, stuckBefore, failedBefore, limit)
@@ -316,6 +336,10 @@ export interface Outcome {
   lastError: string | null;
   /** Final for this generation (success, client error, retries exhausted). */
   done: boolean;
+  /** When the queue will try again (a retryable failure that is not final); null otherwise. */
+  nextRetryAt: number | null;
+  /** Retries exhausted: the association stays failed until a new set (issue 15 rule 5). */
+  deadLetter: boolean;
 }
 
 /**
@@ -330,10 +354,11 @@ export async function recordOutcome(db: Db, id: string, gen: number, o: Outcome,
     db.$client
       .prepare(
         `UPDATE sync_associations SET sync_status = ?, last_error = ?, updated_at = ?, attempts = attempts + 1,
+           last_attempt_at = ?, next_retry_at = ?, dead_lettered_at = CASE WHEN ? THEN ? ELSE NULL END,
            done_generation = CASE WHEN ? THEN generation ELSE done_generation END
          WHERE id = ? AND generation = ?`,
       )
-      .bind(o.status, o.lastError, now, o.done ? 1 : 0, id, gen),
+      .bind(o.status, o.lastError, now, now, o.nextRetryAt, o.deadLetter ? 1 : 0, now, o.done ? 1 : 0, id, gen),
   ]);
   return (res?.meta.changes ?? 0) === 1;
 }

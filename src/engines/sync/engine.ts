@@ -218,7 +218,7 @@ async function runOnce(deps: EngineDeps, a: Association, finalOnRetryable: boole
   const gen = a.generation;
   const dest = await getDestination(deps.db, deps.keys, { namespaceId: a.namespaceId, type: a.destinationType, name: a.destinationName });
   if (!dest) {
-    const o: Outcome = { status: "INTERNAL_VAULT_ERROR", external: a.external, lastError: "the destination no longer exists", done: true };
+    const o: Outcome = { status: "INTERNAL_VAULT_ERROR", external: a.external, lastError: "the destination no longer exists", done: true, nextRetryAt: null, deadLetter: false };
     return { current: await recordOutcome(deps.db, a.id, gen, o, Date.now()), retryable: false };
   }
   let plan: Plan;
@@ -228,7 +228,7 @@ async function runOnce(deps: EngineDeps, a: Association, finalOnRetryable: boole
     plan = planOperation(a.desired, data, dest.options.granularity, names, a.external);
   } catch (e) {
     console.error(`sync: preparing association ${a.id} failed:`, e instanceof Error ? `${e.name}: ${e.message}` : "unknown error");
-    const o: Outcome = { status: "INTERNAL_VAULT_ERROR", external: a.external, lastError: failureMessage(e), done: finalOnRetryable };
+    const o: Outcome = { status: "INTERNAL_VAULT_ERROR", external: a.external, lastError: failureMessage(e), done: finalOnRetryable, nextRetryAt: null, deadLetter: finalOnRetryable };
     return { current: await recordOutcome(deps.db, a.id, gen, o, Date.now()), retryable: true };
   }
   if (!(await markInFlight(deps.db, a.id, gen, plan.target === "SYNCED" ? "SYNCING" : "UNSYNCING", Date.now()))) {
@@ -240,14 +240,21 @@ async function runOnce(deps: EngineDeps, a: Association, finalOnRetryable: boole
   let retryable = false;
   let retryAfter: number | undefined;
   if (error === null) {
-    outcome = { status: plan.target, external, lastError: null, done: true };
+    outcome = { status: plan.target, external, lastError: null, done: true, nextRetryAt: null, deadLetter: false };
   } else {
     if (!(error instanceof ConnectorError)) {
       console.error(`sync: association ${a.id} failed:`, error instanceof Error ? `${error.name}: ${error.message}` : "unknown error");
     }
     retryable = !(error instanceof ConnectorError) || error.retryable;
     retryAfter = error instanceof ConnectorError ? error.retryAfter : undefined;
-    outcome = { status: failureStatus(error), external, lastError: failureMessage(error), done: !retryable || finalOnRetryable };
+    outcome = {
+      status: failureStatus(error),
+      external,
+      lastError: failureMessage(error),
+      done: !retryable || finalOnRetryable,
+      nextRetryAt: null,
+      deadLetter: retryable && finalOnRetryable,
+    };
   }
   const current = await recordOutcome(deps.db, a.id, gen, outcome, Date.now());
   return { current, retryable: retryable && !outcome.done, retryAfter };

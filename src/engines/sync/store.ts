@@ -18,23 +18,28 @@ import type { Connection, DestinationType, Granularity } from "./destinations/ty
 export interface SyncConfig {
   disabled: boolean;
   queueCapacity: number;
+  /** Seconds between drift reconciliation passes (issue 15 rule 3); 0 = off. */
+  reconcileInterval: number;
 }
 
-export const DEFAULT_SYNC_CONFIG: SyncConfig = { disabled: false, queueCapacity: 1_000_000 };
+export const DEFAULT_SYNC_CONFIG: SyncConfig = { disabled: false, queueCapacity: 1_000_000, reconcileInterval: 3600 };
 const CONFIG_ID = "global";
 
 export async function getSyncConfig(db: Db): Promise<SyncConfig> {
   const rows = await db.select().from(syncConfig).where(eq(syncConfig.id, CONFIG_ID));
   const row = rows[0];
-  return row ? { disabled: row.disabled, queueCapacity: row.queueCapacity } : { ...DEFAULT_SYNC_CONFIG };
+  return row ? { disabled: row.disabled, queueCapacity: row.queueCapacity, reconcileInterval: row.reconcileInterval } : { ...DEFAULT_SYNC_CONFIG };
 }
 
 export async function putSyncConfig(db: Db, cfg: SyncConfig): Promise<void> {
-  const values = { id: CONFIG_ID, disabled: cfg.disabled, queueCapacity: cfg.queueCapacity, updatedAt: Date.now() };
+  const values = { id: CONFIG_ID, disabled: cfg.disabled, queueCapacity: cfg.queueCapacity, reconcileInterval: cfg.reconcileInterval, updatedAt: Date.now() };
   await db
     .insert(syncConfig)
     .values(values)
-    .onConflictDoUpdate({ target: syncConfig.id, set: { disabled: values.disabled, queueCapacity: values.queueCapacity, updatedAt: values.updatedAt } });
+    .onConflictDoUpdate({
+      target: syncConfig.id,
+      set: { disabled: values.disabled, queueCapacity: values.queueCapacity, reconcileInterval: values.reconcileInterval, updatedAt: values.updatedAt },
+    });
 }
 
 export async function resetSyncConfig(db: Db): Promise<void> {
@@ -49,6 +54,8 @@ export interface DestinationOptions {
   /** "" means the type's default template for the granularity (reported on read). */
   secretNameTemplate: string;
   customTags: Record<string, string>;
+  /** Rewrite a secret changed or deleted out of band (issue 15 rule 3); false only reports it. */
+  driftRepair: boolean;
 }
 
 export interface DestinationKey {
@@ -91,11 +98,13 @@ function toOptions(raw: Record<string, unknown>): DestinationOptions {
     granularity: raw.granularity === "secret-key" ? "secret-key" : "secret-path",
     secretNameTemplate: typeof raw.secret_name_template === "string" ? raw.secret_name_template : "",
     customTags: isConnection(tags) ? (Object.fromEntries(Object.entries(tags).filter(([, v]) => typeof v === "string")) as Record<string, string>) : {},
+    // Destinations stored before issue 15 have no drift_repair: the default, true.
+    driftRepair: raw.drift_repair !== false,
   };
 }
 
 function fromOptions(o: DestinationOptions): Record<string, unknown> {
-  return { granularity: o.granularity, secret_name_template: o.secretNameTemplate, custom_tags: o.customTags };
+  return { granularity: o.granularity, secret_name_template: o.secretNameTemplate, custom_tags: o.customTags, drift_repair: o.driftRepair };
 }
 
 export function destinationExists(db: Db, k: DestinationKey): Promise<boolean> {
@@ -359,5 +368,8 @@ export async function syncObjectsInNamespace(db: Db, namespaceId: string): Promi
  * removals (tombstones) can remain then. Called when the namespace itself is deleted.
  */
 export async function deleteNamespaceSyncRows(db: Db, namespaceId: string): Promise<void> {
-  await db.$client.prepare("DELETE FROM sync_associations WHERE namespace_id = ?").bind(namespaceId).run();
+  await db.$client.batch([
+    db.$client.prepare("DELETE FROM sync_external_secrets WHERE namespace_id = ?").bind(namespaceId),
+    db.$client.prepare("DELETE FROM sync_associations WHERE namespace_id = ?").bind(namespaceId),
+  ]);
 }

@@ -5,7 +5,8 @@
  * sealed together (src/core/db/seal.ts); an app keeps its private key sealed. The seal context names
  * the row, so a sealed value copied to another row does not open there.
  * Times are Unix milliseconds. All access goes through src/engines/sync/store.ts and, for
- * sync_associations, src/engines/sync/association-store.ts.
+ * sync_associations and sync_external_secrets, src/engines/sync/association-store.ts and
+ * src/engines/sync/external-store.ts.
  */
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
@@ -15,6 +16,8 @@ export const syncConfig = sqliteTable("sync_config", {
   disabled: integer("disabled", { mode: "boolean" }).notNull(),
   queueCapacity: integer("queue_capacity").notNull(),
   updatedAt: integer("updated_at").notNull(),
+  /** Seconds between drift reconciliation passes (issue 15 rule 3); 0 turns them off. */
+  reconcileInterval: integer("reconcile_interval").notNull().default(3600),
 });
 
 export const syncDestinations = sqliteTable(
@@ -27,7 +30,7 @@ export const syncDestinations = sqliteTable(
     connection: text("connection", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
     /** Sealed JSON object of the sensitive connection members. */
     sealedCredentials: text("sealed_credentials").notNull(),
-    /** {granularity, secret_name_template, custom_tags}. */
+    /** {granularity, secret_name_template, custom_tags, drift_repair} (drift_repair absent = true). */
     options: text("options", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
     /** Set once a delete with purge=true was accepted; part 2's engine carries the purge out. */
     purgeInitiatedAt: integer("purge_initiated_at"),
@@ -71,12 +74,58 @@ export const syncAssociations = sqliteTable(
     attempts: integer("attempts").notNull().default(0),
     leaseToken: text("lease_token"),
     leaseUntil: integer("lease_until"),
+    /** When the engine last called the provider for this association (issue 15 rule 5). */
+    lastAttemptAt: integer("last_attempt_at"),
+    /** When the queue will try again after a retryable failure; null when nothing is scheduled. */
+    nextRetryAt: integer("next_retry_at"),
+    /** Set when an operation exhausted its retries (dead letter); cleared by the next set. */
+    deadLetteredAt: integer("dead_lettered_at"),
+    /** Last time reconciliation found the provider's copy changed or gone (issue 15 rule 3). */
+    driftDetectedAt: integer("drift_detected_at"),
+    driftCount: integer("drift_count").notNull().default(0),
   },
   (t) => [
     index("sync_associations_destination").on(t.namespaceId, t.destinationType, t.destinationName),
     uniqueIndex("sync_associations_link").on(t.namespaceId, t.destinationType, t.destinationName, t.mountId, t.secretName),
     index("sync_associations_secret").on(t.mountId, t.secretName),
     index("sync_associations_status").on(t.syncStatus),
+  ],
+);
+
+/**
+ * One row per external secret name an association of a destination writes (issue 15 rules 1-3).
+ * The primary key makes a name belong to one association of the destination: an association
+ * claims a name with one conditional upsert, and a second association wanting it loses
+ * (`name_key` is the provider's identity of the name: lower-cased where the provider compares
+ * names without case, cloudtwo-kv and repohost). `ownership` is null while the name is claimed
+ * but not yet written, then `created_by_lanyard` or `pre_existing` (what the first write found;
+ * never changed afterwards); Lanyard deletes only what it created. `value_hmac` (HMAC-SHA256 of
+ * the value under a key derived from the seal key, "<kid>:<hex>") and the provider's
+ * version/updated_at are what Lanyard last wrote, for drift detection. A row goes when the
+ * name is no longer wanted and its removal at the provider (or, if pre-existing, its release) is done.
+ */
+export const syncExternalSecrets = sqliteTable(
+  "sync_external_secrets",
+  {
+    namespaceId: text("namespace_id").notNull(),
+    destinationType: text("destination_type").notNull(),
+    destinationName: text("destination_name").notNull(),
+    nameKey: text("name_key").notNull(),
+    /** The name as written at the provider. */
+    name: text("name").notNull(),
+    associationId: text("association_id").notNull(),
+    /** The association's sub-key ("" for secret-path granularity). */
+    subKey: text("sub_key").notNull(),
+    ownership: text("ownership"),
+    valueHmac: text("value_hmac"),
+    providerVersion: text("provider_version"),
+    providerUpdatedAt: text("provider_updated_at"),
+    writtenAt: integer("written_at"),
+    claimedAt: integer("claimed_at").notNull(),
+  },
+  (t) => [
+    primaryKey({ columns: [t.namespaceId, t.destinationType, t.destinationName, t.nameKey] }),
+    index("sync_external_secrets_association").on(t.associationId),
   ],
 );
 

@@ -11,6 +11,11 @@ import { trimEndChar } from "../../../core/text";
 
 const COMMON = defineFields({
   secret_name_template: { type: "string", default: "", description: "Template of the external secret name; empty for the type's default." },
+  drift_repair: {
+    type: "bool",
+    default: true,
+    description: "Rewrite a synced secret changed or deleted at the provider out of band (default true); false only reports the drift.",
+  },
 });
 
 const TAG_FIELDS = defineFields({

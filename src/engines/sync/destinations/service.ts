@@ -99,6 +99,7 @@ function optionsForWrite(w: WriteRequest): DestinationOptions {
     granularity: isGranularity(g) ? g : w.def.defaultGranularity,
     secretNameTemplate: stringField(w, "secret_name_template"),
     customTags: validateTags(w.def, typeof tags === "object" && tags !== null ? (tags as Record<string, unknown>) : {}),
+    driftRepair: w.fields.drift_repair !== false,
   };
 }
 
@@ -109,6 +110,8 @@ function optionsForPatch(w: WriteRequest, existing: DestinationOptions): Destina
   else if (w.body.granularity === null) out.granularity = w.def.defaultGranularity;
   if (w.has("secret_name_template")) out.secretNameTemplate = stringField(w, "secret_name_template");
   else if (w.body.secret_name_template === null) out.secretNameTemplate = "";
+  if (w.has("drift_repair")) out.driftRepair = w.fields.drift_repair !== false;
+  else if (w.body.drift_repair === null) out.driftRepair = true;
   if (!w.def.tags) return out;
   // Tags merge (reference §1.7): a null value removes a tag, and tags_to_remove removes more.
   const merged: Record<string, unknown> = { ...out.customTags };
@@ -210,6 +213,7 @@ export function destinationView(def: DestinationDef, rec: DestinationRecord): Re
       granularity_level: rec.options.granularity,
       secret_name_template: effectiveTemplate(def, rec.options),
       custom_tags: rec.options.customTags,
+      drift_repair: rec.options.driftRepair,
     },
   };
   if (rec.purgeInitiatedAt != null) {

@@ -5,6 +5,7 @@
  */
 import { loadConfig } from "../../../core/config";
 import { badRequest, permissionDenied } from "../../../core/errors";
+import { formatGoDuration } from "../../../core/duration";
 import { defineFields } from "../../../core/fields";
 import { route, type Req } from "../../../core/route";
 import { resumePending } from "../operations";
@@ -14,6 +15,7 @@ import { DEFAULT_SYNC_CONFIG, getSyncConfig, putSyncConfig, resetSyncConfig, typ
 const fields = defineFields({
   disabled: { type: "bool", description: "When true, nothing is sent to destinations; operations wait as PENDING." },
   queue_capacity: { type: "int", description: `Maximum number of pending operations (default ${DEFAULT_SYNC_CONFIG.queueCapacity}).` },
+  reconcile_interval: { type: "duration", description: "How often drift reconciliation runs (default 1h; 0 turns it off)." },
 });
 
 function requireAdminNamespace(req: Req): void {
@@ -21,7 +23,8 @@ function requireAdminNamespace(req: Req): void {
   if (req.ns.path !== "" && req.ns.path !== admin) throw permissionDenied();
 }
 
-const view = (c: SyncConfig) => ({ disabled: c.disabled, queue_capacity: c.queueCapacity });
+// reconcile_interval reads back as a Go duration string ("1h0m0s", "0s"), as Vault renders durations.
+const view = (c: SyncConfig) => ({ disabled: c.disabled, queue_capacity: c.queueCapacity, reconcile_interval: formatGoDuration(c.reconcileInterval) });
 
 export const configRoutes = [
   route({
@@ -46,6 +49,13 @@ export const configRoutes = [
           next.queueCapacity = cap;
         } else if (req.body.queue_capacity === null) {
           next.queueCapacity = DEFAULT_SYNC_CONFIG.queueCapacity;
+        }
+        if (req.has("reconcile_interval")) {
+          const secs = req.fields.reconcile_interval ?? 0;
+          if (!Number.isSafeInteger(secs) || secs < 0) throw badRequest("reconcile_interval: must be a duration of 0 or more");
+          next.reconcileInterval = secs;
+        } else if (req.body.reconcile_interval === null) {
+          next.reconcileInterval = DEFAULT_SYNC_CONFIG.reconcileInterval;
         }
         await putSyncConfig(req.db, next);
         // Re-enabled: the parked (PENDING) operations go to the queue now.
