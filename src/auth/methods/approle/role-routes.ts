@@ -4,11 +4,12 @@
  * (`role/:role_name/token-ttl`, …) are in ./role-field-routes.ts. Routes only coerce, check and
  * shape; the role's model and storage rules are in ./role.ts.
  */
+import { roleListRoute } from "../method-routes";
 import { parseCidrs } from "../../../core/cidr";
 import { badRequest, notFound } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
 import { route, type Req } from "../../../core/route";
-import { deleteRole, getRole, listRoles } from "../method-store";
+import { deleteRole, getRole } from "../method-store";
 import { tokenParamFields, tokenParamsFrom, tokenParamsView } from "../token-params";
 import { deleteRoleSecretIds } from "./secret-id-store";
 import { type AppRole, decodeRole, loadRole, MAX_ID_LENGTH, mountIdOf, roleNameOf, saveRole } from "./role";
@@ -89,16 +90,7 @@ function checkRoleId(raw: string, emptyMessage: string): string {
 }
 
 export const roleRoutes = [
-  route({
-    pattern: "role",
-    handlers: {
-      async list(req) {
-        const keys = await listRoles(req.db, mountIdOf(req));
-        if (keys.length === 0) throw notFound();
-        return { data: { keys } };
-      },
-    },
-  }),
+  roleListRoute(),
   route({
     pattern: "role/:role_name",
     fields: roleFields,

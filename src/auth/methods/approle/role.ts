@@ -4,6 +4,7 @@
  * column so login can find the role by it) and the rules every write must keep
  * (vault-ecosystem.md §4.2; OpenBao builtin/credential/approle/path_role.go).
  */
+import { authMountId } from "../method-routes";
 import { ApiError, badRequest } from "../../../core/errors";
 import type { Req } from "../../../core/route";
 import { getRole, putRole } from "../method-store";
@@ -53,10 +54,7 @@ export function roleNameOf(raw: string | undefined): string {
 }
 
 /** The auth mount's id: every AppRole route runs under an auth mount (the dispatcher sets it). */
-export function mountIdOf(req: Req): string {
-  if (!req.mount) throw new Error("AppRole route reached without an auth mount");
-  return req.mount.id;
-}
+export const mountIdOf = authMountId;
 
 function strings(v: unknown): string[] {
   return Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : [];

@@ -10,11 +10,12 @@
  * with display name = the user claim's value and metadata {role, …claim_mappings}. The JWT
  * itself is never stored, logged or echoed: every error is a fixed text or names a claim.
  */
+import { authMountId, roleListRoute } from "../method-routes";
 import { badRequest, notFound, permissionDenied } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
 import { route, type Req } from "../../../core/route";
 import { addressAllowed, loginReply } from "../login";
-import { deleteRole, getMethodConfig, getRole, listRoles, putMethodConfig, putRole } from "../method-store";
+import { deleteRole, getMethodConfig, getRole, putMethodConfig, putRole } from "../method-store";
 import { tokenParamFields } from "../token-params";
 import { checkUnboundAudience, claimMetadata, groupNames, userClaimValue, validateBoundClaims, validateRegistered } from "./claims";
 import { configFields, configFromWrite, configView, decodeConfig, keySetOf, SEALED_CONFIG_KEYS } from "./config";
@@ -22,11 +23,7 @@ import { keyCache } from "./keys";
 import { applyRoleWrite, decodeRole, encodeRole, roleNameOf, roleView } from "./role";
 import { verifyJwt } from "./verify";
 
-/** The auth mount's id: every route of the method runs under one (the dispatcher sets it). */
-function mountIdOf(req: Req): string {
-  if (!req.mount) throw new Error("JWT auth route reached without an auth mount");
-  return req.mount.id;
-}
+const mountIdOf = authMountId;
 
 const roleFields = defineFields({
   ...tokenParamFields,
@@ -116,16 +113,7 @@ export const jwtRoutes = [
       },
     },
   }),
-  route({
-    pattern: "role",
-    handlers: {
-      async list(req) {
-        const keys = await listRoles(req.db, mountIdOf(req));
-        if (keys.length === 0) throw notFound();
-        return { data: { keys } };
-      },
-    },
-  }),
+  roleListRoute(),
   route({
     pattern: "role/:name",
     fields: roleFields,

@@ -23,22 +23,19 @@
  *
  * JWTs never appear in logs, errors or reads.
  */
+import { authMountId, roleListRoute } from "../method-routes";
 import { ApiError, badRequest, notFound, permissionDenied } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
 import { route, type JsonReply, type Req } from "../../../core/route";
 import { addressAllowed, loginReply } from "../login";
 import type { AuthMethod } from "../method";
-import { deleteRole, getMethodConfig, getRole, listRoles, putMethodConfig, putRole } from "../method-store";
+import { deleteRole, getMethodConfig, getRole, putMethodConfig, putRole } from "../method-store";
 import { checkBindings, validateServiceAccountJwt } from "./claims";
 import { configFields, configFrom, configView, kubeConfigOf, SEALED_KEYS } from "./config";
 import { kubeRoleOf, roleDocument, roleFields, roleFrom, roleView } from "./role";
 import { reviewToken } from "./token-review";
 
-function mountIdOf(req: Req): string {
-  // Only auth mounts route here (src/app/dispatch.ts); a missing mount is a bug, not bad input.
-  if (!req.mount) throw new Error("kubernetes auth: the request has no auth mount");
-  return req.mount.id;
-}
+const mountIdOf = authMountId;
 
 const roleNameOf = (raw: string | undefined): string => (raw ?? "").trim().toLowerCase();
 
@@ -129,16 +126,7 @@ export const kubernetesMethod: AuthMethod = {
         },
       },
     }),
-    route({
-      pattern: "role",
-      handlers: {
-        async list(req) {
-          const keys = await listRoles(req.db, mountIdOf(req));
-          if (keys.length === 0) throw notFound();
-          return { data: { keys } };
-        },
-      },
-    }),
+    roleListRoute(),
     route({
       pattern: "role/:name",
       fields: roleFields,
