@@ -1,0 +1,128 @@
+/**
+ * The consumer of queue `lanyard-audit` (issue 17, docs/audit.md): delivers each audit device's
+ * queued entries to its sink, `http` (./http.ts) or `r2` (./r2.ts). The message format and the
+ * producer are the core's (../types.ts `AuditQueueMessage`, ../enqueue.ts).
+ *
+ * INVARIANTS
+ * - Per device, never across devices: a batch's messages are grouped by `device.id`, each group
+ *   is delivered on its own (concurrently) and acked or retried on its own. A message names one
+ *   device and is only ever sent to that device's sink, so one device's failure never re-sends
+ *   anything to another device.
+ * - One delivery per group: the group's entries go out as one POST / one object, de-duplicated
+ *   by entry `id` (the core repeats a request's `request` entry in its response message), and
+ *   ordered by request: requests in the order of their first entry's `time`, and a request's
+ *   `request` entry always before its `response` entry. The group's messages are all acked after
+ *   the sink took the batch, or all retried when it did not (at-least-once: a batch is re-sent
+ *   only after a failed attempt; the stable `id`s let a sink drop duplicates).
+ * - Backoff: `retry({ delaySeconds })` with 2, 4, 8, 16, then 20 s between attempts
+ *   (`retryDelaySeconds`). With the 10 s POST timeout and the 1 s batch window
+ *   (wrangler.toml), a collector that comes back receives the waiting entries within about 30 s.
+ *   After the queue's `max_retries` the runtime moves the messages to the dead-letter queue
+ *   `lanyard-audit-dlq`; nothing is acked without having been delivered, except below.
+ * - A device disabled since its entries were queued (no delivery target): acked and dropped,
+ *   as Vault drops the entries of a device that is gone. A message this code cannot read is not
+ *   dropped: it is retried slowly until it reaches the dead-letter queue, where it can be read.
+ * - No error escapes the handler (that would retry the whole batch, every device included).
+ *   Logs name the device path and the failure, never entries, addresses or headers.
+ */
+import { deliveryTarget } from "../audit-store";
+import type { AuditEntry, AuditQueueMessage } from "../types";
+import { postEntries } from "./http";
+import { putEntries } from "./r2";
+import type { DeliveryTarget } from "./target";
+
+/** Delay before the `attempts`-th retry (1-based): 2, 4, 8, 16, then at most 20 seconds. */
+export const MAX_RETRY_DELAY_SECONDS = 20;
+export function retryDelaySeconds(attempts: number): number {
+  return Math.min(2 ** Math.max(1, attempts), MAX_RETRY_DELAY_SECONDS);
+}
+
+/** Delay for messages this consumer cannot read: they wait for the dead-letter queue. */
+const UNREADABLE_DELAY_SECONDS = 60;
+
+/** The message body if it has the shape of ../types.ts `AuditQueueMessage`, else null. */
+export function parseAuditMessage(body: unknown): AuditQueueMessage | null {
+  if (typeof body !== "object" || body === null) return null;
+  const m = body as Partial<AuditQueueMessage>;
+  const d = m.device;
+  if (m.v !== 1 || typeof d !== "object" || d === null || typeof d.id !== "string" || typeof d.path !== "string") return null;
+  if (d.type !== "http" && d.type !== "r2") return null;
+  if (!Array.isArray(m.entries)) return null;
+  for (const e of m.entries as unknown[]) {
+    if (typeof e !== "object" || e === null) return null;
+    const entry = e as Partial<AuditEntry>;
+    if (typeof entry.id !== "string" || (entry.type !== "request" && entry.type !== "response") || typeof entry.request?.id !== "string") return null;
+  }
+  return m as AuditQueueMessage;
+}
+
+/**
+ * The entries of a device's messages as they are delivered: each `id` once (first occurrence),
+ * requests in the order of their first entry's time (ties: the order met), and within a request
+ * its `request` entry before its `response` entry.
+ */
+export function orderEntries(messages: readonly AuditQueueMessage[]): AuditEntry[] {
+  const seen = new Set<string>();
+  const byRequest = new Map<string, { first: number; order: number; entries: AuditEntry[] }>();
+  for (const m of messages) {
+    for (const e of m.entries) {
+      if (seen.has(e.id)) continue;
+      seen.add(e.id);
+      const t = Date.parse(e.time);
+      let g = byRequest.get(e.request.id);
+      if (!g) {
+        g = { first: Number.isNaN(t) ? Number.POSITIVE_INFINITY : t, order: byRequest.size, entries: [] };
+        byRequest.set(e.request.id, g);
+      } else if (!Number.isNaN(t) && t < g.first) g.first = t;
+      g.entries.push(e);
+    }
+  }
+  const rank = (e: AuditEntry) => (e.type === "request" ? 0 : 1);
+  return [...byRequest.values()]
+    .sort((a, b) => a.first - b.first || a.order - b.order)
+    .flatMap((g) => g.entries.sort((a, b) => rank(a) - rank(b)));
+}
+
+async function deliverDevice(env: Env, deviceId: string, group: { path: string; messages: Message<unknown>[]; bodies: AuditQueueMessage[] }): Promise<void> {
+  const { path, messages, bodies } = group;
+  try {
+    const target: DeliveryTarget | null = await deliveryTarget(env, deviceId);
+    const entries = orderEntries(bodies);
+    if (!target) {
+      console.warn(`audit: device ${path} is no longer enabled; dropping ${entries.length} queued entries`);
+      for (const m of messages) m.ack();
+      return;
+    }
+    if (entries.length > 0) {
+      if (target.type === "http") await postEntries(target, entries);
+      else await putEntries(env.AUDIT_BUCKET, target, entries);
+    }
+    for (const m of messages) m.ack();
+  } catch (e) {
+    const attempts = Math.max(...messages.map((m) => m.attempts));
+    const delaySeconds = retryDelaySeconds(attempts);
+    console.error(`audit: delivery to device ${path} failed (attempt ${attempts}), retrying in ${delaySeconds} s:`, e instanceof Error ? `${e.name}: ${e.message}` : "unknown error");
+    for (const m of messages) m.retry({ delaySeconds });
+  }
+}
+
+/** The Worker's `queue` handler for `lanyard-audit` (src/app/index.ts routes batches by queue name). */
+export async function auditQueueConsumer(batch: MessageBatch<unknown>, env: Env): Promise<void> {
+  const groups = new Map<string, { path: string; messages: Message<unknown>[]; bodies: AuditQueueMessage[] }>();
+  for (const msg of batch.messages) {
+    const body = parseAuditMessage(msg.body);
+    if (!body) {
+      console.error(`audit: message ${msg.id} is not an audit batch this version reads; kept for the dead-letter queue`);
+      msg.retry({ delaySeconds: UNREADABLE_DELAY_SECONDS });
+      continue;
+    }
+    let g = groups.get(body.device.id);
+    if (!g) {
+      g = { path: body.device.path, messages: [], bodies: [] };
+      groups.set(body.device.id, g);
+    }
+    g.messages.push(msg);
+    g.bodies.push(body);
+  }
+  await Promise.all([...groups].map(([id, g]) => deliverDevice(env, id, g)));
+}
