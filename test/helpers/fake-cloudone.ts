@@ -65,6 +65,13 @@ export class FakeCloudone {
     return s && s.deletedDate === undefined ? s.value : undefined;
   }
 
+  /** Someone creates the secret at the provider before Lanyard writes it (issue 15 rule 2), with its own tags. */
+  createOutOfBand(name: string, value: string, tags: Record<string, string> = {}): void {
+    if (this.secrets.has(name)) throw new Error(`fake-cloudone: secret ${name} exists`);
+    const now = Date.now();
+    this.secrets.set(name, { arn: `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-AbCdEf`, value, versions: [crypto.randomUUID()], tags: { ...tags }, lastChangedDate: now, versionCreated: now });
+  }
+
   /** Someone changes the value at the provider, not through Lanyard (a new AWSCURRENT version). */
   editOutOfBand(name: string, value: string): void {
     const s = this.secrets.get(name);

@@ -49,6 +49,12 @@ export class FakeCloudthree {
     return v?.[v.length - 1];
   }
 
+  /** Someone creates the secret (with one version) before Lanyard writes it (issue 15 rule 2). */
+  createOutOfBand(project: string, id: string, value: string, labels: Record<string, string> = {}): void {
+    if (this.secrets.has(`${project}/${id}`)) throw new Error(`fake-cloudthree: secret ${project}/${id} exists`);
+    this.secrets.set(`${project}/${id}`, { labels: { ...labels }, versions: [value] });
+  }
+
   /** Someone adds a version at the provider, not through Lanyard. */
   editOutOfBand(project: string, id: string, value: string): void {
     const s = this.secrets.get(`${project}/${id}`);

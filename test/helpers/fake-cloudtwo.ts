@@ -46,6 +46,12 @@ export class FakeCloudtwo {
     return s && !s.deleted ? s.value : undefined;
   }
 
+  /** Someone creates the secret in the vault before Lanyard writes it (issue 15 rule 2). */
+  createOutOfBand(name: string, value: string, tags: Record<string, string> = {}): void {
+    if (this.secrets.has(name.toLowerCase())) throw new Error(`fake-cloudtwo: secret ${name} exists`);
+    this.secrets.set(name.toLowerCase(), { name, value, version: 1, tags: { ...tags }, deleted: false, updated: Math.floor(Date.now() / 1000) });
+  }
+
   /** Someone sets a new version at the provider, not through Lanyard. */
   editOutOfBand(name: string, value: string): void {
     const s = this.secrets.get(name.toLowerCase());

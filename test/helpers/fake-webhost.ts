@@ -37,6 +37,14 @@ export class FakeWebhost {
 
   constructor(readonly token: string) {}
 
+  /** Someone creates the variable in the host's dashboard before Lanyard writes it (issue 15 rule 2). */
+  createOutOfBand(project: string, key: string, value: string, target: string[] = ["production", "preview", "development"]): void {
+    const p = this.projects.get(project);
+    if (!p) throw new Error(`fake-webhost: no project ${project}`);
+    const now = Date.now();
+    p.envs.push({ id: crypto.randomUUID().replace(/-/g, "").slice(0, 16), key, value, type: "encrypted", target, createdAt: now, updatedAt: now });
+  }
+
   /** Someone changes the variable's value in the host's dashboard, not through Lanyard. */
   editOutOfBand(project: string, key: string, value: string): void {
     const env = this.projects.get(project)?.envs.find((e) => e.key === key);
