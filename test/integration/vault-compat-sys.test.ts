@@ -46,6 +46,17 @@ describe("mount tune, as Vault does it", () => {
     expect(notAfter - Date.now()).toBeGreaterThan(87000 * 3600 * 1000);
   });
 
+  it("accepts the header lists Vault's ACME guide tunes on a PKI mount, without a warning", async () => {
+    const pki = await mount("pki");
+    // 204: no "unrecognized parameters" warning (that answer would be 200 with warnings).
+    await write(
+      `sys/mounts/${pki}/tune`,
+      { allowed_response_headers: ["Last-Modified", "Location", "Replay-Nonce", "Link"], passthrough_request_headers: "If-Modified-Since" },
+      {},
+      204,
+    );
+  });
+
   it("compares default and max only when both are set, with Vault's message", async () => {
     const kv = await mount("kv");
     // A default above the system max with the max left at "system": Vault does not compare.

@@ -131,6 +131,11 @@ const tuneFields = defineFields({
   default_lease_ttl: { type: "string", description: "Default lease TTL (seconds, duration or \"system\")." },
   max_lease_ttl: { type: "string", description: "Maximum lease TTL (seconds, duration or \"system\")." },
   description: { type: "string", description: "Human-friendly description." },
+  // Vault's ACME guide tunes these on the PKI mount so that its HTTP layer lets ACME's headers
+  // through. Lanyard's routes set Replay-Nonce, Location, Link and Retry-After themselves
+  // (docs/pki-acme.md), so the values are accepted without a warning and change nothing.
+  allowed_response_headers: { type: "comma-string-slice", description: "Accepted for Vault's ACME guide; Lanyard always sends the ACME headers." },
+  passthrough_request_headers: { type: "comma-string-slice", description: "Accepted for Vault's ACME guide; Lanyard always reads the ACME headers." },
 });
 
 export const mountRoutes = [
