@@ -168,7 +168,8 @@ export async function deliveryTarget(env: Env, id: string): Promise<AuditDeliver
   const rows = await db.select().from(auditDevices).where(eq(auditDevices.id, id));
   const r = rows[0];
   if (!r || (r.type !== "http" && r.type !== "r2")) return null;
-  if (r.type === "r2") return { id: r.id, path: r.path, type: "r2", prefix: r.options.prefix ?? "audit/" };
+  const compress = parseBool(r.options.compress ?? "false") === true;
+  if (r.type === "r2") return { id: r.id, path: r.path, type: "r2", prefix: r.options.prefix ?? "audit/", compress };
   const headers = r.sealedHeaders === null ? {} : (JSON.parse(await unseal(keys, r.sealedHeaders, headersContext(r.id))) as Record<string, string>);
-  return { id: r.id, path: r.path, type: "http", address: r.options.address ?? "", headers };
+  return { id: r.id, path: r.path, type: "http", address: r.options.address ?? "", headers, compress };
 }

@@ -67,6 +67,8 @@ export interface AuditDeliveryTarget {
   headers?: Record<string, string>;
   /** r2: the object key prefix (default "audit/"). */
   prefix?: string;
+  /** Option `compress`: gzip the NDJSON (http `Content-Encoding: gzip`; r2 objects). */
+  compress?: boolean;
 }
 
 /** `auth` of an entry (and `response.auth`), Vault's field names. */

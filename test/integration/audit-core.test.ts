@@ -85,10 +85,11 @@ describe("sys/audit", () => {
 
   it("http options read back with header values as asterisks; the salt and headers are sealed at rest", async () => {
     const p = `http-${uid()}`;
-    const options = { address: "http://127.0.0.1:9/collect", headers: { Authorization: HEADER_SECRET }, log_raw: "false", elide_list_responses: true };
-    await write(`sys/audit/${p}`, { type: "http", options }, {}, 204);
+    const options = { address: "http://127.0.0.1:9/collect", headers: { Authorization: HEADER_SECRET }, log_raw: "false", elide_list_responses: true, compress: true, color: "blue" };
+    const enabled = await write(`sys/audit/${p}`, { type: "http", options });
+    expect(enabled.body.warnings).toEqual(["options ignored by the http device type: color"]);
     const d = (await read("sys/audit")).body.data[`${p}/`];
-    expect(d.options).toEqual({ address: "http://127.0.0.1:9/collect", headers: { Authorization: "********" }, log_raw: "false", elide_list_responses: "true" });
+    expect(d.options).toEqual({ address: "http://127.0.0.1:9/collect", headers: { Authorization: "********" }, log_raw: "false", elide_list_responses: "true", compress: "true" });
     expect(JSON.stringify(d)).not.toContain("collector-secret");
     const row = await env.DB.prepare("SELECT * FROM audit_devices WHERE path = ?").bind(`${p}/`).first<Record<string, string>>();
     expect(JSON.stringify(row)).not.toContain("collector-secret");
@@ -121,6 +122,7 @@ describe("sys/audit", () => {
     await bad({ type: "http", options: { address: "https://x/", headers: { "Bad Name": "v" } } }, /^options\.headers: invalid header name/);
     await bad({ type: "stdout", options: { log_raw: "maybe" } }, /^options\.log_raw: expected a boolean/);
     await bad({ type: "stdout", options: { format: "jsonx" } }, /^options\.format/);
+    await bad({ type: "http", options: { address: "https://x/", compress: "gzip" } }, /^options\.compress: expected a boolean/);
     await write(`sys/audit/${p}`, { type: "stdout" }, {}, 204);
     await bad({ type: "stdout" }, new RegExp(`^path already in use: ${p}/`));
     expect((await api("POST", `sys/audit-hash/${p}`, { body: {} })).body.errors).toEqual(['the "input" parameter is empty']);

@@ -18,8 +18,8 @@ import { route, type Req } from "../../core/route";
 
 /** Boolean options Vault's devices take (OpenBao internal/audit): strconv.ParseBool values. */
 const BOOL_OPTIONS = ["log_raw", "hmac_accessor", "elide_list_responses"] as const;
-/** Options each type understands, beyond the boolean ones. */
-const TYPE_OPTIONS: Record<AuditDeviceType, readonly string[]> = { http: ["address", "headers"], r2: ["prefix"], stdout: [] };
+/** Options each type understands, beyond the common ones (`compress`: gzip the NDJSON, a boolean). */
+const TYPE_OPTIONS: Record<AuditDeviceType, readonly string[]> = { http: ["address", "headers", "compress"], r2: ["prefix", "compress"], stdout: [] };
 const COMMON_OPTIONS = [...BOOL_OPTIONS, "format"];
 const DEFAULT_R2_PREFIX = "audit/";
 
@@ -47,7 +47,7 @@ const enableFields = defineFields({
   path: { type: "string", description: "Where the device is enabled (sys/audit/<path>).", required: true },
   type: { type: "string", description: "http, r2 or stdout.", default: "" },
   description: { type: "string", description: "Human-friendly description.", default: "" },
-  options: { type: "map", description: "Device options: log_raw, hmac_accessor, elide_list_responses; http: address, headers; r2: prefix.", default: {} },
+  options: { type: "map", description: "Device options: log_raw, hmac_accessor, elide_list_responses; http: address, headers, compress; r2: prefix, compress.", default: {} },
   local: { type: "bool", description: "Accepted for compatibility (Lanyard has one cluster).", default: false },
 });
 
@@ -77,12 +77,12 @@ function checkOptions(req: Req, type: AuditDeviceType, raw: Record<string, unkno
     }
     if (typeof v === "object" && v !== null) throw badRequest(`options.${k}: expected a string`);
     const s = v === null ? "" : String(v);
-    if ((BOOL_OPTIONS as readonly string[]).includes(k) && parseBool(s) === null) throw badRequest(`options.${k}: expected a boolean, got "${s.slice(0, 32)}"`);
+    if (((BOOL_OPTIONS as readonly string[]).includes(k) || k === "compress") && parseBool(s) === null) throw badRequest(`options.${k}: expected a boolean, got "${s.slice(0, 32)}"`);
     if (k === "format" && s !== "json") throw badRequest(`options.format: only "json" is supported`);
     if (!known.includes(k)) unknown.push(k);
     else options[k] = s;
   }
-  if (unknown.length > 0) req.warnings.push(`options ignored by a ${type} device: ${unknown.sort().join(", ")}`);
+  if (unknown.length > 0) req.warnings.push(`options ignored by the ${type} device type: ${unknown.sort().join(", ")}`);
   if (type === "http") options.address = checkAddress(options.address);
   if (type === "r2") {
     if (!req.env.AUDIT_BUCKET) throw badRequest("type r2: the Worker has no AUDIT_BUCKET binding (wrangler.toml [[r2_buckets]])");
