@@ -3,6 +3,7 @@
  * they turn provider failures into. A connector speaks one provider's wire protocol with fetch
  * and WebCrypto; it never logs or echoes a secret value.
  */
+import type { Ownership } from "../external-store";
 import type { RepohostApp } from "../store";
 import type { DestinationRecord } from "../store";
 
@@ -18,11 +19,32 @@ export interface ExternalSecret {
   /** The external name, already rendered and normalised for the type. */
   name: string;
   value: string;
+  /**
+   * Who made the secret, as recorded by its first write (issue 15 rule 2); absent before that
+   * write. The connector marks only what Lanyard created (`lanyard-managed` tag/label), and
+   * where the provider's write does not say whether it created the secret, it looks first when
+   * this is absent.
+   */
+  ownership?: Ownership;
+}
+
+/** The tag (Key Vault, the AWS-like store) or label (the Google-like store) on what Lanyard created. */
+export const MANAGED_TAG = "lanyard-managed";
+export const MANAGED_VALUE = "true";
+
+/** What a write did at the provider. */
+export interface PutResult {
+  /** The write created the secret (it did not exist); false when it overwrote one. */
+  created: boolean;
+  /** The provider's id of the version written, when it returns one. */
+  version?: string;
+  /** The provider's updated_at of the write, as the provider renders it, when it returns one. */
+  updatedAt?: string;
 }
 
 export interface Connector {
-  /** Creates or overwrites one external secret (idempotent). */
-  put(ctx: ConnectorContext, secret: ExternalSecret): Promise<void>;
+  /** Creates or overwrites one external secret (idempotent) and says which it did. */
+  put(ctx: ConnectorContext, secret: ExternalSecret): Promise<PutResult>;
   /** Deletes one external secret; succeeds when it is already gone (idempotent). */
   remove(ctx: ConnectorContext, name: string): Promise<void>;
 }

@@ -2,6 +2,8 @@
  * `repohost` connector (reference §2.4): repository or environment Actions secrets. Each write
  * fetches the scope's public key and sends the value as a libsodium sealed box; deletes treat
  * 404 as done. Names must follow the host's rules (checked before any call).
+ * Ownership (issue 15 rule 2): the PUT answers 201 when it created the secret and 204 when it
+ * updated one; the host has no tags, so the record in D1 is the only mark.
  */
 import { base64ToBytes, bytesToBase64 } from "../../../../core/encoding";
 import { str } from "../../destinations/types";
@@ -36,7 +38,8 @@ export const repohostConnector: Connector = {
     const key = (await keyRes.json()) as { key_id?: unknown; key?: unknown };
     if (typeof key.key !== "string" || typeof key.key_id !== "string") throw new ConnectorError("external", "MalformedResponse", "repository host: unexpected public key answer");
     const sealed = seal(new TextEncoder().encode(secret.value), base64ToBytes(key.key));
-    await request(ctx, "PUT", `${scope(ctx)}/${encodeURIComponent(secret.name)}`, { encrypted_value: bytesToBase64(sealed), key_id: key.key_id });
+    const res = await request(ctx, "PUT", `${scope(ctx)}/${encodeURIComponent(secret.name)}`, { encrypted_value: bytesToBase64(sealed), key_id: key.key_id });
+    return { created: res.status === 201 };
   },
   async remove(ctx, name) {
     validName(name);
