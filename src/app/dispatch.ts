@@ -195,16 +195,25 @@ function capabilityResolver(acl: Acl | null, tokenNsPath: string | null, ns: Nam
  */
 export async function dispatch(request: Request, cfg: DispatchConfig): Promise<Response> {
   const trail = new AuditTrail(cfg, request);
+  const seen: Matched = {};
   let res: Response;
   try {
-    res = await pipeline(request, cfg, trail);
+    res = await pipeline(request, cfg, trail, seen);
   } catch (e) {
+    // A route with its own error format (ACME's problem documents) answers the refusal itself.
+    const render = seen.def?.renderError;
+    if (render && e instanceof ApiError) return trail.answered(render(e, cfg.requestId));
     throw await trail.failed(e);
   }
   return trail.answered(res);
 }
 
-async function pipeline(request: Request, cfg: DispatchConfig, trail: AuditTrail): Promise<Response> {
+/** The route the pipeline matched, once it knows it (for rendering its refusals). */
+interface Matched {
+  def?: RouteDef;
+}
+
+async function pipeline(request: Request, cfg: DispatchConfig, trail: AuditTrail, seen: Matched): Promise<Response> {
   const url = new URL(request.url);
   const { db, requestId } = cfg;
   const { segs, decoded, emptySegmentError } = inspectPath(url.pathname.replace(/^\/v1\/?/, ""));
@@ -230,6 +239,7 @@ async function pipeline(request: Request, cfg: DispatchConfig, trail: AuditTrail
   trail.know({ ns, path, token: found, presented, mount: backend?.mount ?? null, mountType: backend?.mountType, op });
   const matched = backend ? matchRoute(backend.routes, backend.relPath) : null;
   const def = matched?.route.def;
+  seen.def = def;
   if (emptySegmentError && !def?.opaqueRest) throw badRequest(emptySegmentError);
   if (def?.opaqueRest && matched?.params.rest !== undefined) {
     // Splitting and matching drop trailing slashes; an opaque remainder keeps them.

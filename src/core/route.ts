@@ -10,6 +10,7 @@ import type { Db } from "./db/client";
 import type { MountRow, NamespaceRef } from "./mount-store";
 import { trimEndChar } from "./text";
 import type { FieldSchema, FieldValues } from "./fields";
+import type { ApiError } from "./errors";
 
 export type { Operation };
 
@@ -113,6 +114,11 @@ export interface RouteDef<F extends FieldSchema = FieldSchema> {
   exists?(req: Req<F>): Promise<boolean>;
   /** HEAD is served as a read (the body is dropped): ACME's new-nonce and directory (RFC 8555 §7.2). */
   head?: boolean;
+  /**
+   * Renders the pipeline's refusals of this route (413, 405, 415…) in the route's own format
+   * instead of Vault's `{"errors":[…]}`: ACME answers problem documents (RFC 8555 §6.7).
+   */
+  renderError?(err: ApiError, requestId: string): Response;
   /** Keep the raw body (no JSON parsing), e.g. OCSP requests. */
   rawBody?: boolean;
   /**

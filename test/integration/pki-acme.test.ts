@@ -127,6 +127,10 @@ describe("directory and nonces", () => {
     // The wrong method, an unknown role: problem documents, not Vault error bodies.
     expectProblem(await send("GET", `${base}/acme/new-account`), "malformed", 405);
     expectProblem(await send("GET", `${base}/roles/nope/acme/directory`), "unauthorized", 403);
+    // Refusals the dispatcher makes before the ACME handler runs are problem documents too.
+    // (DELETE and PATCH are no public operations: without a token they are refused as Vault does, 403.)
+    expectProblem(await send("DELETE", `${base}/acme/new-order`), "unauthorized", 403);
+    expectProblem(await send("POST", `${base}/acme/new-order`, "x".repeat(1_100_000)), "malformed", 413);
   });
 });
 

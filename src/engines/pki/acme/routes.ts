@@ -17,7 +17,8 @@ import { acmeConfigFields, decodeAcmeConfig, mergeAcmeConfig, type AcmeConfig } 
 import { acmeGet, acmePost, type AcmeReply, type AcmeRequest } from "./context";
 import { eabRoutes } from "./eab";
 import { finalize, getOrder, listOrders, newOrder, orderCert } from "./orders";
-import { AcmeError, problemResponse } from "./problem";
+import { AcmeError, problemResponse, toAcmeError } from "./problem";
+import type { ApiError } from "../../../core/errors";
 import { revokeCert } from "./revoke";
 
 const PREFIXES = ["acme", "issuer/:issuer_ref/acme", "roles/:role/acme", "issuer/:issuer_ref/roles/:role/acme"];
@@ -48,10 +49,16 @@ const wrongMethod =
   async () =>
     problemResponse(new AcmeError("malformed", `this ACME resource answers ${allowed} only`, 405), { allow: allowed });
 
+/** The dispatcher's refusals (a body over the limit, DELETE or PATCH…) as problem documents too. */
+const refusal = (err: ApiError, requestId: string): Response =>
+  problemResponse(toAcmeError(err, err.status === 403 ? "unauthorized" : "malformed", requestId), {});
+
 /** One ACME resource under every directory prefix: `read` (GET) or `update` (POST). */
 function resource(suffix: string, h: { read: Handler } | { update: Handler }): RouteDef[] {
   const handlers = "read" in h ? { read: h.read, update: wrongMethod("GET, HEAD") } : { read: wrongMethod("POST"), update: h.update };
-  return PREFIXES.map((p) => route({ pattern: `${p}/${suffix}`, handlers, public: ["read", "update"], rawBody: true, head: "read" in h }));
+  return PREFIXES.map((p) =>
+    route({ pattern: `${p}/${suffix}`, handlers, public: ["read", "update"], rawBody: true, head: "read" in h, renderError: refusal }),
+  );
 }
 
 function configReply(cfg: AcmeConfig): { data: Record<string, unknown> } {
