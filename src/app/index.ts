@@ -7,7 +7,7 @@
  */
 // @peculiar/x509 needs the reflect polyfill before it is evaluated (workers-stack.md pitfall 3).
 import "reflect-metadata";
-import { auditQueueConsumer } from "../audit/delivery/consumer";
+import { AUDIT_DLQ_NAME, auditQueueConsumer } from "../audit/delivery/consumer";
 import { AUDIT_QUEUE_NAME } from "../audit/types";
 import { Authority } from "../engines/pki";
 import { app } from "./app";
@@ -23,8 +23,12 @@ type RegisteredDurableObjects = Intersection<DurableObjectsOf<RegisteredEngine>>
 const EXPORTED_DURABLE_OBJECTS = { Authority } satisfies { [K in keyof RegisteredDurableObjects]: RegisteredDurableObjects[K] };
 void EXPORTED_DURABLE_OBJECTS;
 
-/** Queue name → consumer, from every engine's `queues`, and the audit trail's delivery. */
-const CONSUMERS = new Map([...ENGINES.flatMap((e) => Object.entries(e.queues ?? {})), [AUDIT_QUEUE_NAME, auditQueueConsumer] as const]);
+/** Queue name → consumer, from every engine's `queues`, and the audit trail's delivery (its DLQ: replay). */
+const CONSUMERS = new Map([
+  ...ENGINES.flatMap((e) => Object.entries(e.queues ?? {})),
+  [AUDIT_QUEUE_NAME, auditQueueConsumer] as const,
+  [AUDIT_DLQ_NAME, auditQueueConsumer] as const,
+]);
 
 export default {
   fetch: app.fetch,

@@ -103,9 +103,9 @@ interface BatchResult {
 }
 
 /** Hands messages to the Worker's queue handler as one batch; returns acks, retries and delays. */
-async function runBatch(messages: Delivered[]): Promise<BatchResult> {
+async function runBatch(messages: Delivered[], queue = "lanyard-audit"): Promise<BatchResult> {
   const batch = createMessageBatch(
-    "lanyard-audit",
+    queue,
     messages.map((m) => ({ id: `m${++seq}`, timestamp: new Date(), attempts: m.attempts, body: m.body })),
   );
   const delays: Record<string, number | undefined> = {};
@@ -224,7 +224,7 @@ describe("audit delivery: failures", () => {
     expect(retryDelaySeconds(100)).toBe(20);
   });
 
-  it("a device disabled meanwhile: acked and dropped without a POST; unreadable messages wait for the dead-letter queue", async () => {
+  it("a device disabled meanwhile: acked and dropped without a POST; unreadable messages wait for the dead-letter queue, which replays like the queue", async () => {
     const dg = await enable("gone-g/", "http", { address: "https://collector-a.test/gone" });
     const dk = await enable("kept-k/", "http", { address: "https://collector-b.test/kept" });
     await record([dg, dk], pair("sys/mounts", "read", null, { "secret/": { type: "kv" } }, "hvs.t2-0123456789"));
@@ -238,6 +238,10 @@ describe("audit delivery: failures", () => {
     expect(r.retried[0]).toMatchObject({ body: junk.body, delay: 60 });
     expect(a.posts.length).toBe(aPosts);
     expect(b.posts.length).toBe(bPosts + 1);
+    // Replay from the dead-letter queue (when wrangler.toml gives it a consumer): same delivery.
+    const replay = await runBatch(msgs.filter((m) => m.body.device.id === dk.id), "lanyard-audit-dlq");
+    expect(replay.explicitAcks).toHaveLength(2);
+    expect(b.posts.length).toBe(bPosts + 2);
   });
 });
 

@@ -29,7 +29,13 @@ import { deliveryTarget } from "../audit-store";
 import type { AuditEntry, AuditQueueMessage } from "../types";
 import { postEntries } from "./http";
 import { putEntries } from "./r2";
-import type { DeliveryTarget } from "./target";
+
+/**
+ * The dead-letter queue of `lanyard-audit` (wrangler.toml). The Worker consumes it with this same
+ * consumer only when wrangler.toml has a [[queues.consumers]] block for it: that is how an
+ * operator replays what a long outage sent there (docs/audit.md, "Dead-letter queue after max_retries").
+ */
+export const AUDIT_DLQ_NAME = "lanyard-audit-dlq";
 
 /** Delay before the `attempts`-th retry (1-based): 2, 4, 8, 16, then at most 20 seconds. */
 export const MAX_RETRY_DELAY_SECONDS = 20;
@@ -86,7 +92,7 @@ export function orderEntries(messages: readonly AuditQueueMessage[]): AuditEntry
 async function deliverDevice(env: Env, deviceId: string, group: { path: string; messages: Message<unknown>[]; bodies: AuditQueueMessage[] }): Promise<void> {
   const { path, messages, bodies } = group;
   try {
-    const target: DeliveryTarget | null = await deliveryTarget(env, deviceId);
+    const target = await deliveryTarget(env, deviceId);
     const entries = orderEntries(bodies);
     if (!target) {
       console.warn(`audit: device ${path} is no longer enabled; dropping ${entries.length} queued entries`);

@@ -12,9 +12,9 @@
  * a URL nobody enabled. Error texts name the status or the failure kind, never the address (it
  * may hold credentials in its userinfo) nor a header value.
  */
-import type { AuditEntry } from "../types";
+import type { AuditDeliveryTarget, AuditEntry } from "../types";
 import { NDJSON_CONTENT_TYPE, encodeEntries } from "./ndjson";
-import { AuditDeliveryError, type DeliveryTarget } from "./target";
+import { AuditDeliveryError } from "./errors";
 
 /** How long a collector has to answer one POST (entries reach a healthy collector within 10 s). */
 export const DELIVERY_TIMEOUT_MS = 10_000;
@@ -23,7 +23,7 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
 const RESERVED = new Set(["content-type", "content-encoding", "content-length", "transfer-encoding"]);
 
 /** POSTs the entries to the device's collector; resolves on 2xx, throws AuditDeliveryError otherwise. */
-export async function postEntries(target: DeliveryTarget, entries: readonly AuditEntry[]): Promise<void> {
+export async function postEntries(target: AuditDeliveryTarget, entries: readonly AuditEntry[]): Promise<void> {
   if (!target.address) throw new AuditDeliveryError("the device has no address");
   const compress = target.compress === true;
   const headers = new Headers();

@@ -18,9 +18,9 @@
  * and the entry count. A failed put throws AuditDeliveryError (the consumer retries).
  */
 import { bytesToHex } from "../../core/encoding";
-import type { AuditEntry } from "../types";
+import type { AuditDeliveryTarget, AuditEntry } from "../types";
 import { NDJSON_CONTENT_TYPE, encodeEntries } from "./ndjson";
-import { AuditDeliveryError, type DeliveryTarget } from "./target";
+import { AuditDeliveryError } from "./errors";
 
 export const DEFAULT_R2_PREFIX = "audit/";
 
@@ -43,7 +43,7 @@ export async function objectKey(prefix: string, entries: readonly AuditEntry[], 
 }
 
 /** Writes the batch as one object; resolves with its key. */
-export async function putEntries(bucket: R2Bucket | undefined, target: DeliveryTarget, entries: readonly AuditEntry[]): Promise<string> {
+export async function putEntries(bucket: R2Bucket | undefined, target: AuditDeliveryTarget, entries: readonly AuditEntry[]): Promise<string> {
   if (!bucket) throw new AuditDeliveryError("the AUDIT_BUCKET binding is missing");
   const compress = target.compress === true;
   const key = await objectKey(target.prefix ?? DEFAULT_R2_PREFIX, entries, compress);
