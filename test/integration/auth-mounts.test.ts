@@ -158,6 +158,24 @@ describe("sys/auth", () => {
     expect((await api("GET", "auth/token/lookup-self", { token: b.res.body.auth.client_token })).status).toBe(200);
   });
 
+  it("no login racing a role delete or a mount disable leaves a working token behind", async () => {
+    for (const target of ["role", "mount"] as const) {
+      const path = await enableApprole();
+      await write(`auth/${path}/role/racer`, { secret_id_num_uses: 0 }, {}, 204);
+      const roleId = (await read(`auth/${path}/role/racer/role-id`)).body.data.role_id as string;
+      const secretId = (await write(`auth/${path}/role/racer/secret-id`, {})).body.data.secret_id as string;
+      const logins = Array.from({ length: 12 }, () => api("POST", `auth/${path}/login`, { token: null, body: { role_id: roleId, secret_id: secretId } }));
+      const removal = target === "role" ? api("DELETE", `auth/${path}/role/racer`) : api("DELETE", `sys/auth/${path}`);
+      const [answers, removed] = await Promise.all([Promise.all(logins), removal]);
+      expect(removed.status).toBe(204);
+      // Each login either failed or got a token; no token that was handed out still works.
+      for (const a of answers) expect([200, 400, 403, 404, 409]).toContain(a.status);
+      const tokens = answers.filter((a) => a.status === 200).map((a) => a.body.auth.client_token as string);
+      const looks = await Promise.all(tokens.map((token) => api("GET", "auth/token/lookup-self", { token })));
+      expect(looks.map((l) => l.status), `${target}: ${tokens.length} tokens issued`).toEqual(tokens.map(() => 403));
+    }
+  });
+
   it("auth mounts are per namespace: another namespace neither sees nor reaches them", async () => {
     const ns = `team${uid()}`;
     await write(`sys/namespaces/${ns}`, {}, {}, 200);
