@@ -32,6 +32,7 @@ const NODE_UNIT_TESTS = [
   "sync-connectors",
   "sync-engine",
   "sync-hosts",
+  "sync-limits",
   "sync-sealed-box-kat",
   "sync-template",
 ].map((name) => `test/unit/${name}.test.ts`);

@@ -10,17 +10,18 @@ import "reflect-metadata";
 import { AUDIT_DLQ_NAME, auditQueueConsumer } from "../audit/delivery/consumer";
 import { AUDIT_QUEUE_NAME } from "../audit/types";
 import { Authority } from "../engines/pki";
+import { SyncGate } from "../engines/sync";
 import { app } from "./app";
 import { runScheduled } from "./cron";
 import { ENGINES, type RegisteredEngine } from "./engines";
 
-export { Authority };
+export { Authority, SyncGate };
 
 /** The Durable Object classes the registry declares, by name, and the ones exported above. */
 type DurableObjectsOf<E> = E extends { durableObjects: infer D } ? D : Record<never, never>;
 type Intersection<U> = (U extends unknown ? (u: U) => void : never) extends (i: infer I) => void ? I : never;
 type RegisteredDurableObjects = Intersection<DurableObjectsOf<RegisteredEngine>>;
-const EXPORTED_DURABLE_OBJECTS = { Authority } satisfies { [K in keyof RegisteredDurableObjects]: RegisteredDurableObjects[K] };
+const EXPORTED_DURABLE_OBJECTS = { Authority, SyncGate } satisfies { [K in keyof RegisteredDurableObjects]: RegisteredDurableObjects[K] };
 void EXPORTED_DURABLE_OBJECTS;
 
 /** Queue name → consumer, from every engine's `queues`, and the audit trail's delivery (its DLQ: replay). */

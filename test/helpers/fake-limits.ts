@@ -45,9 +45,12 @@ export class FakeThrottle {
   requests = 0;
   /** Requests answered with the throttling error because they went beyond the configured limit. */
   readonly overLimit: string[] = [];
-  /** Windows announced, [from, until) in ms. */
+  /**
+   * Windows announced, [from, until) in ms. A window starts when the throttling answer leaves
+   * the fake (the client cannot know of it before), and lasts the announced seconds.
+   */
   readonly windows: { from: number; until: number }[] = [];
-  /** Requests that arrived inside a window the fake had announced. */
+  /** Requests that arrived inside a window the fake had announced (after its answer was sent). */
   readonly insideWindow: string[] = [];
 
   /** Sets the limit (null: none) and forgets what was recorded. */
@@ -82,9 +85,14 @@ export class FakeThrottle {
     this.inFlight++;
     this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
     let left = false;
+    let announced: { from: number; until: number } | undefined;
     const leave = () => {
       if (!left) this.inFlight--;
       left = true;
+      if (announced && announced.from === Infinity) {
+        announced.from = Date.now();
+        announced.until = announced.from + announced.until;
+      }
     };
     const retryAfter = this.config?.retryAfterSeconds ?? 1;
     const inside = this.activeWindow(now);
@@ -112,7 +120,9 @@ export class FakeThrottle {
       over = true;
     }
     if (!over) return { throttled: false, retryAfter: 0, leave };
-    this.windows.push({ from: now, until: now + retryAfter * 1000 });
+    // Until the answer leaves, `until` holds the window's length.
+    announced = { from: Infinity, until: retryAfter * 1000 };
+    this.windows.push(announced);
     return { throttled: true, retryAfter, leave };
   }
 }

@@ -1,7 +1,8 @@
 /**
  * The secrets-sync engine's one face: the engine value the app registers (src/app/engines.ts).
  * It serves no mount; its routes live under sys/sync/. It adds the reconciliation cron job, the
- * consumer of the sync queue, and two lifecycle hooks: a KV mount being disabled unsyncs its
+ * consumer of the sync queue, the SyncGate Durable Object (provider rate limits, ./limits.ts),
+ * and two lifecycle hooks: a KV mount being disabled unsyncs its
  * secrets' associations, and a namespace is deletable only without sync destinations or
  * repohost apps (what remains of its associations goes with it). Nothing outside
  * src/engines/sync/ imports any other module of it.
@@ -10,9 +11,13 @@ import { loadConfig } from "../../core/config";
 import type { Engine } from "../../core/engine";
 import { handleSyncBatch } from "./consumer";
 import { syncReconcileJob } from "./cron";
+import { SyncGate } from "./gate";
 import { unsyncMount } from "./operations";
 import { syncRoutes } from "./routes";
 import { deleteNamespaceSyncRows, syncObjectsInNamespace } from "./store";
+
+/** The rate-limit gate of provider requests (./limits.ts), exported for the Worker entry. */
+export { SyncGate };
 
 /** The queue wrangler.toml's [[queues.consumers]] names for sync messages. */
 export const SYNC_QUEUE_NAME = "lanyard-sync";
@@ -31,6 +36,7 @@ export const syncEngine = {
   sysRoutes: syncRoutes,
   cron: [{ name: "sync-reconcile", run: (env) => syncReconcileJob(env) }],
   queues: { [SYNC_QUEUE_NAME]: handleSyncBatch },
+  durableObjects: { SyncGate },
   // Its secrets are going away: unsync them (through the queue), so no provider copy outlives
   // the mount and no association stays SYNCED.
   async onMountDisable({ env, db }, mount) {

@@ -1,31 +1,34 @@
 /**
  * Helpers shared by the connectors' request functions (each connector's client.ts): timeouts,
  * Retry-After, status classification, a per-isolate cache of provider access tokens, the OAuth
- * token answer, RS256 JWTs, and the one bearer-token JSON call.
+ * token answer, RS256 JWTs, and the one bearer-token JSON call. A call made for a destination
+ * (`ctx` given) goes through the destination's rate-limit gate (../limits.ts, issue 15 rule 4);
+ * token endpoints are called without one.
  */
 import { bytesToBase64Url, sha256Hex } from "../../../core/encoding";
-import { ConnectorError } from "./types";
+import { gatedFetch, parseRetryAfter } from "../limits";
+import { ConnectorError, type ConnectorContext } from "./types";
+
+export { parseRetryAfter };
 
 /** Outbound calls give up after this long and count as a provider failure (retried). */
 export const REQUEST_TIMEOUT_MS = 10_000;
 
-/** Seconds from a Retry-After header (delta-seconds or an HTTP date); undefined when absent. */
-export function parseRetryAfter(h: string | null, now = Date.now()): number | undefined {
-  if (h === null || h.trim() === "") return undefined;
-  const n = Number(h.trim());
-  if (Number.isFinite(n) && n >= 0) return Math.ceil(n);
-  const at = Date.parse(h);
-  return Number.isNaN(at) ? undefined : Math.max(0, Math.ceil((at - now) / 1000));
-}
-
-/** fetch with a timeout; network failures and timeouts become retryable ConnectorErrors. */
-export async function send(provider: string, url: string, init: RequestInit): Promise<Response> {
-  try {
-    return await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
-  } catch (e) {
-    const timeout = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError");
-    throw new ConnectorError("external", timeout ? "Timeout" : "NetworkError", `${provider}: ${timeout ? "request timed out" : "request failed"}`);
-  }
+/**
+ * fetch with a timeout; network failures and timeouts become retryable ConnectorErrors. With
+ * `ctx` (a call to the destination's API) it waits for the destination's gate first.
+ */
+export async function send(provider: string, url: string, init: RequestInit, ctx?: ConnectorContext): Promise<Response> {
+  const run = async () => {
+    try {
+      return await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
+    } catch (e) {
+      const timeout = e instanceof Error && (e.name === "TimeoutError" || e.name === "AbortError");
+      throw new ConnectorError("external", timeout ? "Timeout" : "NetworkError", `${provider}: ${timeout ? "request timed out" : "request failed"}`);
+    }
+  };
+  if (!ctx) return run();
+  return gatedFetch(ctx, provider, { method: init.method ?? "GET", url: new URL(url), headers: new Headers(init.headers) }, run);
 }
 
 /** The class of a failed HTTP status: 429 and 5xx are the provider's, other 4xx the client's. */
@@ -136,6 +139,8 @@ export interface BearerRequest {
   ok?: number[];
   /** The provider's error for any other answer. */
   error: (res: Response) => ConnectorError | Promise<ConnectorError>;
+  /** The destination the call is for: its rate-limit gate applies. */
+  ctx?: ConnectorContext;
 }
 
 /** Sends a bearer-token JSON call; returns a 2xx answer (or one in `ok`), throws `error` otherwise. */
@@ -144,7 +149,7 @@ export async function bearerRequest(r: BearerRequest): Promise<Response> {
   const callWith = (token: string) => {
     const headers: Record<string, string> = { ...r.headers, authorization: `Bearer ${token}` };
     if (payload !== undefined) headers["content-type"] = "application/json";
-    return send(r.provider, r.url, { method: r.method, headers, body: payload });
+    return send(r.provider, r.url, { method: r.method, headers, body: payload }, r.ctx);
   };
   const res = typeof r.token === "string" ? await callWith(r.token) : await withTokenRetry(r.token, callWith);
   if (res.ok || (r.ok ?? []).includes(res.status)) return res;

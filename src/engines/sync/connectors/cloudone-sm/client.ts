@@ -86,7 +86,7 @@ export async function call(ctx: ConnectorContext, operation: string, payload: Re
     region,
     service: "secretsmanager",
   });
-  const res = await send(PROVIDER, url.toString(), { method: "POST", headers, body });
+  const res = await send(PROVIDER, url.toString(), { method: "POST", headers, body }, ctx);
   const text = new TextDecoder().decode(await res.arrayBuffer());
   let parsed: Record<string, unknown> = {};
   try {

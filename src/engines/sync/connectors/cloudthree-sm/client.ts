@@ -88,5 +88,5 @@ async function accessToken(ctx: ConnectorContext): Promise<BearerToken> {
 /** One API call under /v1/projects/{project}; statuses in `ok` are returned as they are. */
 export async function request(ctx: ConnectorContext, method: string, path: string, body?: unknown, ok: number[] = []): Promise<Response> {
   const url = `${apiBase(ctx.env)}/v1/projects/${encodeURIComponent(projectOf(ctx))}${path}`;
-  return bearerRequest({ provider: PROVIDER, method, url, body, token: () => accessToken(ctx), ok, error: (res) => errorOf(res, method) });
+  return bearerRequest({ provider: PROVIDER, method, url, body, token: () => accessToken(ctx), ok, error: (res) => errorOf(res, method), ctx });
 }

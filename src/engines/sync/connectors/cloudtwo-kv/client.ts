@@ -107,5 +107,6 @@ export async function request(ctx: ConnectorContext, method: string, path: strin
     token: () => accessToken(ctx),
     ok,
     error: async (res) => new KeyVaultError(res.status, await parseError(res), parseRetryAfter(res.headers.get("retry-after"))),
+    ctx,
   });
 }

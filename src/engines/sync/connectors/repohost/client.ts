@@ -73,5 +73,6 @@ export async function request(ctx: ConnectorContext, method: string, path: strin
     token: accessToken !== "" ? accessToken : () => installationToken(ctx, str(conn, "app_name"), str(conn, "installation_id")),
     ok: okStatuses,
     error: (res) => errorFrom(res, `${method} ${path.replace(/\/secrets\/[^/]+$/, "/secrets/…")}`),
+    ctx,
   });
 }

@@ -36,6 +36,7 @@ export async function request(ctx: ConnectorContext, method: string, path: strin
     body,
     token: str(ctx.dest.connection, "access_token"),
     error: async (res) => errorOf(res.status, await jsonOrNull(res), res.headers, `${method} env`),
+    ctx,
   });
   return jsonOrNull(res);
 }
