@@ -35,7 +35,7 @@ describe("cloudone-sm sync", () => {
     expect(e.updated_at).toMatch(RFC3339);
     const external = `vault/${s.accessor}/${s.secret}`;
     expect(JSON.parse(fake.value(external) ?? "null")).toEqual({ user: "app", password: "s3cret-1" });
-    expect(fake.secrets.get(external)?.tags).toEqual({ "hashicorp:vault": "", team: "core" });
+    expect(fake.secrets.get(external)?.tags).toEqual({ "hashicorp:vault": "", "lanyard-managed": "true", team: "core" });
     expect(JSON.stringify(r.body)).not.toContain("s3cret-1");
 
     await write(`${s.mount}/data/${s.secret}`, { data: { user: "app", password: "s3cret-2" } });

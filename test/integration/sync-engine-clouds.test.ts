@@ -37,7 +37,7 @@ describe("cloudtwo-kv", () => {
     const before = azure.tokenRequests;
     expect((await setAssoc("cloudtwo-kv", dest, s)).body.data.associated_secrets[`${s.accessor}/${s.secret}`].sync_status).toBe("SYNCED");
     expect(azure.value(name)).toBe('{"a":"v1"}');
-    expect(azure.secrets.get(name.toLowerCase())?.tags).toEqual({ "hashicorp:vault": "", env: "test" });
+    expect(azure.secrets.get(name.toLowerCase())?.tags).toEqual({ "hashicorp:vault": "", "lanyard-managed": "true", env: "test" });
     await write(`${s.mount}/data/${s.secret}`, { data: { a: "v2" } });
     await vi.waitFor(() => expect(azure.value(name)).toBe('{"a":"v2"}'), { timeout: 20_000, interval: 100 });
     expect(azure.secrets.get(name.toLowerCase())?.version).toBe(2);
@@ -74,7 +74,7 @@ describe("cloudthree-sm", () => {
     const r = await setAssoc("cloudthree-sm", dest, s);
     expect(r.body.data.associated_secrets[`${s.accessor}/${s.secret}`].sync_status).toBe("SYNCED");
     expect(gcp.value("lanyard-test-project", id)).toBe('{"c":"1"}');
-    expect(gcp.secrets.get(`lanyard-test-project/${id}`)?.labels).toEqual({ "hashicorp-vault": "", team: "core" });
+    expect(gcp.secrets.get(`lanyard-test-project/${id}`)?.labels).toEqual({ "hashicorp-vault": "", "lanyard-managed": "true", team: "core" });
     await write(`${s.mount}/data/${s.secret}`, { data: { c: "2" } });
     await vi.waitFor(() => expect(gcp.value("lanyard-test-project", id)).toBe('{"c":"2"}'), { timeout: 20_000, interval: 100 });
     expect(gcp.secrets.get(`lanyard-test-project/${id}`)?.versions).toHaveLength(2);

@@ -45,7 +45,8 @@ async function handle(deps: EngineDeps, msg: Message<unknown>): Promise<void> {
   }
   const r = await drive(deps, m.id, { finalOnRetryable: final });
   if (r.kind === "busy") msg.retry({ delaySeconds: BUSY_DELAY_SECONDS });
-  else if (r.kind === "done" && r.retryable) msg.retry({ delaySeconds: backoffSeconds(msg.attempts, r.retryAfter) });
+  // The engine recorded when it retries (next_retry_at, issue 15 rule 5): queue it for then.
+  else if (r.kind === "done" && r.retryable) msg.retry({ delaySeconds: r.retryDelaySeconds ?? backoffSeconds(msg.attempts, r.retryAfter) });
   else msg.ack();
 }
 

@@ -19,6 +19,15 @@
  *   redelivered message for it is a no-op. Provider calls are upserts and deletes that succeed
  *   when the secret is already gone.
  * - Nothing secret leaves this module: statuses and errors carry names and provider codes only.
+ * - No harm at the destination (issue 15). Before writing, the association claims each external
+ *   name (./external-store.ts claimNames, one conditional upsert per name): a name another
+ *   association of the destination holds is not written, and the association ends
+ *   CLIENT_SIDE_ERROR naming the holder's `<mount>/<secret_name>` (rule 1). The first write of a
+ *   name records whether Lanyard created it or found it (rule 2); a found (`pre_existing`) name is
+ *   overwritten, as Vault does, but never deleted: unsyncing it only releases the claim.
+ * - Failures are visible (rule 5): each outcome stamps `last_attempt_at`; a retryable failure
+ *   records `next_retry_at` and the delay the caller must queue the retry with
+ *   (`retryDelaySeconds`); a retryable failure that is final is a dead letter.
  */
 import type { Db } from "../../core/db/client";
 import type { SealKeys } from "../../core/db/seal";
@@ -37,11 +46,14 @@ import {
   type SyncStatus,
 } from "./association-store";
 import { CONNECTORS } from "./connectors/registry";
-import { ConnectorError, type ConnectorContext } from "./connectors/types";
+import { ConnectorError, type ConnectorContext, type PutResult } from "./connectors/types";
+import { digestContext, valueDigest } from "./digest";
+import { associationLabel, claimNames, externalSecretsOf, nameKey, recordWrite, releaseAllExcept, releaseNames, type Ownership } from "./external-store";
+import { backoffSeconds } from "./messages";
 import { renderSecretName } from "./destinations/options";
 import { DESTINATIONS } from "./destinations/registry";
 import type { Granularity } from "./destinations/types";
-import { getApp, getDestination, getSyncConfig, type DestinationRecord } from "./store";
+import { getApp, getDestination, getSyncConfig, type DestinationKey, type DestinationRecord } from "./store";
 
 export interface EngineDeps {
   env: Env;
@@ -118,7 +130,7 @@ export type DriveResult =
   | { kind: "busy" }
   | { kind: "gone" }
   | { kind: "parked"; assoc: Association }
-  | { kind: "done"; assoc: Association; retryable: boolean; retryAfter?: number };
+  | { kind: "done"; assoc: Association; retryable: boolean; retryAfter?: number; retryDelaySeconds?: number };
 
 /** How long one worker may hold an association: enough for every provider call of a sync. */
 const LEASE_MS = 120_000;
@@ -158,29 +170,114 @@ async function externalNames(deps: EngineDeps, a: Association, dest: Destination
   return names;
 }
 
-/** Runs a plan; stops at the first failure. Returns what the provider holds afterwards. */
-async function execute(ctx: ConnectorContext, plan: Plan, previous: Record<string, ExternalEntry>): Promise<{ external: Record<string, ExternalEntry>; error: unknown }> {
+/** What the engine records about each external name while it runs a plan (./external-store.ts). */
+interface Ledger {
+  /** The recorded ownership of a name; undefined before its first write. */
+  ownership(name: string): Ownership | undefined;
+  written(p: PlannedPut, r: PutResult): Promise<void>;
+  /** The name is gone from the provider, or (pre-existing) left there: its claim is released. */
+  released(name: string): Promise<void>;
+}
+
+/**
+ * Runs a plan; stops at the first failure. Returns what the provider holds afterwards, and the
+ * pre-existing names it left in place instead of deleting them.
+ */
+async function execute(
+  ctx: ConnectorContext,
+  plan: Plan,
+  previous: Record<string, ExternalEntry>,
+  ledger: Ledger,
+): Promise<{ external: Record<string, ExternalEntry>; error: unknown; left: string[] }> {
   const connector = CONNECTORS[ctx.dest.type];
   const external: Record<string, ExternalEntry> = { ...previous };
+  const left: string[] = [];
   try {
     for (const p of plan.puts) {
       // A rename under the same sub-key keeps the old name on record (key "<sub>\0old") until
       // the removes below delete it at the provider, so a failure in between orphans nothing.
-      await connector.put(ctx, { name: p.name, value: p.value });
+      const ownership = ledger.ownership(p.name);
+      const r = await connector.put(ctx, ownership === undefined ? { name: p.name, value: p.value } : { name: p.name, value: p.value, ownership });
+      await ledger.written(p, r);
       const old = external[p.subKey];
       if (old && old.name !== p.name) external[`${p.subKey}\u0000old`] = old;
       external[p.subKey] = { name: p.name, status: "SYNCED", updatedAt: Date.now() };
     }
     for (const r of plan.removes) {
-      await connector.remove(ctx, r.name);
+      // Never delete what Lanyard did not create (issue 15 rule 2): a pre-existing secret stays.
+      if (ledger.ownership(r.name) === "pre_existing") left.push(r.name);
+      else await connector.remove(ctx, r.name);
+      await ledger.released(r.name);
       // r.name is not wanted any more, so no entry written above carries it.
       for (const [k, e] of Object.entries(external)) if (e.name === r.name) delete external[k];
     }
     for (const k of Object.keys(external)) if (k.endsWith("\u0000old")) delete external[k];
-    return { external, error: null };
+    return { external, error: null, left };
   } catch (e) {
-    return { external, error: e };
+    return { external, error: e, left };
   }
+}
+
+/**
+ * Claims the names a plan writes (issue 15 rule 1). Names another association holds are dropped
+ * from the plan; the message names the holder of the first one. Also returns the ledger that
+ * records ownership and writes for this association.
+ */
+async function claimAndLedger(deps: EngineDeps, a: Association, key: DestinationKey, plan: Plan): Promise<{ plan: Plan; collision: string | null; ledger: Ledger }> {
+  let collision: string | null = null;
+  const lost = await claimNames(
+    deps.db,
+    key,
+    a.id,
+    plan.puts.map((p) => ({ subKey: p.subKey, name: p.name })),
+    Date.now(),
+  );
+  if (lost.length > 0) {
+    const gone = new Set(lost.map((l) => l.name));
+    plan = { ...plan, puts: plan.puts.filter((p) => !gone.has(p.name)) };
+    const first = lost[0];
+    if (first) {
+      const more = lost.length > 1 ? ` (and ${lost.length - 1} more name${lost.length > 2 ? "s" : ""})` : "";
+      collision =
+        `the external secret "${first.name}"${more} is already synced to this destination by ${await associationLabel(deps.db, first.ownerId)}; ` +
+        "it was not written. Change the secret name template or remove the other association, then set this one again";
+    }
+  }
+  const held = new Map<string, Ownership | null>();
+  for (const r of await externalSecretsOf(deps.db, a.id)) held.set(r.nameKey, r.ownership);
+  // Names this association wrote before ownership was recorded (rows synced before issue 15)
+  // are Lanyard's, as they were then: they keep being deleted on unsync.
+  const legacy = new Set(Object.values(a.external).map((e) => nameKey(key.type, e.name)));
+  const ledger: Ledger = {
+    ownership(name) {
+      const k = nameKey(key.type, name);
+      const o = held.get(k);
+      if (o) return o;
+      return legacy.has(k) ? "created_by_lanyard" : undefined;
+    },
+    async written(p, r) {
+      const k = nameKey(key.type, p.name);
+      const ownership: Ownership = this.ownership(p.name) ?? (r.created ? "created_by_lanyard" : "pre_existing");
+      held.set(k, ownership);
+      await recordWrite(
+        deps.db,
+        key,
+        a.id,
+        p.name,
+        {
+          ownership,
+          valueHmac: await valueDigest(deps.keys, digestContext(key, p.name), p.value),
+          providerVersion: r.version ?? null,
+          providerUpdatedAt: r.updatedAt ?? null,
+        },
+        Date.now(),
+      );
+    },
+    async released(name) {
+      await releaseNames(deps.db, key, a.id, [name]);
+    },
+  };
+  return { plan, collision, ledger };
 }
 
 /**
@@ -204,7 +301,7 @@ export async function drive(deps: EngineDeps, id: string, opts: { finalOnRetryab
       const result = await runOnce(deps, a, opts.finalOnRetryable);
       if (result.current) {
         const after = (await getAssociation(deps.db, id)) ?? a;
-        return { kind: "done", assoc: after, retryable: result.retryable, retryAfter: result.retryAfter };
+        return { kind: "done", assoc: after, retryable: result.retryable, retryAfter: result.retryAfter, retryDelaySeconds: result.retryDelaySeconds };
       }
       // The generation moved while the provider call ran: look again with the newest intent.
     }
@@ -214,48 +311,71 @@ export async function drive(deps: EngineDeps, id: string, opts: { finalOnRetryab
   }
 }
 
-async function runOnce(deps: EngineDeps, a: Association, finalOnRetryable: boolean): Promise<{ current: boolean; retryable: boolean; retryAfter?: number }> {
+async function runOnce(
+  deps: EngineDeps,
+  a: Association,
+  finalOnRetryable: boolean,
+): Promise<{ current: boolean; retryable: boolean; retryAfter?: number; retryDelaySeconds?: number }> {
   const gen = a.generation;
   const dest = await getDestination(deps.db, deps.keys, { namespaceId: a.namespaceId, type: a.destinationType, name: a.destinationName });
   if (!dest) {
     const o: Outcome = { status: "INTERNAL_VAULT_ERROR", external: a.external, lastError: "the destination no longer exists", done: true, nextRetryAt: null, deadLetter: false };
     return { current: await recordOutcome(deps.db, a.id, gen, o, Date.now()), retryable: false };
   }
+  const key: DestinationKey = { namespaceId: a.namespaceId, type: a.destinationType, name: a.destinationName };
   let plan: Plan;
+  let collision: string | null;
+  let ledger: Ledger;
   try {
     const data = a.desired === "synced" ? await loadSecret(deps, a) : null;
     const names = await externalNames(deps, a, dest, data);
-    plan = planOperation(a.desired, data, dest.options.granularity, names, a.external);
+    ({ plan, collision, ledger } = await claimAndLedger(deps, a, key, planOperation(a.desired, data, dest.options.granularity, names, a.external)));
   } catch (e) {
     console.error(`sync: preparing association ${a.id} failed:`, e instanceof Error ? `${e.name}: ${e.message}` : "unknown error");
-    const o: Outcome = { status: "INTERNAL_VAULT_ERROR", external: a.external, lastError: failureMessage(e), done: finalOnRetryable, nextRetryAt: null, deadLetter: finalOnRetryable };
-    return { current: await recordOutcome(deps.db, a.id, gen, o, Date.now()), retryable: true };
+    const now = Date.now();
+    const delay = backoffSeconds(a.attempts + 1);
+    const o: Outcome = {
+      status: "INTERNAL_VAULT_ERROR",
+      external: a.external,
+      lastError: failureMessage(e),
+      done: finalOnRetryable,
+      nextRetryAt: finalOnRetryable ? null : now + delay * 1000,
+      deadLetter: finalOnRetryable,
+    };
+    return { current: await recordOutcome(deps.db, a.id, gen, o, now), retryable: !finalOnRetryable, retryDelaySeconds: delay };
   }
   if (!(await markInFlight(deps.db, a.id, gen, plan.target === "SYNCED" ? "SYNCING" : "UNSYNCING", Date.now()))) {
     return { current: false, retryable: false };
   }
   const ctx: ConnectorContext = { env: deps.env, dest, loadApp: (name) => getApp(deps.db, deps.keys, a.namespaceId, name) };
-  const { external, error } = await execute(ctx, plan, a.external);
+  const { external, error } = await execute(ctx, plan, a.external, ledger);
   let outcome: Outcome;
   let retryable = false;
   let retryAfter: number | undefined;
+  let retryDelaySeconds: number | undefined;
   if (error === null) {
-    outcome = { status: plan.target, external, lastError: null, done: true, nextRetryAt: null, deadLetter: false };
+    // Every name the association no longer writes is released (gone, left, or never written).
+    await releaseAllExcept(deps.db, key, a.id, plan.target === "SYNCED" ? plan.puts.map((p) => p.name) : []);
+    outcome = collision
+      ? { status: "CLIENT_SIDE_ERROR", external, lastError: collision, done: true, nextRetryAt: null, deadLetter: false }
+      : { status: plan.target, external, lastError: null, done: true, nextRetryAt: null, deadLetter: false };
   } else {
     if (!(error instanceof ConnectorError)) {
       console.error(`sync: association ${a.id} failed:`, error instanceof Error ? `${error.name}: ${error.message}` : "unknown error");
     }
     retryable = !(error instanceof ConnectorError) || error.retryable;
     retryAfter = error instanceof ConnectorError ? error.retryAfter : undefined;
+    const willRetry = retryable && !finalOnRetryable;
+    if (willRetry) retryDelaySeconds = backoffSeconds(a.attempts + 1, retryAfter);
     outcome = {
       status: failureStatus(error),
       external,
       lastError: failureMessage(error),
-      done: !retryable || finalOnRetryable,
-      nextRetryAt: null,
+      done: !willRetry,
+      nextRetryAt: retryDelaySeconds === undefined ? null : Date.now() + retryDelaySeconds * 1000,
       deadLetter: retryable && finalOnRetryable,
     };
   }
   const current = await recordOutcome(deps.db, a.id, gen, outcome, Date.now());
-  return { current, retryable: retryable && !outcome.done, retryAfter };
+  return { current, retryable: retryable && !outcome.done, retryAfter, retryDelaySeconds };
 }

@@ -25,6 +25,7 @@ import {
   type Link,
 } from "./association-store";
 import { drive, type EngineDeps } from "./engine";
+import { deleteExternalSecretsOf, externalSecretsOf, preExistingOfDestination } from "./external-store";
 import { backoffSeconds, enqueue, type SyncMessage } from "./messages";
 import { deleteDestinationRow, getSyncConfig, listPurging, markPurge, setPurgeError, type DestinationKey } from "./store";
 
@@ -51,7 +52,7 @@ async function intendAndTry(deps: EngineDeps, link: Link, desired: Desired): Pro
   if (r.kind === "busy") {
     await enqueue(deps.env, [assocMessage(a.id)]);
   } else if (r.kind === "done" && r.retryable) {
-    await enqueue(deps.env, [assocMessage(a.id)], backoffSeconds(1, r.retryAfter));
+    await enqueue(deps.env, [assocMessage(a.id)], r.retryDelaySeconds ?? backoffSeconds(1, r.retryAfter));
   }
   return (await getAssociation(deps.db, a.id)) ?? a;
 }
@@ -61,11 +62,17 @@ export function setAssociation(deps: EngineDeps, link: Link): Promise<Associatio
   return intendAndTry(deps, link, "synced");
 }
 
-/** associations/remove: unsync and unlink; null when there was nothing to remove. */
-export async function removeAssociation(deps: EngineDeps, link: Link): Promise<Association | null> {
+/**
+ * associations/remove: unsync and unlink; null when there was nothing to remove. `left` names
+ * the external secrets that existed before Lanyard first wrote them: they stay at the provider
+ * (issue 15 rule 2), and the answer warns about each.
+ */
+export async function removeAssociation(deps: EngineDeps, link: Link): Promise<{ assoc: Association; left: string[] } | null> {
   const existing = await findAssociation(deps.db, link);
   if (!existing || isTombstone(existing)) return null;
-  return intendAndTry(deps, { ...link, mountAccessor: existing.mountAccessor, mountPath: existing.mountPath }, "unsynced");
+  const left = (await externalSecretsOf(deps.db, existing.id)).filter((r) => r.ownership === "pre_existing").map((r) => r.name);
+  const assoc = await intendAndTry(deps, { ...link, mountAccessor: existing.mountAccessor, mountPath: existing.mountPath }, "unsynced");
+  return { assoc, left };
 }
 
 /**
@@ -100,14 +107,17 @@ export async function onSecretChanged(deps: EngineDeps, e: KvChangeEvent): Promi
 
 /**
  * DELETE destination with purge=true: records the purge, turns every association into an
- * unsync intent, and queues the purge job (reference §1.8: asynchronous).
+ * unsync intent, and queues the purge job (reference §1.8: asynchronous). Returns the external
+ * secrets that existed before Lanyard first wrote them: the purge leaves them (issue 15 rule 2).
  */
-export async function requestPurge(deps: EngineDeps, key: DestinationKey): Promise<void> {
+export async function requestPurge(deps: EngineDeps, key: DestinationKey): Promise<string[]> {
+  const left = await preExistingOfDestination(deps.db, key);
   await markPurge(deps.db, key, Date.now());
   for (const a of await associationsOfDestination(deps.db, key)) {
     if (a.desired !== "unsynced") await bump(deps.db, a.id, "PENDING", Date.now(), "unsynced");
   }
   if (!(await getSyncConfig(deps.db)).disabled) await enqueue(deps.env, [{ kind: "purge", ...key }]);
+  return left;
 }
 
 export interface PurgeResult {
@@ -141,6 +151,7 @@ export async function processPurge(deps: EngineDeps, key: DestinationKey, final:
     }
   }
   if (failures.length === 0) {
+    await deleteExternalSecretsOf(deps.db, key);
     await deleteAssociationsOf(deps.db, key);
     await deleteDestinationRow(deps.db, key);
     return { finished: true, retry: false, delaySeconds: 0 };

@@ -17,6 +17,26 @@ import { trimChar } from "../../../core/text";
 import { engineDeps } from "./deps";
 
 const rfc3339 = (ms: number): string => new Date(ms).toISOString();
+const timeOrEmpty = (ms: number | null): string => (ms === null ? "" : rfc3339(ms));
+
+/**
+ * What every association read shows about its last attempts (issue 15 rules 3 and 5), whatever
+ * the status: Vault's reads show only `sync_status` and `updated_at`, which hides why a secret is
+ * not at the destination and when it will be tried again. `last_error` is a provider code and
+ * message or a Lanyard message, never a value ("" when the last attempt succeeded).
+ */
+export function attemptFields(a: Association): Record<string, unknown> {
+  return {
+    last_error: a.lastError ?? "",
+    last_attempt_at: timeOrEmpty(a.lastAttemptAt),
+    attempts: a.attempts,
+    next_retry_at: timeOrEmpty(a.nextRetryAt),
+    dead_letter: a.deadLetteredAt !== null,
+    dead_lettered_at: timeOrEmpty(a.deadLetteredAt),
+    drift_detected_at: timeOrEmpty(a.driftDetectedAt),
+    drift_count: a.driftCount,
+  };
+}
 
 /**
  * The entries of one association in `associated_secrets`: one per external secret under
@@ -24,7 +44,7 @@ const rfc3339 = (ms: number): string => new Date(ms).toISOString();
  */
 export function associationEntries(a: Association): Record<string, Record<string, unknown>> {
   const base = { accessor: a.mountAccessor, mount: a.mountPath.replace(/\/$/, ""), secret_name: a.secretName };
-  const error = a.lastError && a.status.endsWith("_ERROR") ? { last_error: a.lastError } : {};
+  const error = attemptFields(a);
   const subKeys = Object.keys(a.external).filter((k) => k !== "" && !k.includes("\u0000"));
   const out: Record<string, Record<string, unknown>> = {};
   if (subKeys.length === 0) {
@@ -135,8 +155,7 @@ async function resolveLink(req: Req, forSet: boolean): Promise<Link> {
 function destinationsView(assocs: Association[]) {
   const out: Record<string, Record<string, unknown>> = {};
   for (const a of assocs) {
-    const entry: Record<string, unknown> = { type: a.destinationType, name: a.destinationName, sync_status: a.status, updated_at: rfc3339(a.updatedAt) };
-    if (a.lastError && a.status.endsWith("_ERROR")) entry.last_error = a.lastError;
+    const entry: Record<string, unknown> = { type: a.destinationType, name: a.destinationName, sync_status: a.status, updated_at: rfc3339(a.updatedAt), ...attemptFields(a) };
     out[`${a.destinationType}/${a.destinationName}`] = entry;
   }
   return { data: { associated_destinations: out } };
@@ -182,7 +201,13 @@ export const associationRoutes: RouteDef[] = [
       async update(req) {
         const link = await resolveLink(req, false);
         const removed = await removeAssociation(engineDeps(req), link);
-        return destinationView(req, link.destinationType, link.destinationName, removed);
+        // Never delete what Lanyard did not create (issue 15 rule 2): say what stays.
+        for (const name of removed?.left ?? []) {
+          req.warnings.push(
+            `the external secret "${name}" existed at the destination before Lanyard first wrote it, so it was left in place (with the last value Lanyard wrote); delete it at the provider if it is no longer needed`,
+          );
+        }
+        return destinationView(req, link.destinationType, link.destinationName, removed?.assoc ?? null);
       },
     },
   }),
@@ -201,6 +226,7 @@ export const associationRoutes: RouteDef[] = [
             name: a.destinationName,
             sync_status: a.status,
             updated_at: rfc3339(a.updatedAt),
+            ...attemptFields(a),
           });
         }
         const keys = Object.keys(keyInfo).sort();

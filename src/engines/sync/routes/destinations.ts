@@ -19,6 +19,16 @@ function keyOf(req: Req, def: DestinationDef) {
   return { namespaceId: req.ns.id, type: def.type, name: req.params.name ?? "" };
 }
 
+/** The purge's warning about the secrets it leaves (at most 20 names, then a count). */
+function leftWarning(names: string[]): string {
+  const shown = names.slice(0, 20).map((n) => `"${n}"`).join(", ");
+  const more = names.length > 20 ? ` and ${names.length - 20} more` : "";
+  return (
+    `the purge leaves ${names.length} secret${names.length === 1 ? "" : "s"} at the destination that existed before Lanyard first wrote ` +
+    `${names.length === 1 ? "it" : "them"} (Lanyard only deletes what it created; they keep the last value it wrote): ${shown}${more}`
+  );
+}
+
 function purgeFlag(req: Req): boolean {
   const raw = req.body.purge;
   if (raw === undefined || raw === null) return false;
@@ -64,7 +74,12 @@ function typeRoute(def: DestinationDef, pathType: string = def.type): RouteDef {
       patch: write("patch"),
       async delete(req) {
         const key = keyOf(req, def);
-        if ((await deleteDestination(req.db, key, purgeFlag(req))) === "purge") await requestPurge(engineDeps(req), key);
+        if ((await deleteDestination(req.db, key, purgeFlag(req))) === "purge") {
+          // A purge leaves what Lanyard did not create (issue 15 rule 2); with such secrets the
+          // answer is 200 with a warning listing them instead of 204.
+          const left = await requestPurge(engineDeps(req), key);
+          if (left.length > 0) req.warnings.push(leftWarning(left));
+        }
         return null;
       },
     },
