@@ -12,8 +12,8 @@
  * isolate that did it; other isolates see the change within DEVICE_CACHE_MS (docs/audit.md).
  * Salts are unsealed once per sealed text and kept with the cache; they never leave the Worker.
  * Measured (Workers pool, KV read with the root token, wrapping env.DB): 50 reads = 50 D1 batches
- * of 5 statements with or without a device; the device-list statement rode in about one batch
- * in 2-3. With one device the hook adds ~0.12 ms of CPU (two entries HMAC'd and serialized) plus
+ * of 5 statements with or without a device; the device-list statement rode in 20 of them over
+ * the 10.5 s they took (a loaded machine, ~200 ms a request). With one device the hook adds ~0.12 ms of CPU (two entries HMAC'd and serialized) plus
  * two awaited Queue sends (the request entry before the work, the response entry after).
  */
 import { eq } from "drizzle-orm";
