@@ -96,9 +96,12 @@ export class AuditTrail {
 
   /** The response entry, recorded before `res` is returned; 503 instead when no device could. */
   async answered(res: Response): Promise<Response> {
-    if (!this.active || !this.devices) return res;
+    if (!this.active || !this.devices || this.refusedByAudit) return res;
     const entry = this.responseEntry(await responseOf(res));
     await this.record(entry, () => {
+      // A refusal rendered as a response (RouteDef.renderError) never reached the work: its
+      // log failure is only logged, as in `failed`.
+      if (!this.allowed) return void console.error(`audit: request ${this.cfg.requestId} (refused with ${res.status}) could not be logged by any device`);
       throw new ApiError(503, AUDIT_UNAVAILABLE);
     });
     return res;
