@@ -160,6 +160,25 @@ describe("GateState", () => {
     expect(g.release({ permit: g.grant(args({ charges: [] }), now), throttle: { waitMs: 0, stated: false }, throttleMs: 2000 }, now) - now).toBe(2000);
   });
 
+  it("restarted (the Durable Object evicted), a gate keeps its pause and its long windows; short windows were in memory only", () => {
+    const store = new MemoryGateStore();
+    const both = args({
+      concurrency: 100,
+      charges: [
+        { key: "short", budget: 1, windowMs: 1000, cost: 1, resource: false },
+        { key: "long", budget: 2, windowMs: 60_000, cost: 1, resource: false },
+      ],
+    });
+    const g = new GateState(store);
+    g.release({ permit: g.grant(both, T0), throttle: { waitMs: 5000, stated: true }, throttleMs: 1000 }, T0);
+    const restarted = new GateState(store);
+    expect(restarted.check(both, T0 + 10)).toEqual({ ok: false, at: T0 + 5000, reason: "paused" });
+    // After the pause: the short window is empty again (it would have been anyway), the long one remembers.
+    expect(restarted.check(both, T0 + 5000)).toEqual({ ok: true });
+    restarted.grant(both, T0 + 5000);
+    expect(new GateState(store).check(both, T0 + 7000)).toEqual({ ok: false, at: T0 + 60_000, reason: "budget" });
+  });
+
   it("a pause never shortens one in force", () => {
     const g = new GateState(new MemoryGateStore());
     g.release({ permit: "x", throttle: { waitMs: 60_000, stated: true }, throttleMs: 1000 }, T0);

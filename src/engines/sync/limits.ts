@@ -8,9 +8,11 @@
  * named `<type>:<sha256 of the scope>`. A scope is what the provider counts against, so
  * destinations that share it share one gate: cloudone-sm the access key (or role) and region,
  * cloudtwo-kv the vault, cloudthree-sm the project, repohost the token or the app installation,
- * webhost-project the token and team. The object keeps its window logs and the "paused until"
- * time in its own SQLite storage (so they survive the object being evicted between bursts), and
- * the permits in flight in memory (each expires after PERMIT_TTL_MS, so a crashed caller frees
+ * webhost-project the token and team. The object keeps the "paused until" time and the logs of
+ * windows longer than MEMORY_WINDOW_MS in its own SQLite storage, so they survive the object
+ * being evicted between bursts (an idle object is evicted only after seconds without calls, when
+ * shorter windows are empty anyway, so those stay in memory and cost no storage write); the
+ * permits in flight are in memory (each expires after PERMIT_TTL_MS, so a crashed caller frees
  * its slot). One object runs one request at a time, so its checks cannot race.
  *
  * WHAT IT ENFORCES, per scope (below each provider's published limit, leaving room for the
@@ -48,6 +50,8 @@ export const MAX_WAIT_MS = 15_000;
 export const PERMIT_TTL_MS = 15_000;
 /** Longest pause after repeated throttling answers that state no wait. */
 export const MAX_THROTTLE_MS = 5 * 60_000;
+/** Windows up to this long are logged in memory only; longer ones in the gate's storage. */
+export const MEMORY_WINDOW_MS = 10_000;
 
 // ---------------------------------------------------------------------------------------------
 // The limits
@@ -295,9 +299,15 @@ export type Check = { ok: true } | { ok: false; at: number; reason: "paused" | "
 
 export class GateState {
   private readonly inFlight = new Map<string, number>();
+  private readonly memory = new MemoryGateStore();
   private grants = 0;
 
+  /** `store` keeps the pause and the logs of windows longer than MEMORY_WINDOW_MS. */
   constructor(private readonly store: GateStore) {}
+
+  private logOf(windowMs: number): GateStore {
+    return windowMs > MEMORY_WINDOW_MS ? this.store : this.memory;
+  }
 
   private expire(now: number): void {
     for (const [p, until] of this.inFlight) if (until <= now) this.inFlight.delete(p);
@@ -325,11 +335,12 @@ export class GateState {
     for (const c of args.charges) {
       const cost = Math.min(c.cost, c.budget);
       const since = now - c.windowMs;
-      const used = this.store.used(c.key, since);
+      const log = this.logOf(c.windowMs);
+      const used = log.used(c.key, since);
       if (used + cost <= c.budget) continue;
       let excess = used + cost - c.budget;
       let free = now + c.windowMs;
-      for (const e of this.store.entries(c.key, since)) {
+      for (const e of log.entries(c.key, since)) {
         excess -= e.cost;
         if (excess <= 0) {
           free = e.at + c.windowMs;
@@ -346,8 +357,11 @@ export class GateState {
   grant(args: AcquireArgs, now: number): string {
     const permit = crypto.randomUUID();
     this.inFlight.set(permit, now + PERMIT_TTL_MS);
-    for (const c of args.charges) this.store.add(c.key, now, Math.min(c.cost, c.budget), now + c.windowMs);
-    if (++this.grants % 100 === 0) this.store.prune(now);
+    for (const c of args.charges) this.logOf(c.windowMs).add(c.key, now, Math.min(c.cost, c.budget), now + c.windowMs);
+    if (++this.grants % 100 === 0) {
+      this.store.prune(now);
+      this.memory.prune(now);
+    }
     return permit;
   }
 
