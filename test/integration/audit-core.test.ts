@@ -16,6 +16,7 @@ import type { AuditEntry, AuditQueueMessage } from "../../src/audit/types";
 import { api, del, mount, read, ROOT, tokenWithPolicy, write } from "../helpers/api";
 import { pkiWithRoot } from "../helpers/pki";
 import { BODIES, SECRETS, uid } from "../helpers/sync-bodies";
+import { RSA_PKCS8_PEM } from "../helpers/sync-fixtures";
 
 const HEADER_SECRET = "Bearer collector-secret-0123456789";
 
@@ -168,8 +169,10 @@ describe("entries", () => {
     const issued = await write(`${pki.path}/issue/web`, { common_name: "a.example.com" });
     const privateKey = issued.body.data.private_key as string;
     secrets.push(privateKey, privateKey.split("\n")[1] as string);
-    // A sync destination's credentials.
+    // A sync destination's credentials, and a repository-host app's private key.
     await write(`sys/sync/destinations/cloudone-sm/d-${uid()}`, BODIES["cloudone-sm"]);
+    await write(`sys/sync/repohost-apps/app-${uid()}`, { app_id: "123456", private_key: RSA_PKCS8_PEM });
+    secrets.push(RSA_PKCS8_PEM, RSA_PKCS8_PEM.split("\n")[1] as string);
     // AppRole: SecretID and the login's token.
     const ar = `approle-${uid()}`;
     await write(`sys/auth/${ar}`, { type: "approle" }, {}, 204);
