@@ -308,6 +308,37 @@ export async function reconcileCandidates(db: Db, now: number, stuckBefore: numb
   return rows.results.map(toAssociation);
 }
 
+/**
+ * What drift reconciliation looks at (issue 15 rule 3): settled, synced associations (nothing
+ * pending, not a dead letter), of one destination when given; ids after `after`, a page at a time.
+ */
+const DRIFT_CANDIDATE = `desired = 'synced' AND sync_status = 'SYNCED' AND done_generation >= generation AND dead_lettered_at IS NULL`;
+
+export async function driftCandidateIds(db: Db, after: string, limit: number, k?: DestinationKey): Promise<string[]> {
+  const stmt = k
+    ? db.$client
+        .prepare(
+          `SELECT id FROM sync_associations WHERE ${DRIFT_CANDIDATE} AND namespace_id = ? AND destination_type = ? AND destination_name = ?
+           AND id > ? ORDER BY id LIMIT ?`,
+        )
+        .bind(k.namespaceId, k.type, k.name, after, limit)
+    : db.$client.prepare(`SELECT id FROM sync_associations WHERE ${DRIFT_CANDIDATE} AND id > ? ORDER BY id LIMIT ?`).bind(after, limit);
+  return (await stmt.all<{ id: string }>()).results.map((r) => r.id);
+}
+
+export async function countDriftCandidates(db: Db, k: DestinationKey): Promise<number> {
+  const r = await db.$client
+    .prepare(`SELECT count(*) AS n FROM sync_associations WHERE ${DRIFT_CANDIDATE} AND namespace_id = ? AND destination_type = ? AND destination_name = ?`)
+    .bind(k.namespaceId, k.type, k.name)
+    .first<{ n: number }>();
+  return r?.n ?? 0;
+}
+
+/** Whether an association is one drift reconciliation judges (see DRIFT_CANDIDATE). */
+export function isDriftCandidate(a: Association): boolean {
+  return a.desired === "synced" && a.status === "SYNCED" && a.doneGeneration >= a.generation && a.deadLetteredAt === null;
+}
+
 /** Takes the association's lease (one engine worker at a time); false when someone holds it. */
 export async function acquireLease(db: Db, id: string, token: string, now: number, ttlMs: number): Promise<boolean> {
   const res = await db.$client

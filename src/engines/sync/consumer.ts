@@ -14,12 +14,15 @@
  *   Anything else that goes wrong here is retried the same way, and the queue's dead-letter
  *   queue catches what exhausts `max_retries`.
  * - Never sleeps: waiting is the queue's job (`retry({ delaySeconds })`).
+ * - Drift checks (`drift`, `drift-sweep`; ./reconcile.ts, issue 15 rule 3) are nudges too: a
+ *   check that cannot read back now is retried a few times, then left to the next pass.
  */
 import { loadConfig } from "../../core/config";
 import { openDb } from "../../core/db/client";
 import { drive, type EngineDeps } from "./engine";
 import { MAX_ATTEMPTS, backoffSeconds, parseMessage } from "./messages";
 import { processPurge, sweepUnfinished } from "./operations";
+import { checkDrift, driftSweep } from "./reconcile";
 
 /** Delay before looking again at an association another worker holds. */
 const BUSY_DELAY_SECONDS = 2;
@@ -35,6 +38,19 @@ async function handle(deps: EngineDeps, msg: Message<unknown>): Promise<void> {
   if (m.kind === "sweep") {
     await sweepUnfinished(deps, m.after, m.mountId);
     msg.ack();
+    return;
+  }
+  if (m.kind === "drift-sweep") {
+    await driftSweep(deps, m.after, m.destination);
+    msg.ack();
+    return;
+  }
+  if (m.kind === "drift") {
+    // A drift check that could not read back is retried a few times; a later pass looks again.
+    const r = await checkDrift(deps, m.id);
+    if (r.kind === "busy" && !final) msg.retry({ delaySeconds: BUSY_DELAY_SECONDS });
+    else if (r.kind === "failed" && r.retryable && !final) msg.retry({ delaySeconds: r.delaySeconds });
+    else msg.ack();
     return;
   }
   if (m.kind === "purge") {

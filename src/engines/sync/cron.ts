@@ -1,9 +1,16 @@
-/** The sync engine's scheduled job: reconciliation (./operations.ts reconcile). */
+/**
+ * The sync engine's scheduled job, on every minute's cron: the retry reconciliation
+ * (./operations.ts reconcile: stuck and failed associations, unfinished purges) and, every
+ * `reconcile_interval`, the drift pass (./reconcile.ts, issue 15 rule 3).
+ */
 import { loadConfig } from "../../core/config";
 import { openDb } from "../../core/db/client";
 import { reconcile } from "./operations";
+import { startDriftPass } from "./reconcile";
 
-export async function syncReconcileJob(env: Env): Promise<void> {
-  const r = await reconcile({ env, db: openDb(env.DB), keys: loadConfig(env).seal });
+export async function syncReconcileJob(env: Env, controller?: ScheduledController): Promise<void> {
+  const deps = { env, db: openDb(env.DB), keys: loadConfig(env).seal };
+  const r = await reconcile(deps);
   if (r.associations + r.purges > 0) console.log(`sync reconcile: re-queued ${r.associations} association(s), ${r.purges} purge(s)`);
+  if (await startDriftPass(deps, controller?.scheduledTime ?? Date.now())) console.log("sync reconcile: drift pass queued");
 }

@@ -25,6 +25,9 @@
  *   CLIENT_SIDE_ERROR naming the holder's `<mount>/<secret_name>` (rule 1). The first write of a
  *   name records whether Lanyard created it or found it (rule 2); a found (`pre_existing`) name is
  *   overwritten, as Vault does, but never deleted: unsyncing it only releases the claim.
+ * - Drift repair (rule 3): a reconciliation that found names changed or deleted out of band bumps
+ *   the generation and drives it with `repair`: that generation writes only those names (the plan
+ *   keeps the others wanted, so nothing is released); a newer generation converges as usual.
  * - Failures are visible (rule 5): each outcome stamps `last_attempt_at`; a retryable failure
  *   records `next_retry_at` and the delay the caller must queue the retry with
  *   (`retryDelaySeconds`); a retryable failure that is final is a dead letter.
@@ -72,6 +75,11 @@ export interface PlannedPut {
 
 export interface Plan {
   puts: PlannedPut[];
+  /**
+   * Names among `puts` that are not written this time but stay wanted: a drift repair (issue 15
+   * rule 3, ./reconcile.ts) rewrites only the names found changed or deleted out of band.
+   */
+  skip?: ReadonlySet<string>;
   /** External secrets to delete, by sub-key. */
   removes: { subKey: string; name: string }[];
   /** What the association is once the plan has run. */
@@ -194,6 +202,7 @@ async function execute(
   const left: string[] = [];
   try {
     for (const p of plan.puts) {
+      if (plan.skip?.has(p.name)) continue;
       // A rename under the same sub-key keeps the old name on record (key "<sub>\0old") until
       // the removes below delete it at the provider, so a failure in between orphans nothing.
       const ownership = ledger.ownership(p.name);
@@ -280,11 +289,18 @@ async function claimAndLedger(deps: EngineDeps, a: Association, key: Destination
   return { plan, collision, ledger };
 }
 
+/** A drift repair: in generation `generation`, write only `names` (the rest is as Lanyard left it). */
+export interface Repair {
+  generation: number;
+  names: readonly string[];
+}
+
 /**
  * Converges one association to its latest intent. `finalOnRetryable` says whether a retryable
  * failure ends this generation (no more retries) or leaves it open for the caller to retry.
+ * With `repair`, that generation writes only the repaired names; any newer one converges fully.
  */
-export async function drive(deps: EngineDeps, id: string, opts: { finalOnRetryable: boolean }): Promise<DriveResult> {
+export async function drive(deps: EngineDeps, id: string, opts: { finalOnRetryable: boolean; repair?: Repair }): Promise<DriveResult> {
   const token = crypto.randomUUID();
   if (!(await acquireLease(deps.db, id, token, Date.now(), LEASE_MS))) {
     return (await getAssociation(deps.db, id)) ? { kind: "busy" } : { kind: "gone" };
@@ -298,7 +314,8 @@ export async function drive(deps: EngineDeps, id: string, opts: { finalOnRetryab
         if (a.status !== "PENDING") await markInFlight(deps.db, id, a.generation, "PENDING", Date.now());
         return { kind: "parked", assoc: (await getAssociation(deps.db, id)) ?? a };
       }
-      const result = await runOnce(deps, a, opts.finalOnRetryable);
+      const only = opts.repair && opts.repair.generation === a.generation ? new Set(opts.repair.names) : undefined;
+      const result = await runOnce(deps, a, opts.finalOnRetryable, only);
       if (result.current) {
         const after = (await getAssociation(deps.db, id)) ?? a;
         return { kind: "done", assoc: after, retryable: result.retryable, retryAfter: result.retryAfter, retryDelaySeconds: result.retryDelaySeconds };
@@ -315,6 +332,7 @@ async function runOnce(
   deps: EngineDeps,
   a: Association,
   finalOnRetryable: boolean,
+  only?: ReadonlySet<string>,
 ): Promise<{ current: boolean; retryable: boolean; retryAfter?: number; retryDelaySeconds?: number }> {
   const gen = a.generation;
   const dest = await getDestination(deps.db, deps.keys, { namespaceId: a.namespaceId, type: a.destinationType, name: a.destinationName });
@@ -330,6 +348,7 @@ async function runOnce(
     const data = a.desired === "synced" ? await loadSecret(deps, a) : null;
     const names = await externalNames(deps, a, dest, data);
     ({ plan, collision, ledger } = await claimAndLedger(deps, a, key, planOperation(a.desired, data, dest.options.granularity, names, a.external)));
+    if (only) plan = { ...plan, skip: new Set(plan.puts.map((p) => p.name).filter((n) => !only.has(n))) };
   } catch (e) {
     console.error(`sync: preparing association ${a.id} failed:`, e instanceof Error ? `${e.name}: ${e.message}` : "unknown error");
     const now = Date.now();

@@ -34,7 +34,7 @@ function leftovers(left: { destinations: string[]; apps: string[] }): string | n
 export const syncEngine = {
   name: "sync",
   sysRoutes: syncRoutes,
-  cron: [{ name: "sync-reconcile", run: (env) => syncReconcileJob(env) }],
+  cron: [{ name: "sync-reconcile", run: (env, controller) => syncReconcileJob(env, controller) }],
   queues: { [SYNC_QUEUE_NAME]: handleSyncBatch },
   durableObjects: { SyncGate },
   // Its secrets are going away: unsync them (through the queue), so no provider copy outlives

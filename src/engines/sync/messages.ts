@@ -10,7 +10,11 @@ export type SyncMessage =
   | { kind: "association"; id: string }
   | { kind: "purge"; namespaceId: string; type: DestinationKey["type"]; name: string }
   /** Queue every association with unfinished work whose id sorts after `after` (of one mount, when given), a page at a time. */
-  | { kind: "sweep"; after: string; mountId?: string };
+  | { kind: "sweep"; after: string; mountId?: string }
+  /** Compare one association's external secrets with what Lanyard last wrote (issue 15 rule 3, ./reconcile.ts). */
+  | { kind: "drift"; id: string }
+  /** Queue a drift check for every settled association whose id sorts after `after` (of one destination, when given), a page at a time. */
+  | { kind: "drift-sweep"; after: string; destination?: { namespaceId: string; type: DestinationKey["type"]; name: string } };
 
 /** Narrows an untrusted message body; null when it is not one of ours. */
 export function parseMessage(body: unknown): SyncMessage | null {
@@ -22,6 +26,14 @@ export function parseMessage(body: unknown): SyncMessage | null {
   }
   if (b.kind === "sweep" && typeof b.after === "string" && (b.mountId === undefined || typeof b.mountId === "string")) {
     return b.mountId === undefined ? { kind: "sweep", after: b.after } : { kind: "sweep", after: b.after, mountId: b.mountId };
+  }
+  if (b.kind === "drift" && typeof b.id === "string") return { kind: "drift", id: b.id };
+  if (b.kind === "drift-sweep" && typeof b.after === "string") {
+    if (b.destination === undefined) return { kind: "drift-sweep", after: b.after };
+    const d = b.destination as Record<string, unknown> | null;
+    if (d && typeof d.namespaceId === "string" && typeof d.type === "string" && isDestinationType(d.type) && typeof d.name === "string") {
+      return { kind: "drift-sweep", after: b.after, destination: { namespaceId: d.namespaceId, type: d.type, name: d.name } };
+    }
   }
   return null;
 }

@@ -5,8 +5,9 @@ import { appRoutes } from "./apps";
 import { associationRoutes } from "./associations";
 import { configRoutes } from "./config";
 import { destinationRoutes } from "./destinations";
+import { reconcileRoutes } from "./reconcile";
 
 // The engine follows KV-v2 changes from the moment the sync routes are part of the app.
 registerKvListener();
 
-export const syncRoutes: RouteDef[] = [...configRoutes, ...associationRoutes, ...destinationRoutes, ...appRoutes];
+export const syncRoutes: RouteDef[] = [...configRoutes, ...associationRoutes, ...reconcileRoutes, ...destinationRoutes, ...appRoutes];
