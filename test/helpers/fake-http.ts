@@ -3,6 +3,12 @@
  * runs (./fake-serve.ts) and the sync benchmark (scripts/bench-sync.mjs). Each fake gets its own
  * port; `GET /__fake/state` on a port shows what that fake holds (values included: these are
  * fakes). The fakes know the credentials of ./sync-bodies.ts, so the bodies there work as-is.
+ * The five provider fakes also take control calls (issue 15, for walk-throughs and e2e tests):
+ * `POST /__fake/edit` and `POST /__fake/delete` change a secret out of band (JSON body: `name`,
+ * `value`, and `where` "<owner>/<repo>[/<environment>]" for the repository host; delete with
+ * `force`/`purge` to skip AWS's recovery window / Key Vault's soft delete), `POST /__fake/throttle`
+ * sets the fake's limits ({"per_second"?, "concurrency"?, "retry_after"?: seconds,
+ * "throttle_next"?: n}, see ./fake-limits.ts) and `GET /__fake/throttle` shows what it recorded.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -11,6 +17,7 @@ import { FakeCloudone } from "./fake-cloudone";
 import { FakeCloudthree } from "./fake-cloudthree";
 import { FakeCloudtwo } from "./fake-cloudtwo";
 import { FakeRepohost } from "./fake-repohost";
+import type { FakeThrottle } from "./fake-limits";
 import type { FakeProvider } from "./fake-router";
 import { FakeWebhost } from "./fake-webhost";
 import { BODIES, SECRETS } from "./sync-bodies";
@@ -53,16 +60,59 @@ async function toRequest(req: IncomingMessage, port: number): Promise<Request> {
   return new Request(`http://127.0.0.1:${port}${req.url ?? "/"}`, { method: req.method, headers, body: hasBody ? body : undefined });
 }
 
+/** Out-of-band changes and limits of one provider fake, driven over HTTP (`/__fake/...`). */
+export interface FakeControl {
+  edit(b: Record<string, unknown>): void;
+  delete(b: Record<string, unknown>): void;
+  throttle: FakeThrottle;
+}
+
+const text = (b: Record<string, unknown>, k: string): string => {
+  const v = b[k];
+  if (typeof v !== "string") throw new Error(`${k} is required`);
+  return v;
+};
+
+/** Answers a `/__fake/...` control call; null when the path is not one. */
+async function controlCall(control: FakeControl, req: Request): Promise<Response | null> {
+  const path = new URL(req.url).pathname;
+  const ok = (body: unknown) => new Response(JSON.stringify(body), { headers: { "content-type": "application/json" } });
+  if (path === "/__fake/throttle" && req.method === "GET") {
+    const t = control.throttle;
+    return ok({ requests: t.requests, maxInFlight: t.maxInFlight, overLimit: t.overLimit, windows: t.windows, insideWindow: t.insideWindow });
+  }
+  if (req.method !== "POST" || !["/__fake/edit", "/__fake/delete", "/__fake/throttle"].includes(path)) return null;
+  try {
+    const b = (await req.json()) as Record<string, unknown>;
+    if (path === "/__fake/edit") control.edit(b);
+    else if (path === "/__fake/delete") control.delete(b);
+    else {
+      const perSecond = typeof b.per_second === "number" ? b.per_second : undefined;
+      control.throttle.configure({
+        rules: perSecond === undefined ? [] : [{ perWindow: perSecond, windowMs: 1000 }],
+        concurrency: typeof b.concurrency === "number" ? b.concurrency : undefined,
+        retryAfterSeconds: typeof b.retry_after === "number" ? b.retry_after : 1,
+      });
+      if (typeof b.throttle_next === "number") control.throttle.throttleNext(b.throttle_next);
+    }
+    return ok({ ok: true });
+  } catch (e) {
+    return new Response(JSON.stringify({ error: e instanceof Error ? e.message : String(e) }), { status: 400, headers: { "content-type": "application/json" } });
+  }
+}
+
 /** Serves one fake on 127.0.0.1:`port` (0 picks a free port); resolves once it listens. */
-export function serveFake(port: number, fake: FakeProvider, state: () => unknown): Promise<{ server: Server; port: number }> {
+export function serveFake(port: number, fake: FakeProvider, state: () => unknown, control?: FakeControl): Promise<{ server: Server; port: number }> {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     void (async () => {
       try {
         const actual = (server.address() as AddressInfo).port;
+        const request = req.url === "/__fake/state" ? null : await toRequest(req, actual);
+        const controlled = request && control && request.url.includes("/__fake/") ? await controlCall(control, request) : null;
         const r =
-          req.url === "/__fake/state"
+          request === null
             ? new Response(JSON.stringify(state(), null, 2), { headers: { "content-type": "application/json" } })
-            : await fake.handle(await toRequest(req, actual));
+            : (controlled ?? (await fake.handle(request)));
         const headers: Record<string, string> = {};
         r.headers.forEach((v, k) => {
           headers[k] = v;
@@ -95,12 +145,35 @@ export async function startFakeServers(base: number, fakes?: FakeProviders): Pro
   const f = fakes ?? (await createFakeProviders());
   const { one, two, three, gh, vc } = f;
   const at = (i: number) => (base === 0 ? 0 : base + i);
+  const project = (b: Record<string, unknown>) => (typeof b.project === "string" ? b.project : BODIES["webhost-project"].project_id);
+  const gcpProject = (b: Record<string, unknown>) => (typeof b.project === "string" ? b.project : "lanyard-test-project");
   const servers = await Promise.all([
-    serveFake(at(1), one, () => Object.fromEntries([...one.secrets].map(([k, v]) => [k, { value: v.value, tags: v.tags }]))),
-    serveFake(at(2), two, () => Object.fromEntries([...two.secrets].map(([k, v]) => [k, { value: v.value, deleted: v.deleted, tags: v.tags }]))),
-    serveFake(at(3), three, () => Object.fromEntries([...three.secrets].map(([k, v]) => [k, { latest: v.versions[v.versions.length - 1], labels: v.labels }]))),
-    serveFake(at(4), gh, () => gh.state()),
-    serveFake(at(5), vc, () => Object.fromEntries([...vc.projects].map(([k, p]) => [k, p.envs.map((e) => ({ key: e.key, value: e.value, target: e.target }))]))),
+    serveFake(at(1), one, () => Object.fromEntries([...one.secrets].map(([k, v]) => [k, { value: v.value, tags: v.tags, ...(v.deletedDate !== undefined ? { scheduled_for_deletion: true } : {}) }])), {
+      edit: (b) => one.editOutOfBand(text(b, "name"), text(b, "value")),
+      delete: (b) => one.deleteOutOfBand(text(b, "name"), { force: b.force === true }),
+      throttle: one.throttle,
+    }),
+    serveFake(at(2), two, () => Object.fromEntries([...two.secrets].map(([k, v]) => [k, { value: v.value, deleted: v.deleted, tags: v.tags }])), {
+      edit: (b) => two.editOutOfBand(text(b, "name"), text(b, "value")),
+      delete: (b) => two.deleteOutOfBand(text(b, "name"), { purge: b.purge === true }),
+      throttle: two.throttle,
+    }),
+    serveFake(at(3), three, () => Object.fromEntries([...three.secrets].map(([k, v]) => [k, { latest: v.versions[v.versions.length - 1], labels: v.labels }])), {
+      edit: (b) => three.editOutOfBand(gcpProject(b), text(b, "name"), text(b, "value")),
+      delete: (b) => three.deleteOutOfBand(gcpProject(b), text(b, "name")),
+      throttle: three.throttle,
+    }),
+    serveFake(at(4), gh, () => gh.state(), {
+      // An edit is stamped a second later than now, so it differs from a write made this second.
+      edit: (b) => gh.editOutOfBand(text(b, "where"), text(b, "name"), text(b, "value"), Date.now() + 1000),
+      delete: (b) => gh.deleteOutOfBand(text(b, "where"), text(b, "name")),
+      throttle: gh.throttle,
+    }),
+    serveFake(at(5), vc, () => Object.fromEntries([...vc.projects].map(([k, p]) => [k, p.envs.map((e) => ({ key: e.key, value: e.value, target: e.target }))])), {
+      edit: (b) => vc.editOutOfBand(project(b), text(b, "name"), text(b, "value")),
+      delete: (b) => vc.deleteOutOfBand(project(b), text(b, "name")),
+      throttle: vc.throttle,
+    }),
   ]);
   const url = (i: number) => `http://127.0.0.1:${servers[i]?.port ?? 0}`;
   return {
