@@ -12,7 +12,7 @@
  */
 import { bytesToBase64Url, sha256 } from "../../../core/encoding";
 import { DNS_TYPE, DnsWireError, answersFor, decodeAddressRdata, decodeDnsMessage, decodeTxtRdata, encodeDnsQuery, frameTcp, rcodeName, unframeTcp, type DnsMessage } from "./validate-dns-wire";
-import { ValidationFailure, errorText, exchange, hostPort, isDnsName, isIpIdentifier, isLoopbackHost, splitHostPort, withDeadline, type NetDeps, type ValidationResult } from "./validate-net";
+import { ValidationFailure, errorText, exchange, readBodyCapped, hostPort, isDnsName, isIpIdentifier, isLoopbackHost, splitHostPort, withDeadline, type NetDeps, type ValidationResult } from "./validate-net";
 
 /** Used when `dns_resolver` is empty. */
 export const DEFAULT_DOH_RESOLVER = "https://cloudflare-dns.com/dns-query";
@@ -108,27 +108,9 @@ async function queryDoh(deps: NetDeps, r: Extract<Resolver, { kind: "doh" }>, na
 }
 
 async function readCapped(res: Response, max: number, label: string): Promise<Uint8Array> {
-  if (!res.body) return new Uint8Array(0);
-  const reader = res.body.getReader();
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > max) {
-      await reader.cancel();
-      throw new ValidationFailure("dns", `dns: ${label}: answer larger than ${max} octets`);
-    }
-    parts.push(value);
-  }
-  const out = new Uint8Array(size);
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
+  const body = await readBodyCapped(res, max);
+  if (body === null) throw new ValidationFailure("dns", `dns: ${label}: answer larger than ${max} octets`);
+  return body;
 }
 
 function checkId(reply: Uint8Array, id: number, label: string): void {

@@ -21,7 +21,7 @@
  * IP identifiers have no such fallback (a Worker's fetch() refuses IP addresses).
  */
 import { lookupAddress, type Resolver } from "./validate-dns";
-import { ValidationFailure, errorText, exchange, hostPort, withDeadline, isDnsName, isIPv6, isIpIdentifier, type NetDeps, type ReadStep, type ValidationResult } from "./validate-net";
+import { ValidationFailure, errorText, exchange, readBodyCapped, hostPort, withDeadline, isDnsName, isIPv6, isIpIdentifier, type NetDeps, type ReadStep, type ValidationResult } from "./validate-net";
 
 /** Vault reads at most 513 bytes and refuses more than 512. */
 export const MAX_CHALLENGE_BODY = 512;
@@ -220,31 +220,6 @@ export function redirectTarget(location: string, from: URL, devTarget: boolean):
   return next;
 }
 
-/** Reads at most `max` + 1 bytes of a fetch() body; null when it is longer than `max`. */
-async function cappedBody(res: Response, max: number): Promise<Uint8Array | null> {
-  if (!res.body) return new Uint8Array(0);
-  const reader = res.body.getReader();
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > max) {
-      await reader.cancel();
-      return null;
-    }
-    parts.push(value);
-  }
-  const out = new Uint8Array(size);
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
-}
-
 /** The fetch() fallback of one hop (see the top of this file): redirects are not followed by fetch, the loop does. */
 async function fetchHop(deps: NetDeps, url: URL, connectError: ValidationFailure): Promise<HttpResponse> {
   const run = async (): Promise<HttpResponse> => {
@@ -259,7 +234,7 @@ async function fetchHop(deps: NetDeps, url: URL, connectError: ValidationFailure
     } catch (e) {
       throw new ValidationFailure("connection", `${connectError.message}; fetch() failed too: ${errorText(e)}`);
     }
-    const body = await cappedBody(res, MAX_CHALLENGE_BODY);
+    const body = await readBodyCapped(res, MAX_CHALLENGE_BODY);
     if (body === null) throw new ValidationFailure("incorrectResponse", `http-01: response too large (more than ${MAX_CHALLENGE_BODY} bytes) from ${url.href}`);
     const headers: [string, string][] = [];
     res.headers.forEach((v, k) => headers.push([k.toLowerCase(), v]));
