@@ -18,7 +18,7 @@ import { MOUNT_DISABLING } from "../../core/lifecycle";
 import { deleteMountRow, effectiveTtls, getMount, insertMountIfFree, listMounts, markMountDisabling, overlappingMount, updateMount, type MountRow } from "../../core/mount-store";
 import { route, type Req } from "../../core/route";
 import { AUTH_METHODS } from "../auth-methods";
-import { checkEnableTtls, checkTuneTtls, normalizeMountPath, ttlFrom } from "./mounts";
+import { BUILTIN_MOUNT_FLAGS, checkEnableTtls, checkTuneTtls, normalizeMountPath, ttlFrom } from "./mounts";
 
 /** Vault's mountInfo for an auth mount: TTLs as configured (0 = system), token_type. */
 export function authMountView(m: MountRow): Record<string, unknown> {
@@ -29,12 +29,7 @@ export function authMountView(m: MountRow): Record<string, unknown> {
     uuid: m.id,
     config: { default_lease_ttl: m.defaultLeaseTtl, max_lease_ttl: m.maxLeaseTtl, force_no_cache: false, token_type: "default-service" },
     options: Object.keys(m.options).length > 0 ? m.options : null,
-    local: false,
-    seal_wrap: false,
-    external_entropy_access: false,
-    plugin_version: "",
-    running_plugin_version: "",
-    running_sha256: "",
+    ...BUILTIN_MOUNT_FLAGS,
   };
 }
 
@@ -48,12 +43,7 @@ export async function tokenMountView(nsId: string): Promise<Record<string, unkno
     uuid: `${id.slice(0, 8)}-${id.slice(8, 12)}-${id.slice(12, 16)}-${id.slice(16, 20)}-${id.slice(20, 32)}`,
     config: { default_lease_ttl: 0, max_lease_ttl: 0, force_no_cache: false, token_type: "default-service" },
     options: null,
-    local: false,
-    seal_wrap: false,
-    external_entropy_access: false,
-    plugin_version: "",
-    running_plugin_version: "",
-    running_sha256: "",
+    ...BUILTIN_MOUNT_FLAGS,
   };
 }
 

@@ -53,14 +53,19 @@ export function mountView(m: MountRow): Record<string, unknown> {
     uuid: m.id,
     config: { default_lease_ttl: defaultTtl, max_lease_ttl: maxTtl, force_no_cache: false },
     options: m.type === "kv" ? { version: "2", ...m.options } : m.options,
-    local: false,
-    seal_wrap: false,
-    external_entropy_access: false,
-    plugin_version: "",
-    running_plugin_version: "",
-    running_sha256: "",
+    ...BUILTIN_MOUNT_FLAGS,
   };
 }
+
+/** The mountInfo keys that are the same for every mount Lanyard has (built in, one cluster). */
+export const BUILTIN_MOUNT_FLAGS = {
+  local: false,
+  seal_wrap: false,
+  external_entropy_access: false,
+  plugin_version: "",
+  running_plugin_version: "",
+  running_sha256: "",
+} as const;
 
 /** Resolves `type` and `options` to a supported engine: pki, or kv version 2 (also "kv-v2"). */
 function engineType(type: string, options: Record<string, unknown>): { type: string; options: Record<string, string> } {
