@@ -92,6 +92,10 @@ export default defineConfig(async () => {
             globalSetup: ["./test/e2e/global-setup.ts"],
             testTimeout: 60_000,
             hookTimeout: 120_000,
+            // After the other projects, not beside them: with the Workers pool saturating both
+            // cores, wrangler's dev proxy twice answered an e2e burst (100 concurrent revocations,
+            // 200 concurrent issues) with "Your worker restarted mid-request". Alone it never did.
+            sequence: { groupOrder: 1 },
           },
         },
       ],
