@@ -20,7 +20,7 @@
  *   and X-Real-IP are never trusted. Without it, any CIDR binding refuses the login.
  * - No message quotes the SecretID (Vault's `invalid secret_id "<raw>"` does), and Vault's Go
  *   formatting artefact `: %!w(<nil>)` is left out of the CIDR messages.
- * - Vault's user lockout (5 failures per role_id) is not implemented.
+ * - Lanyard has no user lockout (Vault locks a role_id out for 15 minutes after 5 failed logins).
  */
 import { cidrsWithin, ipInCidrs } from "../../../core/cidr";
 import { badRequest } from "../../../core/errors";
