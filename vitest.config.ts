@@ -16,6 +16,7 @@ const NODE_UNIT_TESTS = [
   "auth-jwt",
   "auth-login",
   "cidr",
+  "core-body",
   "core-encoding",
   "duration",
   "fields",

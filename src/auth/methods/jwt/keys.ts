@@ -27,6 +27,7 @@
  * - The discovery document's `jwks_uri` is cached like a key set.
  * - Imported CryptoKeys are cached per key and algorithm. Every map is bounded.
  */
+import { readCapped } from "../../../core/body";
 import { importJWK, importSPKI, importX509, type CryptoKey, type JWK } from "jose";
 import { ApiError } from "../../../core/errors";
 import { parseJsonLimited } from "../../../core/json";
@@ -77,27 +78,9 @@ const defaultDeps = (): FetchDeps => ({
 async function readLimited(res: Response, limit: number): Promise<string> {
   const declared = Number(res.headers.get("content-length") ?? "0");
   if (declared > limit) throw new KeySourceError(`document larger than ${limit} bytes`);
-  if (!res.body) return "";
-  const reader = res.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await reader.cancel();
-      throw new KeySourceError(`document larger than ${limit} bytes`);
-    }
-    chunks.push(value);
-  }
-  const all = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    all.set(c, at);
-    at += c.byteLength;
-  }
-  return new TextDecoder().decode(all);
+  const bytes = await readCapped(res.body, limit);
+  if (bytes === null) throw new KeySourceError(`document larger than ${limit} bytes`);
+  return new TextDecoder().decode(bytes);
 }
 
 /**

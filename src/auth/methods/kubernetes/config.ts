@@ -91,17 +91,8 @@ export function hasValidCertificate(pem: string): boolean {
   });
 }
 
-/** Field values as the config route coerced them. */
-export interface ConfigInput {
-  kubernetes_host: string;
-  kubernetes_ca_cert: string;
-  token_reviewer_jwt: string;
-  pem_keys: string[];
-  issuer: string;
-  disable_iss_validation: boolean;
-  disable_local_ca_jwt: boolean;
-  use_annotations_as_alias_metadata: boolean;
-}
+/** Field values as the config route coerced them: the stored shape, before validation. */
+export type ConfigInput = KubeConfig;
 
 /** Checks a config write (upstream's messages where it has them) and returns what to store. */
 export async function configFrom(env: Env, input: ConfigInput): Promise<KubeConfig> {

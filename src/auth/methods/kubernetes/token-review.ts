@@ -22,6 +22,7 @@
  *
  * Neither JWT (the reviewed one or the reviewer's) ever appears in a log line or an error.
  */
+import { readCapped } from "../../../core/body";
 import { ApiError, permissionDenied } from "../../../core/errors";
 import { checkOutboundUrl } from "../../../core/outbound-url";
 
@@ -84,9 +85,10 @@ async function exchange(url: URL, bearer: string, body: string): Promise<{ statu
       await res.body?.cancel();
       throw unavailable(`the answer is larger than ${MAX_RESPONSE_BYTES} bytes`);
     }
-    const text = await res.text();
-    if (text.length > MAX_RESPONSE_BYTES) throw unavailable(`the answer is larger than ${MAX_RESPONSE_BYTES} bytes`);
-    return { status: res.status, text };
+    // The cap holds while reading: a chunked answer without Content-Length is cut off too.
+    const bytes = await readCapped(res.body, MAX_RESPONSE_BYTES);
+    if (bytes === null) throw unavailable(`the answer is larger than ${MAX_RESPONSE_BYTES} bytes`);
+    return { status: res.status, text: new TextDecoder().decode(bytes) };
   } catch (e) {
     if (e instanceof ApiError) throw e;
     if (signal.aborted || (e instanceof Error && e.name === "TimeoutError")) {

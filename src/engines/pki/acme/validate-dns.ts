@@ -10,9 +10,10 @@
  * Vault uses the configured resolver for every ACME lookup, also the A/AAAA of an http-01 host
  * (ecosystem reference §7.4); `lookupAddress` is that lookup for validate-http.ts.
  */
+import { readCapped } from "../../../core/body";
 import { bytesToBase64Url, sha256 } from "../../../core/encoding";
 import { DNS_TYPE, DnsWireError, answersFor, decodeAddressRdata, decodeDnsMessage, decodeTxtRdata, encodeDnsQuery, frameTcp, rcodeName, unframeTcp, type DnsMessage } from "./validate-dns-wire";
-import { ValidationFailure, errorText, exchange, readBodyCapped, hostPort, isDnsName, isIpIdentifier, isLoopbackHost, splitHostPort, withDeadline, type NetDeps, type ValidationResult } from "./validate-net";
+import { ValidationFailure, errorText, exchange, hostPort, isDnsName, isIpIdentifier, isLoopbackHost, splitHostPort, withDeadline, type NetDeps, type ValidationResult } from "./validate-net";
 
 /** Used when `dns_resolver` is empty. */
 export const DEFAULT_DOH_RESOLVER = "https://cloudflare-dns.com/dns-query";
@@ -100,15 +101,15 @@ async function queryDoh(deps: NetDeps, r: Extract<Resolver, { kind: "doh" }>, na
       await res.body?.cancel();
       throw new ValidationFailure("dns", `dns: ${r.label} answered content type "${ct}", not application/dns-message`);
     }
-    return readCapped(res, MAX_DNS_MESSAGE, r.label);
+    return readDnsAnswer(res, MAX_DNS_MESSAGE, r.label);
   };
   const reply = await withDeadline(run(), deps.deadline, `dns: ${r.label}`, "dns");
   checkId(reply, 0, r.label);
   return reply;
 }
 
-async function readCapped(res: Response, max: number, label: string): Promise<Uint8Array> {
-  const body = await readBodyCapped(res, max);
+async function readDnsAnswer(res: Response, max: number, label: string): Promise<Uint8Array> {
+  const body = await readCapped(res.body, max);
   if (body === null) throw new ValidationFailure("dns", `dns: ${label}: answer larger than ${max} octets`);
   return body;
 }

@@ -20,8 +20,9 @@
  * same URL: there the URL's host is the identifier, so the Host header is the right one anyway.
  * IP identifiers have no such fallback (a Worker's fetch() refuses IP addresses).
  */
+import { readCapped } from "../../../core/body";
 import { lookupAddress, type Resolver } from "./validate-dns";
-import { ValidationFailure, errorText, exchange, readBodyCapped, hostPort, withDeadline, isDnsName, isIPv6, isIpIdentifier, type NetDeps, type ReadStep, type ValidationResult } from "./validate-net";
+import { ValidationFailure, errorText, exchange, hostPort, withDeadline, isDnsName, isIPv6, isIpIdentifier, type NetDeps, type ReadStep, type ValidationResult } from "./validate-net";
 
 /** Vault reads at most 513 bytes and refuses more than 512. */
 export const MAX_CHALLENGE_BODY = 512;
@@ -234,7 +235,7 @@ async function fetchHop(deps: NetDeps, url: URL, connectError: ValidationFailure
     } catch (e) {
       throw new ValidationFailure("connection", `${connectError.message}; fetch() failed too: ${errorText(e)}`);
     }
-    const body = await readBodyCapped(res, MAX_CHALLENGE_BODY);
+    const body = await readCapped(res.body, MAX_CHALLENGE_BODY);
     if (body === null) throw new ValidationFailure("incorrectResponse", `http-01: response too large (more than ${MAX_CHALLENGE_BODY} bytes) from ${url.href}`);
     const headers: [string, string][] = [];
     res.headers.forEach((v, k) => headers.push([k.toLowerCase(), v]));

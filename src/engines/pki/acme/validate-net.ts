@@ -7,7 +7,6 @@
  * connect() (validate.ts, the only importer of that module), the unit tests pass node:net. So
  * everything here and in the validators runs, and is tested, in plain Node.
  */
-import { concatBytes } from "../../../core/encoding";
 
 /** An RFC 8555 §6.7 problem: `type` is the full `urn:ietf:params:acme:error:*` URN. */
 export interface AcmeProblem {
@@ -222,26 +221,4 @@ export function splitHostPort(s: string): { host: string; port: number } | null 
 export function isLoopbackHost(host: string): boolean {
   const h = host.replace(/^\[|\]$/g, "").toLowerCase();
   return h === "localhost" || h === "::1" || (isIPv4(h) && h.startsWith("127."));
-}
-
-/**
- * Reads a fetch() body up to `max` bytes; null when it is longer (the rest is cancelled, so a
- * hostile server cannot make a validation read without end).
- */
-export async function readBodyCapped(res: Response, max: number): Promise<Uint8Array | null> {
-  if (!res.body) return new Uint8Array(0);
-  const reader = res.body.getReader();
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > max) {
-      await reader.cancel();
-      return null;
-    }
-    parts.push(value);
-  }
-  return concatBytes(parts);
 }
