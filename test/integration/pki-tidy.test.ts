@@ -207,7 +207,9 @@ describe("tidy_revoked_cert_issuer_associations", () => {
     const otherId = other.body.data.issuer_id as string;
     await write(`${path}/roles/o`, { allow_any_name: true, key_type: "ec", issuer_ref: "other" });
     const a = await issue(path, "1h", "a.example");
-    const b = (await write(`${path}/issue/o`, { common_name: "b.example" })).body.data.serial_number as string;
+    // An explicit TTL: the default (the mount's 768h) would end a second after the root made just
+    // before it whenever the two straddle a second boundary, and issue refuses that (flaked in CI).
+    const b = (await write(`${path}/issue/o`, { common_name: "b.example", ttl: "1h" })).body.data.serial_number as string;
     const c = await issue(path, "1h", "c.example");
     await insertRevoked(mountId, a.serial, "");
     await insertRevoked(mountId, b, "00000000-0000-0000-0000-000000000000");
