@@ -5,7 +5,7 @@
  */
 import { Hono } from "hono";
 import { configProblem, loadConfig } from "../core/config";
-import { openDb } from "../core/db/client";
+import { openDb, type D1Counter } from "../core/db/client";
 import { dispatch } from "./dispatch";
 import { errorResponse, jsonResponse } from "../core/envelope";
 import { ApiError } from "../core/errors";
@@ -34,14 +34,20 @@ for (const p of ["health", "seal-status", "leader"]) {
 
 app.all("/v1/*", async (c) => {
   const cfg = loadConfig(c.env);
-  return dispatch(c.req.raw, {
-    db: openDb(c.env.DB),
+  // Benchmarks only (scripts/bench.mjs): the request's D1 round trips, answered in X-Lanyard-D1.
+  const counter: D1Counter | undefined = c.env.BENCH_COUNT_D1 === "true" ? { roundTrips: 0 } : undefined;
+  const res = await dispatch(c.req.raw, {
+    db: openDb(c.env.DB, counter),
     env: c.env,
     rootToken: cfg.rootToken,
     maxBodyBytes: cfg.maxBodyBytes,
     requestId: c.get("requestId"),
     waitUntil: (p) => c.executionCtx.waitUntil(p),
   });
+  if (!counter) return res;
+  const counted = new Response(res.body, res);
+  counted.headers.set("x-lanyard-d1", String(counter.roundTrips));
+  return counted;
 });
 
 app.notFound((c) => errorResponse(404, ["unsupported path: paths start with /v1/"], c.get("requestId")));

@@ -3,6 +3,7 @@
  * usable ROOT_TOKEN and SEAL_KEY: every request but sys/health then answers 503 with the reason.
  */
 import { isValidSealKey, type SealKeys } from "./db/seal";
+import { configureCaches, MAX_CACHE_TTL_MS, parseCacheTtl } from "./read-cache";
 import { ApiError } from "./errors";
 import { DEFAULT_MAX_REQUEST_BYTES } from "./request";
 
@@ -22,6 +23,8 @@ export function configProblem(env: Env): string | null {
     problems.push("ROOT_TOKEN is not set or is shorter than 16 characters");
   }
   if (!isValidSealKey(env.SEAL_KEY)) problems.push("SEAL_KEY is not set or is not base64 of 32 bytes");
+  // A bad CACHE_TTL_MS is refused in every environment: guessing would silently change a bound.
+  if (parseCacheTtl(env.CACHE_TTL_MS) === null) return `service is not configured: CACHE_TTL_MS must be a whole number of milliseconds from 0 to ${MAX_CACHE_TTL_MS}`;
   if (problems.length === 0) return null;
   // Development may run with a short root token (the default is "dev-root-token"), never without a seal key.
   if (env.ENVIRONMENT === "development" && isValidSealKey(env.SEAL_KEY) && env.ROOT_TOKEN) return null;
@@ -31,6 +34,7 @@ export function configProblem(env: Env): string | null {
 export function loadConfig(env: Env): Config {
   const problem = configProblem(env);
   if (problem) throw new ApiError(503, problem);
+  configureCaches(env.CACHE_TTL_MS);
   const max = Number(env.MAX_REQUEST_BYTES ?? "");
   const admin = (env.ADMIN_NAMESPACE ?? "").split("/").filter((s) => s !== "");
   return {

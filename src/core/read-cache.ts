@@ -1,0 +1,104 @@
+/**
+ * Per-isolate read caches of the hot path (issue 14; docs/architecture.md "Caches and
+ * concurrency invariants" lists every cache, its key, its bound and its invalidation).
+ *
+ * Invariants:
+ * - **Bounded staleness.** An entry is used for at most `CACHE_TTL_MS` after the D1 read that
+ *   produced it started (default 1000 ms; 0 turns every cache off). Past that it is read again.
+ *   So a change made by another isolate (or another colo) is seen within CACHE_TTL_MS.
+ * - **The isolate that writes sees its write at once.** Every store that writes a cached table
+ *   calls `invalidate(area)` after the write and before its request answers; that clears the
+ *   area's caches in this isolate (a whole-area clear: writes to these tables are rare and a
+ *   finer key is one more thing to get wrong).
+ * - **A read that raced a write is not kept.** Each area has a generation, bumped by
+ *   `invalidate`; a value read before the bump and stored after it is dropped (`set` is given the
+ *   generation seen before the read).
+ * - **Values only, never promises**: workerd ties I/O to the request that started it, so one
+ *   request must not await another's read.
+ * - **Bounded size**: each cache holds at most `max` entries and is cleared whole when full.
+ */
+
+/** The areas a write can invalidate; each cache belongs to one. */
+export type CacheArea = "tokens" | "policies" | "namespaces" | "mounts" | "pki" | "audit";
+
+/** The default and the largest accepted CACHE_TTL_MS (CONTRACT.md "Configuration"). */
+export const DEFAULT_CACHE_TTL_MS = 1000;
+export const MAX_CACHE_TTL_MS = 60_000;
+
+let ttlMs = DEFAULT_CACHE_TTL_MS;
+const generations = new Map<CacheArea, number>();
+const caches = new Map<CacheArea, Set<ReadCache<unknown>>>();
+
+/** CACHE_TTL_MS as a number, or null when it is set to something unusable (config.ts reports it). */
+export function parseCacheTtl(raw: string | undefined): number | null {
+  if (raw === undefined || raw.trim() === "") return DEFAULT_CACHE_TTL_MS;
+  if (!/^\d+$/.test(raw.trim())) return null;
+  const n = Number(raw.trim());
+  return n <= MAX_CACHE_TTL_MS ? n : null;
+}
+
+/** Applies the Worker's CACHE_TTL_MS to this isolate's caches (cheap; called per request). */
+export function configureCaches(raw: string | undefined): void {
+  const next = parseCacheTtl(raw) ?? DEFAULT_CACHE_TTL_MS;
+  if (next === ttlMs) return;
+  ttlMs = next;
+  if (next === 0) for (const area of caches.keys()) invalidate(area);
+}
+
+export function cacheTtl(): number {
+  return ttlMs;
+}
+
+/** The area's generation: pass it to `set` after a read started under it. */
+export function generationOf(area: CacheArea): number {
+  return generations.get(area) ?? 0;
+}
+
+/** Forgets everything this isolate cached for `area` (after a write to its tables). */
+export function invalidate(area: CacheArea): void {
+  generations.set(area, generationOf(area) + 1);
+  for (const c of caches.get(area) ?? []) c.clear();
+}
+
+export class ReadCache<V> {
+  private readonly entries = new Map<string, { value: V; at: number }>();
+
+  constructor(
+    readonly area: CacheArea,
+    private readonly max: number,
+  ) {
+    const set = caches.get(area) ?? new Set();
+    set.add(this as ReadCache<unknown>);
+    caches.set(area, set);
+  }
+
+  /** The value read for `key` less than CACHE_TTL_MS ago, else undefined. */
+  get(key: string, now = Date.now()): V | undefined {
+    if (ttlMs === 0) return undefined;
+    const e = this.entries.get(key);
+    if (!e) return undefined;
+    if (now - e.at >= ttlMs) {
+      this.entries.delete(key);
+      return undefined;
+    }
+    return e.value;
+  }
+
+  /**
+   * Keeps `value`, read at `readAt` (taken before the read) under `generation` (generationOf,
+   * also taken before the read); a value an invalidation overtook is not kept.
+   */
+  set(key: string, value: V, readAt: number, generation: number): void {
+    if (ttlMs === 0 || generation !== generationOf(this.area)) return;
+    if (this.entries.size >= this.max && !this.entries.has(key)) this.entries.clear();
+    this.entries.set(key, { value, at: readAt });
+  }
+
+  delete(key: string): void {
+    this.entries.delete(key);
+  }
+
+  clear(): void {
+    this.entries.clear();
+  }
+}
