@@ -1,8 +1,10 @@
 // Shared by the benchmarks (scripts/bench*.mjs): quiet wrangler, the root-token API call, the
-// Worker bundled once and started in the local runtime with its direct workerd URL, and the
-// workerd CPU reading from /proc. Not a benchmark itself (run-bench.mjs runs scripts/bench*.mjs).
+// Worker bundled once (from the checkout, or from a committed tree with BENCH_REV=<revision>)
+// and started in the local runtime with its direct workerd URL, and the CPU readings from /proc
+// (workerd's children of this process; any one pid, e.g. the cfssl peer). Not a benchmark
+// itself (run-bench.mjs runs scripts/bench*.mjs).
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -55,16 +57,35 @@ export async function load(base, req, concurrency, seconds) {
   };
 }
 
+/**
+ * /proc/<pid>/stat of one process: its parent pid and the CPU seconds (utime + stime, every
+ * thread) it used so far; null if it is gone or off Linux. The fields after the command name
+ * (which may hold spaces, hence the last ")") are proc(5)'s from "state" on.
+ */
+function procStat(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { ppid: Number(fields[1]), cpu: (Number(fields[11]) + Number(fields[12])) / 100 }; // clock ticks (USER_HZ = 100)
+  } catch {
+    return null;
+  }
+}
+
+/** CPU seconds (user + system) used so far by one process (e.g. the cfssl peer); NaN if unreadable. */
+export function processCpu(pid) {
+  return procStat(pid)?.cpu ?? NaN;
+}
+
 /** CPU seconds (user + system) used so far by each workerd child of this process; {} off Linux. */
 export function workerdCpu() {
   const out = {};
   if (!existsSync("/proc/self/stat")) return out;
   for (const pid of readdirSync("/proc").filter((d) => /^\d+$/.test(d))) {
+    const st = procStat(pid);
+    if (!st || st.ppid !== process.pid) continue;
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (Number(fields[1]) !== process.pid || !readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("workerd")) continue;
-      out[pid] = (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in clock ticks (USER_HZ = 100)
+      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("workerd")) out[pid] = st.cpu;
     } catch {
       // The process ended between the listing and the read.
     }
@@ -79,10 +100,33 @@ export function cpuPerRequest(before, after, requests) {
   return requests > 0 ? (most * 1000) / requests : NaN;
 }
 
+/**
+ * The source tree to bundle: the checkout itself, or with BENCH_REV=<git revision> that
+ * revision's wrangler.toml, src/ and migrations/ exported (git archive, read-only on the
+ * checkout) into `dir`, with the checkout's node_modules linked in. The latter measures a
+ * committed state while src/ is being edited.
+ */
+function sourceTree(dir) {
+  const rev = process.env.BENCH_REV;
+  if (!rev) return root;
+  const tree = path.join(dir, "tree");
+  mkdirSync(tree);
+  const tar = execFileSync("git", ["archive", "--format=tar", rev, "wrangler.toml", "package.json", "tsconfig.json", "src", "migrations"], { cwd: root, maxBuffer: 1 << 28 });
+  execFileSync("tar", ["-x", "-C", tree], { input: tar });
+  symlinkSync(path.join(root, "node_modules"), path.join(tree, "node_modules"));
+  return tree;
+}
+
 /** Bundles the Worker once, so the benchmark runs a fixed build whatever happens in src/. */
-function bundle(outdir) {
+function bundle(tree, outdir) {
   const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
-  execFileSync(wrangler, ["deploy", "--dry-run", "--outdir", outdir, "-c", path.join(root, "wrangler.toml")], { cwd: root, stdio: "ignore" });
+  try {
+    execFileSync(wrangler, ["deploy", "--dry-run", "--outdir", outdir, "-c", path.join(tree, "wrangler.toml")], { cwd: tree, stdio: ["ignore", "pipe", "pipe"] });
+  } catch (e) {
+    // src/ may be mid-edit: say why the bundle failed rather than only that it did.
+    const said = `${e.stderr ?? ""}${e.stdout ?? ""}`.trim().split("\n").slice(-15).join("\n");
+    throw new Error(`bundling the Worker failed (wrangler deploy --dry-run):\n${said}`);
+  }
   return path.join(outdir, "index.js");
 }
 
@@ -95,8 +139,9 @@ function bundle(outdir) {
 export async function startBenchWorker(bindings = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), "lanyard-bench-"));
   const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
-  execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir], { cwd: root, stdio: "ignore" });
-  const entrypoint = bundle(path.join(dir, "bundle"));
+  const tree = sourceTree(dir);
+  execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir, "-c", path.join(tree, "wrangler.toml")], { cwd: tree, stdio: "ignore" });
+  const entrypoint = bundle(tree, path.join(dir, "bundle"));
   const devEnv = new unstable_DevEnv();
   let resolveDirect;
   const direct = new Promise((resolve) => (resolveDirect = resolve));
@@ -109,7 +154,7 @@ export async function startBenchWorker(bindings = {}) {
     return dispatchEvent(event);
   };
   const worker = await devEnv.startWorker({
-    config: path.join(root, "wrangler.toml"),
+    config: path.join(tree, "wrangler.toml"),
     entrypoint,
     // The runner watches its module root (else the project): the bundle's directory never changes.
     build: { bundle: false, moduleRoot: path.dirname(entrypoint) },
