@@ -6,10 +6,12 @@
 // summarised the same way. Targets are judged on the median at concurrency 8 (the largest
 // concurrency measured when 8 was not).
 
-/** The median (upper middle for an even count) of the finite values; NaN when there are none. */
+/** The median of the finite values (the mean of the middle two for an even count); NaN when there are none. */
 export function median(xs) {
   const v = xs.filter(Number.isFinite).sort((a, b) => a - b);
-  return v.length === 0 ? NaN : v[Math.floor(v.length / 2)];
+  if (v.length === 0) return NaN;
+  const mid = Math.floor(v.length / 2);
+  return v.length % 2 === 1 ? v[mid] : (v[mid - 1] + v[mid]) / 2;
 }
 
 function fmt(x, digits) {
