@@ -8,29 +8,21 @@
  */
 import { capabilitiesFor, isAllowed, nsRelativePath, type Acl, type Operation } from "../auth/acl";
 import type { Capability } from "../auth/policy-parser";
-import { isRootToken, presentedToken, rootEntry, tokenEntryOf } from "../auth/authenticate";
-import { getNamespaceById, namespacesQuery } from "../auth/namespace-store";
-import { aclFor } from "../auth/policies";
-import { revokeTree, spendUse, tokenByHashQuery, type TokenEntry } from "../auth/token-store";
-import { MOUNT_ENGINES } from "./engines";
-import { AUTH_METHODS } from "./auth-methods";
-import { isAuthMount } from "../auth/methods/method";
+import { presentedToken } from "../auth/authenticate";
+import { revokeTree, spendUse, type TokenEntry } from "../auth/token-store";
 import { ipInCidrs } from "../core/cidr";
-import { BACKEND_ROUTES } from "./backends";
 import type { Db } from "../core/db/client";
-import { MAX_NAMESPACE_DEPTH } from "../core/limits";
-import { findMountForPath, longestMount, mountCandidates, mountIdSql, mountsQuery, ROOT_NAMESPACE, type MountRow, type NamespaceRef } from "../core/mount-store";
-import { sha256Hex } from "../core/encoding";
+import type { NamespaceRef } from "../core/mount-store";
 import { ApiError, badRequest, notFound, permissionDenied } from "../core/errors";
 import { envelope, jsonResponse } from "../core/envelope";
 import { parseFields, replacedFieldsWarning, unknownFieldsWarning } from "../core/fields";
 import { decodeJsonObject, operationOf, queryData, readBody } from "../core/request";
-import { matchRoute, type CompiledRoute, type Req, type RouteDef } from "../core/route";
-import type { BatchItem } from "drizzle-orm/batch";
+import { matchRoute, type Req, type RouteDef } from "../core/route";
 import { trimEndChar } from "../core/text";
 import { inspectPath } from "../core/path";
 import { parseDurationSeconds } from "../core/duration";
 import { AuditTrail } from "./audit-hook";
+import { resolveRequest } from "./resolve";
 
 export interface DispatchConfig {
   db: Db;
@@ -39,126 +31,6 @@ export interface DispatchConfig {
   maxBodyBytes: number;
   requestId: string;
   waitUntil(p: Promise<unknown>): void;
-}
-
-interface Backend {
-  mountType: string;
-  routes: CompiledRoute[];
-  mount: MountRow | null;
-  /** Path relative to the backend (what its route patterns match). */
-  relPath: string;
-}
-
-interface FirstRound {
-  ns: NamespaceRef | null;
-  rest: string[];
-  found: TokenEntry | null;
-  /** The backend, when the batch could already settle it; undefined when it must be looked up. */
-  backend?: Backend | null;
-  /** Reads a route asked for (RouteDef.prefetch), made for a guessed mount. */
-  prefetch?: Prefetch;
-  /** Without `ns`: the path of the namespace asked for, which does not exist ("a/b/"). */
-  wanted?: string;
-}
-
-/** A route's prefetched reads, valid only if the request turns out to reach `def` on the guessed mount. */
-interface Prefetch {
-  mountPath: string;
-  mountType: string;
-  def: RouteDef;
-  results: unknown[];
-}
-
-/**
- * The guess behind RouteDef.prefetch: the mount is the path's first segment in the root
- * namespace (the usual layout, e.g. "pki/issue/web"). Returns the route's extra statements and
- * what they are for, or null when no route of any engine there asks for reads.
- */
-function prefetchPlan(db: Db, segs: string[]): { mountPath: string; mountType: string; def: RouteDef; statements: BatchItem<"sqlite">[] } | null {
-  if (segs.length < 2) return null;
-  const mountPath = `${segs[0]}/`;
-  const relPath = segs.slice(1).join("/");
-  for (const [mountType, engine] of Object.entries(MOUNT_ENGINES)) {
-    const m = matchRoute(engine.routes, relPath);
-    if (!m?.route.def.prefetch) continue;
-    const statements = m.route.def.prefetch(db, mountIdSql(ROOT_NAMESPACE.id, mountPath, mountType), m.params);
-    if (statements.length > 0) return { mountPath, mountType, def: m.route.def, statements };
-  }
-  return null;
-}
-
-/**
- * The request's first D1 round trip, as one batch (`npm run bench` showed each D1 round trip
- * costing more than the certificate itself): the namespaces the path could be in (the longest
- * match wins), the presented token, and, without a namespace header, the mount as seen from
- * the root namespace. That mount lookup is speculative: it is used only when no child namespace
- * matches the path (the common case); otherwise the mount is looked up in the namespace found.
- * Nothing is cached across requests: every request reads tokens, namespaces and mounts afresh.
- */
-async function firstRound(db: Db, rootToken: string, header: string | null, segs: string[], presented: string | null, trail: AuditTrail): Promise<FirstRound> {
-  const base = (header ?? "")
-    .split("/")
-    .filter((s) => s !== "")
-    .map((s) => `${s}/`)
-    .join("");
-  const candidates = [base];
-  // sys/ and auth/ can never be namespace names, so only the header's namespace is looked up.
-  const first = segs[0];
-  const system = first === "sys" || first === "auth";
-  // Every candidate is a bound parameter and D1 allows 100 per statement; no namespace nests
-  // deeper than MAX_NAMESPACE_DEPTH, so deeper prefixes need no lookup (issue 18 #6).
-  const deepest = Math.min(segs.length - 1, MAX_NAMESPACE_DEPTH - (base.split("/").length - 1));
-  if (!system) for (let i = 1; i <= deepest; i++) candidates.push(base + segs.slice(0, i).map((s) => `${s}/`).join(""));
-  const fullPath = segs.join("/");
-  const speculate = base === "" && systemBackend(fullPath) === null;
-
-  const root = presented !== null && presented !== "" && isRootToken(rootToken, presented);
-  const tokenHash = presented && !root ? await sha256Hex(presented) : "";
-  const plan = speculate ? prefetchPlan(db, segs) : null;
-  // The audit device list rides along when the isolate's copy is stale (src/app/audit-hook.ts).
-  const devices = trail.deviceRead(db);
-  // Empty lists and an empty hash make the unneeded parts of the batch match nothing.
-  const [nsRows, tokenRows, mountRows, ...extra] = await db.batch([
-    namespacesQuery(db, candidates.filter((p) => p !== "")),
-    tokenByHashQuery(db, tokenHash),
-    mountsQuery(db, ROOT_NAMESPACE.id, speculate ? mountCandidates(fullPath) : []),
-    ...(devices ? [devices] : []),
-    ...(plan?.statements ?? []),
-  ]);
-  if (devices) await trail.absorb(extra.shift());
-  const prefetch = plan ? { mountPath: plan.mountPath, mountType: plan.mountType, def: plan.def, results: extra } : undefined;
-  const found = root && presented ? rootEntry(presented) : tokenHash && presented ? tokenEntryOf(tokenRows[0], presented, Date.now()) : null;
-
-  let best: NamespaceRef | null = base === "" ? ROOT_NAMESPACE : null;
-  for (const ns of nsRows) if (!best || ns.path.length > best.path.length) best = ns;
-  if (!best) return { ns: null, rest: segs, found, wanted: base };
-  const used = best.path.slice(base.length).split("/").filter((s) => s !== "").length;
-  const rest = segs.slice(used);
-  if (speculate && best.id === ROOT_NAMESPACE.id) return { ns: best, rest, found, backend: mountBackend(longestMount(mountRows), fullPath), prefetch };
-  return { ns: best, rest, found };
-}
-
-/** The built-in backends (sys/, auth/token/), or null for a path that belongs to a mount. */
-function systemBackend(path: string): Backend | null {
-  if (path === "sys" || path.startsWith("sys/")) {
-    return { mountType: "system", routes: BACKEND_ROUTES.sys, mount: null, relPath: path.slice(4) };
-  }
-  if (path === "auth/token" || path.startsWith("auth/token/")) {
-    return { mountType: "token", routes: BACKEND_ROUTES.token, mount: null, relPath: path.slice(11) };
-  }
-  return null;
-}
-
-function mountBackend(mount: MountRow | null, path: string): Backend | null {
-  if (!mount) return null;
-  // Auth mounts ("auth/approle/") are served by their auth method, secrets mounts by their engine.
-  const engine = isAuthMount(mount) ? AUTH_METHODS[mount.type] : MOUNT_ENGINES[mount.type];
-  if (!engine) return null;
-  return { mountType: mount.type, routes: engine.routes, mount, relPath: path.slice(mount.path.length) };
-}
-
-async function resolveBackend(db: Db, ns: NamespaceRef, path: string): Promise<Backend | null> {
-  return systemBackend(path) ?? mountBackend(await findMountForPath(db, ns.id, path), path);
 }
 
 /**
@@ -220,22 +92,14 @@ async function pipeline(request: Request, cfg: DispatchConfig, trail: AuditTrail
   const method = request.method.toUpperCase();
   let op = operationOf(method, url.searchParams);
 
-  // At most two rounds of D1 reads: one batch (namespace, token and, speculatively, the mount;
-  // see firstRound), then what depends on them, concurrently: the mount when the batch could
-  // not settle it, the token's namespace and its policies (none of which the configured root
-  // token needs). The token is looked up even where the operation turns out to be public; that
-  // costs nothing extra in the batch.
+  // Namespace, token, backend, the token's namespace and ACL, from the isolate's read model
+  // (src/app/resolve.ts): no D1 round trip when warm. The token is looked up even where the
+  // operation turns out to be public.
   const presented = presentedToken(request.headers);
-  const first = await firstRound(db, cfg.rootToken, namespaceHeader(request.headers), segs, presented, trail);
-  const { ns, rest, backend: settled, prefetch, wanted } = first;
+  const resolved = await resolveRequest(db, cfg.rootToken, namespaceHeader(request.headers), segs, presented, trail);
+  const { ns, path, backend, tokenNs, acl, wanted } = resolved;
   // A token bound to CIDR blocks (token_bound_cidrs) is no token at all from anywhere else.
-  const found = first.found && fromBoundAddress(first.found, request.headers) ? first.found : null;
-  const path = rest.join("/");
-  const [backend, tokenNs, acl] = await Promise.all([
-    settled !== undefined ? Promise.resolve(settled) : ns ? resolveBackend(db, ns, path) : Promise.resolve(null),
-    found ? tokenNamespacePath(db, found) : Promise.resolve(null),
-    found ? aclFor(db, found.namespaceId, found.policies) : Promise.resolve(null),
-  ]);
+  const found = resolved.found && fromBoundAddress(resolved.found, request.headers) ? resolved.found : null;
   trail.know({ ns, path, token: found, presented, mount: backend?.mount ?? null, mountType: backend?.mountType, op });
   const matched = backend ? matchRoute(backend.routes, backend.relPath) : null;
   const def = matched?.route.def;
@@ -290,11 +154,6 @@ async function pipeline(request: Request, cfg: DispatchConfig, trail: AuditTrail
     warnings,
     waitUntil: cfg.waitUntil,
   };
-  // Prefetched reads count only if the guess behind them was right (see prefetchPlan).
-  if (prefetch && def === prefetch.def && backend?.mount?.path === prefetch.mountPath && backend.mount.type === prefetch.mountType) {
-    req.prefetched = prefetch.results;
-  }
-
   if (op === "update" && def?.exists && def.handlers.create) {
     if (!(await def.exists(req))) op = "create";
   } else if (op === "update" && def?.handlers.create && !def.handlers.update) {
@@ -354,12 +213,6 @@ function fromBoundAddress(token: TokenEntry, headers: Headers): boolean {
   if (token.boundCidrs.length === 0) return true;
   const ip = headers.get("cf-connecting-ip")?.trim();
   return ip !== undefined && ip !== "" && ipInCidrs(ip, token.boundCidrs);
-}
-
-/** Path of the namespace a token belongs to; null when that namespace is gone. */
-async function tokenNamespacePath(db: Db, token: TokenEntry): Promise<string | null> {
-  if (token.configuredRoot || token.namespaceId === ROOT_NAMESPACE.id) return "";
-  return (await getNamespaceById(db, token.namespaceId))?.path ?? null;
 }
 
 /** The namespace header: `X-Service-Namespace`, or Vault's `X-Vault-Namespace` as an alias (CONTRACT.md). */

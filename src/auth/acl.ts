@@ -111,7 +111,8 @@ export function capabilitiesFor(acl: Acl, path: string): Set<Capability> {
     }
   }
   if (!best || best.caps.has("deny")) return new Set();
-  return best.caps;
+  // A copy: ACLs are cached and shared between requests (src/auth/policies.ts).
+  return new Set(best.caps);
 }
 
 /** Whether the ACL allows `op` on `path` (and sudo when the path is root-protected). */

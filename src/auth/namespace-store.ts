@@ -6,6 +6,27 @@ import { eq, inArray, like } from "drizzle-orm";
 import type { Db } from "../core/db/client";
 import { namespaces } from "../core/db/schema";
 import { ROOT_NAMESPACE, type NamespaceRef } from "../core/mount-store";
+import { generationOf, invalidate, ReadCache } from "../core/read-cache";
+
+/**
+ * Namespaces by full path (null: none there) and by id, per isolate, for the request pipeline
+ * (src/app/resolve.ts). Bounded by CACHE_TTL_MS (src/core/read-cache.ts); every write below
+ * invalidates "namespaces" in this isolate. A namespace created elsewhere is found within
+ * CACHE_TTL_MS, as a deleted one stops being found.
+ */
+const byPath = new ReadCache<NamespaceRef | null>("namespaces", 4096);
+const byId = new ReadCache<NamespaceRef | null>("namespaces", 4096);
+
+/** The cached answer for a full path: a namespace, null (none there), or undefined (not known). */
+export function cachedNamespace(path: string): NamespaceRef | null | undefined {
+  return path === "" ? ROOT_NAMESPACE : byPath.get(path);
+}
+
+/** Keeps the answers of one namespacesQuery over `paths` (taken at `readAt`, under `generation`). */
+export function rememberNamespaces(paths: string[], rows: NamespaceRef[], readAt: number, generation: number): void {
+  for (const p of paths) byPath.set(p, rows.find((r) => r.path === p) ?? null, readAt, generation);
+  for (const r of rows) byId.set(r.id, r, readAt, generation);
+}
 
 export type NamespaceRow = typeof namespaces.$inferSelect;
 
@@ -29,8 +50,14 @@ export async function getNamespaceByPath(db: Db, path: string): Promise<Namespac
 
 export async function getNamespaceById(db: Db, id: string): Promise<NamespaceRef | null> {
   if (id === ROOT_NAMESPACE.id) return ROOT_NAMESPACE;
+  const hit = byId.get(id);
+  if (hit !== undefined) return hit;
+  const readAt = Date.now();
+  const gen = generationOf("namespaces");
   const rows = await db.select({ id: namespaces.id, path: namespaces.path }).from(namespaces).where(eq(namespaces.id, id));
-  return rows[0] ?? null;
+  const found = rows[0] ?? null;
+  byId.set(id, found, readAt, gen);
+  return found;
 }
 
 export async function listChildNamespaces(db: Db, parentId: string): Promise<NamespaceRow[]> {
@@ -60,6 +87,7 @@ export async function insertNamespaceIfFree(db: Db, row: NamespaceRow, mountPref
     )
     .bind(row.id, row.path, row.parentId, JSON.stringify(row.customMetadata), row.createdAt, mountPrefix)
     .all();
+  invalidate("namespaces");
   return res.results.length === 1;
 }
 
@@ -83,11 +111,13 @@ export async function markNamespaceDeletingIfEmpty(db: Db, id: string): Promise<
     )
     .bind(id)
     .all();
+  invalidate("namespaces");
   return res.results.length === 1;
 }
 
-export function deleteNamespaceRow(db: Db, id: string) {
-  return db.delete(namespaces).where(eq(namespaces.id, id));
+export async function deleteNamespaceRow(db: Db, id: string): Promise<void> {
+  await db.delete(namespaces).where(eq(namespaces.id, id));
+  invalidate("namespaces");
 }
 
 export async function updateNamespaceMetadata(db: Db, id: string, customMetadata: Record<string, string>): Promise<void> {

@@ -7,6 +7,7 @@ import type { Db } from "../core/db/client";
 import { buildAcl, type Acl } from "./acl";
 import { parsePolicy, type ParsedPolicy } from "./policy-parser";
 import { getPolicies } from "./policy-store";
+import { generationOf, ReadCache } from "../core/read-cache";
 
 export const DEFAULT_POLICY_TEXT = `# Allow tokens to look up their own properties
 path "auth/token/lookup-self" {
@@ -42,11 +43,27 @@ export function parseCached(text: string): ParsedPolicy {
   return p;
 }
 
+/**
+ * ACLs by namespace and policy names, per isolate. Bounded by CACHE_TTL_MS
+ * (src/core/read-cache.ts): a policy narrowed by another isolate applies within it; every policy
+ * write (policy-store.ts) invalidates "policies" in this isolate, so its own changes apply at once.
+ * An Acl is never changed after buildAcl, so requests can share one.
+ */
+const acls = new ReadCache<Acl>("policies", 2048);
+const ROOT_ACL = buildAcl([], true);
+
 /** The ACL of a set of policy names in a namespace. Unknown names contribute nothing. */
 export async function aclFor(db: Db, nsId: string, names: string[]): Promise<Acl> {
-  if (names.includes("root")) return buildAcl([], true);
+  if (names.includes("root")) return ROOT_ACL;
+  const key = `${nsId}\n${[...names].sort().join("\n")}`;
+  const hit = acls.get(key);
+  if (hit) return hit;
+  const readAt = Date.now();
+  const gen = generationOf("policies");
   const rows = await getPolicies(db, nsId, names);
   const texts = rows.map((r) => r.text);
   if (names.includes("default") && !rows.some((r) => r.name === "default")) texts.push(DEFAULT_POLICY_TEXT);
-  return buildAcl(texts.map((t) => parseCached(t).rules));
+  const acl = buildAcl(texts.map((t) => parseCached(t).rules));
+  acls.set(key, acl, readAt, gen);
+  return acl;
 }

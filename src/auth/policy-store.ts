@@ -1,7 +1,11 @@
-/** Storage of ACL policies: the only module that touches the `policies` table. */
+/**
+ * Storage of ACL policies: the only module that touches the `policies` table. Every write
+ * invalidates "policies" (the ACLs src/auth/policies.ts caches) in this isolate.
+ */
 import { and, eq, inArray } from "drizzle-orm";
 import type { Db } from "../core/db/client";
 import { policies } from "../core/db/schema";
+import { invalidate } from "../core/read-cache";
 
 export type PolicyRow = typeof policies.$inferSelect;
 
@@ -38,13 +42,16 @@ export async function putPolicy(db: Db, row: PolicyRow): Promise<void> {
     .insert(policies)
     .values(row)
     .onConflictDoUpdate({ target: [policies.namespaceId, policies.name], set: { text: row.text, updatedAt: row.updatedAt } });
+  invalidate("policies");
 }
 
 export async function deletePolicy(db: Db, nsId: string, name: string): Promise<void> {
   await db.delete(policies).where(and(eq(policies.namespaceId, nsId), eq(policies.name, name)));
+  invalidate("policies");
 }
 
 export async function deleteNamespacePolicies(db: Db, nsIds: string[]): Promise<void> {
   if (nsIds.length === 0) return;
   await db.delete(policies).where(inArray(policies.namespaceId, nsIds));
+  invalidate("policies");
 }

@@ -19,6 +19,7 @@ import { and, eq, gt, getTableColumns, inArray, sql } from "drizzle-orm";
 import type { TokenEntry, TokenRow } from "../core/caller";
 import type { Db } from "../core/db/client";
 import { tokens } from "../core/db/schema";
+import { invalidate, ReadCache } from "../core/read-cache";
 
 export type { TokenEntry, TokenRow } from "../core/caller";
 
@@ -27,6 +28,26 @@ export type { TokenEntry, TokenRow } from "../core/caller";
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
 const TOKEN_ROW_IS_THE_TABLE_ROW: Same<TokenRow, typeof tokens.$inferSelect> = true;
 void TOKEN_ROW_IS_THE_TABLE_ROW;
+
+/**
+ * Token rows by hash, per isolate, for the request pipeline (src/app/resolve.ts). Bounded by
+ * CACHE_TTL_MS (src/core/read-cache.ts): a token revoked by another isolate stops working within
+ * it; every write below invalidates "tokens" in this isolate, so its own revocations, renewals
+ * and orphanings are seen at once. Not cached: unknown hashes (a new token works at once
+ * everywhere), use-limited tokens (each use is a conditional UPDATE anyway), and rows past their
+ * expiry (read again, in case another isolate renewed them).
+ */
+const rowsByHash = new ReadCache<TokenRow>("tokens", 10_000);
+
+/** The cached row of a token hash, unless it is unknown here, stale or past its expiry. */
+export function cachedToken(hash: string, now: number): TokenRow | undefined {
+  const row = rowsByHash.get(hash, now);
+  return row && (row.expireTime === null || row.expireTime > now) ? row : undefined;
+}
+
+export function rememberToken(row: TokenRow | undefined, readAt: number, generation: number): void {
+  if (row && row.numUses === 0) rowsByHash.set(row.hash, row, readAt, generation);
+}
 
 export async function getTokenByHash(db: Db, hash: string): Promise<TokenRow | null> {
   const rows = await tokenByHashQuery(db, hash);
@@ -84,6 +105,7 @@ export async function spendUse(db: Db, hash: string): Promise<number | null> {
 
 export async function setExpiry(db: Db, hash: string, ttl: number, expireTime: number | null): Promise<void> {
   await db.update(tokens).set({ ttl, expireTime }).where(eq(tokens.hash, hash));
+  invalidate("tokens");
 }
 
 /**
@@ -102,6 +124,7 @@ export async function revokeTree(db: Db, accessor: string): Promise<number> {
       )
       SELECT accessor FROM sub
     )`);
+  invalidate("tokens");
   return res.meta.changes ?? 0;
 }
 
@@ -113,11 +136,13 @@ export async function revokeTree(db: Db, accessor: string): Promise<number> {
  */
 export async function revokeOrphan(db: Db, accessor: string): Promise<void> {
   await db.batch([db.delete(tokens).where(eq(tokens.accessor, accessor)), db.update(tokens).set({ parentAccessor: null }).where(eq(tokens.parentAccessor, accessor))]);
+  invalidate("tokens");
 }
 
 export async function revokeNamespaceTokens(db: Db, nsIds: string[]): Promise<void> {
   if (nsIds.length === 0) return;
   await db.delete(tokens).where(inArray(tokens.namespaceId, nsIds));
+  invalidate("tokens");
 }
 
 export async function listAccessors(db: Db, nsId: string): Promise<string[]> {
@@ -141,5 +166,6 @@ export async function revokeIssuedBy(db: Db, authMountId: string, roleName?: str
       )
       SELECT accessor FROM sub
     )`);
+  invalidate("tokens");
   return res.meta.changes ?? 0;
 }

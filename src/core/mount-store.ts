@@ -7,6 +7,7 @@ import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "./db/client";
 import { mounts } from "./db/schema";
 import { MAX_MOUNT_PATH_SEGMENTS } from "./limits";
+import { generationOf, invalidate, ReadCache } from "./read-cache";
 
 export interface NamespaceRef {
   id: string;
@@ -17,6 +18,44 @@ export interface NamespaceRef {
 export const ROOT_NAMESPACE: NamespaceRef = { id: "root", path: "" };
 
 export type MountRow = typeof mounts.$inferSelect;
+
+/**
+ * Every mount of a namespace, per isolate, for the request pipeline (src/app/resolve.ts). Bounded
+ * by CACHE_TTL_MS (src/core/read-cache.ts); every write below invalidates "mounts" in this isolate.
+ * A mount being disabled stays routable until its row is gone, as without the cache: the
+ * lifecycle triggers refuse its writes (src/core/lifecycle.ts).
+ */
+const mountLists = new ReadCache<MountRow[]>("mounts", 1024);
+
+/** The unexecuted read of a namespace's mounts, for a batch of the pipeline's cache misses. */
+export const namespaceMountsQuery = (db: Db, nsId: string) => db.select().from(mounts).where(eq(mounts.namespaceId, nsId));
+
+export function cachedMounts(nsId: string): MountRow[] | undefined {
+  return mountLists.get(nsId);
+}
+
+export function rememberMounts(nsId: string, rows: MountRow[], readAt: number, generation: number): void {
+  mountLists.set(nsId, rows, readAt, generation);
+}
+
+/** A namespace's mounts, from this isolate's cache when fresh. */
+export async function mountsOf(db: Db, nsId: string): Promise<MountRow[]> {
+  const hit = cachedMounts(nsId);
+  if (hit) return hit;
+  const readAt = Date.now();
+  const gen = generationOf("mounts");
+  const rows = await namespaceMountsQuery(db, nsId);
+  rememberMounts(nsId, rows, readAt, gen);
+  return rows;
+}
+
+/** The mount of `rows` whose path is the longest whole-segment prefix of `path`. */
+export function mountForPathIn(rows: readonly MountRow[], path: string): MountRow | null {
+  const full = path.endsWith("/") ? path : `${path}/`;
+  let best: MountRow | null = null;
+  for (const r of rows) if (full.startsWith(r.path) && (!best || r.path.length > best.path.length)) best = r;
+  return best;
+}
 
 /** The mount whose path is the longest prefix of `path` (segment-wise) in a namespace. */
 export async function findMountForPath(db: Db, nsId: string, path: string): Promise<MountRow | null> {
@@ -97,6 +136,7 @@ export async function insertMountIfFree(db: Db, row: MountRow, shadowingNamespac
     )
     .bind(row.namespaceId, row.path, row.id, row.type, row.accessor, row.description, JSON.stringify(row.options), row.defaultLeaseTtl, row.maxLeaseTtl, row.createdAt, shadowingNamespace)
     .all();
+  invalidate("mounts");
   return res.results.length === 1;
 }
 
@@ -124,10 +164,12 @@ export async function mountUnder(db: Db, nsId: string, prefix: string): Promise<
  */
 export async function markMountDisabling(db: Db, id: string): Promise<void> {
   await db.update(mounts).set({ state: "disabling" }).where(eq(mounts.id, id));
+  invalidate("mounts");
 }
 
-export function deleteMountRow(db: Db, id: string) {
-  return db.delete(mounts).where(eq(mounts.id, id));
+export async function deleteMountRow(db: Db, id: string): Promise<void> {
+  await db.delete(mounts).where(eq(mounts.id, id));
+  invalidate("mounts");
 }
 
 /** Tunes an active mount; false when it is being disabled (or gone), so nothing was changed. */
@@ -141,6 +183,7 @@ export async function updateMount(
     .set(patch)
     .where(and(eq(mounts.id, id), eq(mounts.state, "active")))
     .returning({ id: mounts.id });
+  invalidate("mounts");
   return rows.length === 1;
 }
 

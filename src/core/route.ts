@@ -3,8 +3,6 @@
  * which of them are public or need `sudo`. Engines export arrays of these; the dispatcher
  * (src/app/dispatch.ts) matches, authorizes, coerces fields and calls the handler.
  */
-import type { SQL } from "drizzle-orm";
-import type { BatchItem } from "drizzle-orm/batch";
 import type { Capability, Operation, TokenEntry } from "./caller";
 import type { Db } from "./db/client";
 import type { MountRow, NamespaceRef } from "./mount-store";
@@ -47,11 +45,6 @@ export interface Req<F extends FieldSchema = FieldSchema> {
   op: Operation;
   warnings: string[];
   waitUntil(p: Promise<unknown>): void;
-  /**
-   * Results of the route's `prefetch` reads, in the order `prefetch` returned them, when the
-   * dispatcher could send them in the request's first D1 batch; absent otherwise.
-   */
-  prefetched?: unknown[];
 }
 
 export interface AuthBlock {
@@ -126,13 +119,6 @@ export interface RouteDef<F extends FieldSchema = FieldSchema> {
    * trailing slashes are kept (OCSP GET carries base64, where "//" and a final "/" occur).
    */
   opaqueRest?: boolean;
-  /**
-   * Reads the handler will need, sent with the request's first D1 batch when the dispatcher can
-   * guess the mount (src/app/dispatch.ts firstRound): `mountId` is an SQL expression for the
-   * guessed mount's id. The handler gets the results as `req.prefetched` only if the guess was
-   * right, and must do the reads itself otherwise.
-   */
-  prefetch?(db: Db, mountId: SQL, params: Record<string, string>): BatchItem<"sqlite">[];
 }
 
 export interface CompiledRoute {

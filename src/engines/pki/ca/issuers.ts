@@ -18,6 +18,7 @@ import {
   listIssuers,
   listKeys,
   putConfigStmt,
+  runBatch,
   updateIssuerStmt,
   type IssuerRow,
   type IssuersConfig,
@@ -321,10 +322,7 @@ export async function importIssuersAndKeys(db: Db, env: Env, mountId: string, in
   const def = issuers.find((i) => i.id === issuersCfg.default);
   if (def && def.keyId === "") warnings.push("This mount's default issuer does not have a key; issuance will fail until a key is imported or the default changed.");
   stmts.push(...(input.extra ?? []));
-  if (stmts.length > 0) {
-    const [first, ...rest] = stmts;
-    if (first) await db.batch([first, ...rest]);
-  }
+  await runBatch(db, stmts);
   return res;
 }
 

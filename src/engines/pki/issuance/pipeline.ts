@@ -43,6 +43,7 @@ import {
 import { sealMetadata } from "./cert-metadata";
 import { certOutput, encodeCert, formatPrivateKey, responseChain, type CertFormat } from "./format";
 import { reserveSerial } from "./serials";
+import { commitCertificate } from "./cert-commit";
 import { computeValidity, type LeafNotAfterBehavior, type Validity } from "./ttl";
 
 /** What every PKI operation of a request works with: the database, the Worker env, the mount. */
@@ -50,6 +51,8 @@ export interface IssueContext {
   db: Db;
   env: Env;
   mount: MountRow;
+  /** The request's waitUntil, when there is a request (a group commit's batch is kept alive by it). */
+  waitUntil?: (p: Promise<unknown>) => void;
 }
 
 // -- the signing issuer -------------------------------------------------------------------------
@@ -150,9 +153,27 @@ export interface SignatureChoice {
   ecdsaHash?: string;
 }
 
+/**
+ * Opened issuer keys, per isolate: unsealing and importing a key costs more CPU than signing
+ * with it. Keyed by the sealed key text itself (with its mount and id, which the seal binds, the
+ * issuer's public key and the signature
+ * choice), so a changed, rotated or deleted key is never used: a new text is a new entry, and a
+ * key no state names is never looked up. Values only, never promises (workerd ties promises to
+ * the request that made them). At most SIGNER_CACHE_LIMIT entries, cleared whole when full.
+ */
+const openedSigners = new Map<string, Signer>();
+const SIGNER_CACHE_LIMIT = 64;
+
 /** The signing key of an issuer of the mount, opened and imported for `choice`. */
 export async function issuerSigner(env: Env, issuer: IssuerRow, key: KeyRow, choice: SignatureChoice): Promise<Signer> {
-  return withChoice(await importSigner(await unsealPrivateKey(env, key), base64ToBytes(issuer.publicKey), choice.signatureBits, choice.usePss), choice);
+  const cacheKey = `${key.mountId}\n${key.id}\n${key.sealedPrivateKey}\n${issuer.publicKey}\n${choice.signatureBits}\n${choice.usePss}`;
+  let signer = openedSigners.get(cacheKey);
+  if (!signer) {
+    signer = await importSigner(await unsealPrivateKey(env, key), base64ToBytes(issuer.publicKey), choice.signatureBits, choice.usePss);
+    if (openedSigners.size >= SIGNER_CACHE_LIMIT) openedSigners.clear();
+    openedSigners.set(cacheKey, signer);
+  }
+  return withChoice(signer, choice);
 }
 
 function withChoice(signer: Signer, choice: SignatureChoice): Signer {
@@ -257,7 +278,9 @@ export function certificateRecord(ctx: IssueContext, signed: SignedCertificate, 
 
 /**
  * Stores the certificate with its cert_metadata, sealed (cert-metadata.ts), in one D1 batch
- * with `before` (D1 has no interactive transactions, workers-stack.md pitfall 8).
+ * with `before` (D1 has no interactive transactions, workers-stack.md pitfall 8). A certificate
+ * alone is group-committed with the isolate's concurrent issues (cert-commit.ts); resolved only
+ * once its row is committed either way.
  */
 export async function storeCertificate(
   ctx: IssueContext,
@@ -266,7 +289,9 @@ export async function storeCertificate(
   before: Stmt[] = [],
 ): Promise<void> {
   const sealed = r.metadata ? await sealMetadata(ctx.env, ctx.mount.id, signed.serial, r.metadata.role, r.metadata.value) : null;
-  await runBatch(ctx.db, [...before, certificateRecord(ctx, signed, r, sealed)]);
+  const row = certificateRecord(ctx, signed, r, sealed);
+  if (before.length === 0) await commitCertificate(ctx.db, [row], ctx.waitUntil);
+  else await runBatch(ctx.db, [...before, row]);
 }
 
 // -- 6. output ----------------------------------------------------------------------------------

@@ -19,7 +19,7 @@
 import type { MountRow } from "../../../core/mount-store";
 
 /** Serials fetched per Authority call when a pool runs dry. */
-export const SERIAL_BATCH = 32;
+export const SERIAL_BATCH = 128;
 
 /** Pools are small; this bounds how many mounts one isolate keeps a pool for. */
 const MAX_POOLS = 256;

@@ -11,7 +11,7 @@ export function mountOf(req: Req): MountRow {
 }
 
 export function ctxOf(req: Req): IssueContext {
-  return { db: req.db, env: req.env, mount: mountOf(req) };
+  return { db: req.db, env: req.env, mount: mountOf(req), waitUntil: req.waitUntil };
 }
 
 /** A raw (non-JSON) reply; an empty body is 204 (pki-engine.md §1.6). */

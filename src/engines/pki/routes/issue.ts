@@ -11,9 +11,7 @@ import { ctxOf } from "./common";
 import type { CertificateResponse } from "../issuance/pipeline";
 import type { Role } from "../policy/roles";
 import { nameRequestFrom } from "../policy/policy";
-import { issuanceStateFromResults, issuanceStateQueries, loadIssuanceState } from "../storage/store";
-import type { Db } from "../../../core/db/client";
-import type { SQL } from "drizzle-orm";
+import { loadIssuanceState } from "../storage/store";
 
 const issueFields = defineFields({
   role: { type: "string", description: "Role name.", required: true },
@@ -37,10 +35,8 @@ function handler(kind: "issue" | "sign") {
   return async (req: Req<typeof signFields>) => {
     const f = req.fields;
     const ctx = ctxOf(req as Req);
-    // Role, issuers, keys and configuration in one D1 round trip, usually already made in the
-    // request's first batch (prefetch below).
-    const prefetched = req.prefetched && req.params.role === f.role ? issuanceStateFromResults(f.role, req.prefetched) : null;
-    const state = prefetched ?? (await loadIssuanceState(req.db, ctx.mount.id, f.role));
+    // Role, issuers, keys and configuration: the isolate's PKI read model, else one D1 batch.
+    const state = await loadIssuanceState(req.db, ctx.mount.id, f.role);
     const role = state.role;
     if (!role) throw badRequest(`unknown role: ${f.role}`);
     const issued = await issueLeaf(ctx, state, {
@@ -82,12 +78,9 @@ export async function withCertLease(
   return { ...issued, warnings: [...issued.warnings, ...lease.warnings], topLevel: lease.topLevel };
 }
 
-/** The issuance state goes into the request's first D1 batch (RouteDef.prefetch; npm run bench). */
-const prefetch = (db: Db, mountId: SQL, params: Record<string, string>) => [...issuanceStateQueries(db, mountId, params.role ?? "")];
-
 export const issueRoutes = [
-  route({ pattern: "issue/:role", fields: issueFields, handlers: { update: handler("issue") }, prefetch }),
-  route({ pattern: "issuer/:issuer_ref/issue/:role", fields: issueFields, handlers: { update: handler("issue") }, prefetch }),
-  route({ pattern: "sign/:role", fields: signFields, handlers: { update: handler("sign") }, prefetch }),
-  route({ pattern: "issuer/:issuer_ref/sign/:role", fields: signFields, handlers: { update: handler("sign") }, prefetch }),
+  route({ pattern: "issue/:role", fields: issueFields, handlers: { update: handler("issue") } }),
+  route({ pattern: "issuer/:issuer_ref/issue/:role", fields: issueFields, handlers: { update: handler("issue") } }),
+  route({ pattern: "sign/:role", fields: signFields, handlers: { update: handler("sign") } }),
+  route({ pattern: "issuer/:issuer_ref/sign/:role", fields: signFields, handlers: { update: handler("sign") } }),
 ];

@@ -12,6 +12,7 @@ import type { Db } from "../../../core/db/client";
 import { pkiCerts, pkiConfig, pkiIssuers, pkiKeys, pkiRoles } from "../../../core/db/schema";
 import type { ConfigShapes, Role } from "../defaults";
 import { decodeAllConfig, decodeConfig, decodeIssuer, decodeRole } from "./decode";
+import { generationOf, invalidate, ReadCache } from "../../../core/read-cache";
 
 // The read shapes of the configuration, for the modules that take them from storage; their
 // definitions and defaults are in ../defaults.ts.
@@ -22,8 +23,23 @@ export type IssuerRow = typeof pkiIssuers.$inferSelect;
 export type CertRow = typeof pkiCerts.$inferSelect;
 export type Stmt = BatchItem<"sqlite">;
 
+/**
+ * Runs statements as one D1 batch. Every write to the PKI tables goes through here or through a
+ * write function below, and each invalidates this isolate's PKI read model ("pki",
+ * src/core/read-cache.ts), so the isolate that changes a role, issuer, key or configuration uses
+ * the change at once; other isolates within CACHE_TTL_MS. Certificates alone are written through
+ * ../issuance/cert-commit.ts (insertCertsBatch), which leaves the read model alone.
+ */
 export async function runBatch(db: Db, stmts: Stmt[]): Promise<void> {
   if (stmts.length === 0) return;
+  const [first, ...rest] = stmts;
+  if (!first) return;
+  await db.batch([first, ...rest]);
+  invalidate("pki");
+}
+
+/** Certificate rows only, as one D1 batch: nothing the read model holds changes. */
+export async function insertCertsBatch(db: Db, stmts: Stmt[]): Promise<void> {
   const [first, ...rest] = stmts;
   if (!first) return;
   await db.batch([first, ...rest]);
@@ -45,6 +61,7 @@ export const deleteKeyStmt = (db: Db, mountId: string, id: string): Stmt =>
 
 export async function renameKey(db: Db, mountId: string, id: string, name: string): Promise<void> {
   await db.update(pkiKeys).set({ name }).where(and(eq(pkiKeys.mountId, mountId), eq(pkiKeys.id, id)));
+  invalidate("pki");
 }
 
 // -- issuers ----------------------------------------------------------------------------------
@@ -87,6 +104,7 @@ export async function deleteAllIssuersAndKeys(db: Db, mountId: string): Promise<
     db.delete(pkiConfig).where(and(eq(pkiConfig.mountId, mountId), eq(pkiConfig.name, "issuers"))),
     db.delete(pkiConfig).where(and(eq(pkiConfig.mountId, mountId), eq(pkiConfig.name, "keys"))),
   ]);
+  invalidate("pki");
 }
 
 // -- mount configuration ----------------------------------------------------------------------
@@ -115,9 +133,32 @@ export interface IssuanceState {
   config: ConfigShapes;
 }
 
+/**
+ * The PKI read model: IssuanceState per mount and role, per isolate, for at most CACHE_TTL_MS
+ * (src/core/read-cache.ts); every PKI write invalidates it in the writing isolate (runBatch and
+ * the write functions here). A cached state is frozen, deeply: requests share it, so a caller
+ * that tried to change one would fail loudly instead of changing another request's view.
+ */
+const states = new ReadCache<IssuanceState>("pki", 4096);
+
 export async function loadIssuanceState(db: Db, mountId: string, roleName: string | null): Promise<IssuanceState> {
+  const key = `${mountId}\n${roleName ?? ""}`;
+  const hit = states.get(key);
+  if (hit) return hit;
+  const readAt = Date.now();
+  const gen = generationOf("pki");
   const [roles, issuers, config, keys] = await db.batch(issuanceStateQueries(db, mountId, roleName));
-  return issuanceStateOf(roleName, roles, issuers, config, keys);
+  const state = deepFreeze(issuanceStateOf(roleName, roles, issuers, config, keys));
+  states.set(key, state, readAt, gen);
+  return state;
+}
+
+function deepFreeze<T>(v: T): T {
+  if (v !== null && typeof v === "object" && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const k of Object.keys(v)) deepFreeze((v as Record<string, unknown>)[k]);
+  }
+  return v;
 }
 
 /**
@@ -145,17 +186,6 @@ export function signingStateQueries(db: Db, mountId: string | SQL) {
 type RoleRow = typeof pkiRoles.$inferSelect;
 type ConfigRow = typeof pkiConfig.$inferSelect;
 
-/**
- * The IssuanceState from results of issuanceStateQueries that ran in someone else's batch
- * (RouteDef.prefetch, src/app/dispatch.ts); null when they are not all there.
- */
-export function issuanceStateFromResults(roleName: string | null, results: readonly unknown[]): IssuanceState | null {
-  const [roles, issuers, config, keys] = results;
-  if (results.length !== 4 || !Array.isArray(roles) || !Array.isArray(issuers) || !Array.isArray(config) || !Array.isArray(keys)) return null;
-  // The same four queries in the same order (issuanceStateQueries), so the rows are theirs.
-  return issuanceStateOf(roleName, roles as RoleRow[], issuers as IssuerRow[], config as ConfigRow[], keys as KeyRow[]);
-}
-
 export function issuanceStateOf(roleName: string | null, roles: RoleRow[], issuers: IssuerRow[], config: ConfigRow[], keys: KeyRow[]): IssuanceState {
   const stored = roleName === null ? undefined : roles[0]?.data;
   return { role: stored === undefined ? null : decodeRole(stored), issuers: issuers.map(decodeIssuer), keys, config: decodeAllConfig(config) };
@@ -177,10 +207,12 @@ export async function putRole(db: Db, mountId: string, name: string, role: Role)
     .insert(pkiRoles)
     .values({ mountId, name, data, updatedAt: now })
     .onConflictDoUpdate({ target: [pkiRoles.mountId, pkiRoles.name], set: { data, updatedAt: now } });
+  invalidate("pki");
 }
 
 export async function deleteRole(db: Db, mountId: string, name: string): Promise<void> {
   await db.delete(pkiRoles).where(and(eq(pkiRoles.mountId, mountId), eq(pkiRoles.name, name)));
+  invalidate("pki");
 }
 
 /** The role names of a mount, sorted (LIST roles: no role is decoded). */
@@ -220,4 +252,5 @@ export async function purgePkiRows(db: Db, mountId: string): Promise<void> {
     db.delete(pkiKeys).where(eq(pkiKeys.mountId, mountId)),
     db.delete(pkiConfig).where(eq(pkiConfig.mountId, mountId)),
   ]);
+  invalidate("pki");
 }

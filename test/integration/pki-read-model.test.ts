@@ -1,8 +1,8 @@
 /**
- * The issue/sign hot path reads its issuance state in the request's first D1 batch, guessing
- * that the mount is the path's first segment (RouteDef.prefetch, src/app/dispatch.ts). These
- * cases check that a wrong guess falls back to reading the right mount, and that nothing is
- * remembered between requests.
+ * The issue/sign hot path reads its issuance state from the isolate's PKI read model
+ * (loadIssuanceState, src/engines/pki/storage/store.ts; docs/architecture.md "Caches"). These
+ * cases check that a mount deeper than one segment is found, and that the isolate that changes a
+ * role, removes a mount or makes a new one sees the change on its next request.
  */
 import { describe, expect, it } from "vitest";
 import { del, write } from "../helpers/api";
@@ -13,8 +13,8 @@ async function rootAt(path: string, cn: string): Promise<string> {
   return (await write(`${path}/root/generate/internal`, { common_name: cn, key_type: "ec", ttl: "700h" })).body.data.certificate;
 }
 
-describe("issuance state prefetch", () => {
-  it("a mount whose path has two segments is read where it is (the guess finds nothing)", async () => {
+describe("the PKI read model in the writing isolate", () => {
+  it("a mount whose path has two segments is found", async () => {
     const id = crypto.randomUUID().slice(0, 8);
     const real = await rootAt(`team-${id}/pki`, "Real");
     await write(`team-${id}/pki/roles/web`, { allow_any_name: true, key_type: "ec", ttl: "1h", organization: "Real" });
@@ -24,7 +24,7 @@ describe("issuance state prefetch", () => {
     expect((await write(`team-${id}/pki/issue/nope`, { common_name: "a.example" }, {}, 400)).body.errors[0]).toContain("unknown role");
   });
 
-  it("role and issuer changes show on the next request (nothing is cached)", async () => {
+  it("role and issuer changes show on the next request (the write invalidates)", async () => {
     const path = `pf-${crypto.randomUUID().slice(0, 8)}`;
     const first = await rootAt(path, "First");
     await write(`${path}/roles/web`, { allow_any_name: true, key_type: "ec", ttl: "1h", organization: "One" });

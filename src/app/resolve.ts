@@ -1,0 +1,181 @@
+/**
+ * Who is calling and where the request goes, before any route runs: the namespace (the longest
+ * existing prefix of the path, below the namespace header's), the presented token, the backend
+ * (sys/, auth/token/, or the longest mount of the namespace), the token's namespace and its ACL.
+ *
+ * Everything here is read through this isolate's read model (docs/architecture.md "Caches and
+ * concurrency invariants"): namespaces, mounts, token rows and ACLs are cached per isolate for at
+ * most CACHE_TTL_MS (src/core/read-cache.ts), and each store invalidates its area in the isolate
+ * that writes. A warm request makes no D1 round trip here. On misses, the reads go in at most
+ * two rounds: one batch (namespaces, token, the root namespace's mounts, the audit device list),
+ * then, concurrently, what depends on it (a child namespace's mounts, the token's namespace and
+ * its policies).
+ */
+import { isRootToken, rootEntry, tokenEntryOf } from "../auth/authenticate";
+import { cachedNamespace, getNamespaceById, namespacesQuery, rememberNamespaces } from "../auth/namespace-store";
+import { aclFor } from "../auth/policies";
+import type { Acl } from "../auth/acl";
+import { cachedToken, rememberToken, tokenByHashQuery, type TokenEntry } from "../auth/token-store";
+import { isAuthMount } from "../auth/methods/method";
+import type { Db } from "../core/db/client";
+import { sha256Hex } from "../core/encoding";
+import { MAX_NAMESPACE_DEPTH } from "../core/limits";
+import { cachedMounts, mountForPathIn, mountsOf, namespaceMountsQuery, rememberMounts, ROOT_NAMESPACE, type MountRow, type NamespaceRef } from "../core/mount-store";
+import { generationOf } from "../core/read-cache";
+import type { CompiledRoute } from "../core/route";
+import type { AuditTrail } from "./audit-hook";
+import { AUTH_METHODS } from "./auth-methods";
+import { BACKEND_ROUTES } from "./backends";
+import { MOUNT_ENGINES } from "./engines";
+
+export interface Backend {
+  mountType: string;
+  routes: CompiledRoute[];
+  mount: MountRow | null;
+  /** Path relative to the backend (what its route patterns match). */
+  relPath: string;
+}
+
+export interface Resolved {
+  /** The namespace of the path; null when the one asked for does not exist (`wanted`). */
+  ns: NamespaceRef | null;
+  /** Without `ns`: the path of the namespace asked for, which does not exist ("a/b/"). */
+  wanted: string;
+  /** The path relative to `ns`. */
+  path: string;
+  /** The presented token when it is valid (expiry and uses checked; not yet its bound CIDRs). */
+  found: TokenEntry | null;
+  backend: Backend | null;
+  /** The token's namespace path ("" for root); null without a token or when it is gone. */
+  tokenNs: string | null;
+  acl: Acl | null;
+}
+
+/** The namespace paths a request may be in: the header's, then each prefix of the path below it. */
+function namespaceCandidates(header: string | null, segs: string[]): { base: string; deeper: string[] } {
+  const base = (header ?? "")
+    .split("/")
+    .filter((s) => s !== "")
+    .map((s) => `${s}/`)
+    .join("");
+  // sys/ and auth/ can never be namespace names, so only the header's namespace is looked up.
+  if (segs[0] === "sys" || segs[0] === "auth") return { base, deeper: [] };
+  // No namespace nests deeper than MAX_NAMESPACE_DEPTH, so deeper prefixes need no lookup (and
+  // every candidate is a bound parameter: D1 allows 100 per statement; issue 18 #6).
+  const deepest = Math.min(segs.length - 1, MAX_NAMESPACE_DEPTH - (base.split("/").length - 1));
+  const deeper: string[] = [];
+  for (let i = 1; i <= deepest; i++) deeper.push(base + segs.slice(0, i).map((s) => `${s}/`).join(""));
+  return { base, deeper };
+}
+
+/**
+ * The namespace from cached answers: the header's namespace, then the longest chain of existing
+ * prefixes below it (a namespace's children sit under its path, so the walk stops at the first
+ * prefix that is not a namespace). Undefined when an answer the walk needs is not cached.
+ */
+function walkNamespaces(base: string, deeper: string[]): { ns: NamespaceRef | null } | undefined {
+  const top = cachedNamespace(base);
+  if (top === undefined) return undefined;
+  if (top === null) return { ns: null };
+  let ns = top;
+  for (const p of deeper) {
+    const next = cachedNamespace(p);
+    if (next === undefined) return undefined;
+    if (next === null) break;
+    ns = next;
+  }
+  return { ns };
+}
+
+/** The built-in backends (sys/, auth/token/), or null for a path that belongs to a mount. */
+export function systemBackend(path: string): Backend | null {
+  if (path === "sys" || path.startsWith("sys/")) {
+    return { mountType: "system", routes: BACKEND_ROUTES.sys, mount: null, relPath: path.slice(4) };
+  }
+  if (path === "auth/token" || path.startsWith("auth/token/")) {
+    return { mountType: "token", routes: BACKEND_ROUTES.token, mount: null, relPath: path.slice(11) };
+  }
+  return null;
+}
+
+function mountBackend(mount: MountRow | null, path: string): Backend | null {
+  if (!mount) return null;
+  // Auth mounts ("auth/approle/") are served by their auth method, secrets mounts by their engine.
+  const engine = isAuthMount(mount) ? AUTH_METHODS[mount.type] : MOUNT_ENGINES[mount.type];
+  if (!engine) return null;
+  return { mountType: mount.type, routes: engine.routes, mount, relPath: path.slice(mount.path.length) };
+}
+
+/** Path of the namespace a token belongs to; null when that namespace is gone. */
+async function tokenNamespacePath(db: Db, token: TokenEntry): Promise<string | null> {
+  if (token.configuredRoot || token.namespaceId === ROOT_NAMESPACE.id) return "";
+  return (await getNamespaceById(db, token.namespaceId))?.path ?? null;
+}
+
+/**
+ * Resolves a request. `presented` is the token as sent (or null); the configured root token is
+ * compared in constant time and never looked up.
+ */
+export async function resolveRequest(db: Db, rootToken: string, header: string | null, segs: string[], presented: string | null, trail: AuditTrail): Promise<Resolved> {
+  const now = Date.now();
+  const { base, deeper } = namespaceCandidates(header, segs);
+  const root = presented !== null && presented !== "" && isRootToken(rootToken, presented);
+  const tokenHash = presented && !root ? await sha256Hex(presented) : "";
+
+  // What the read model already knows; each miss becomes one statement of one batch.
+  let walked = walkNamespaces(base, deeper);
+  let tokenRow = tokenHash ? cachedToken(tokenHash, now) : undefined;
+  const wantRootMounts = base === "" && systemBackend(segs.join("/")) === null && cachedMounts(ROOT_NAMESPACE.id) === undefined;
+  const devices = trail.deviceRead(db);
+  const nsPaths = walked === undefined ? [base, ...deeper].filter((p) => p !== "") : [];
+  const needToken = tokenHash !== "" && tokenRow === undefined;
+  if (nsPaths.length > 0 || needToken || wantRootMounts || devices) {
+    const gens = { ns: generationOf("namespaces"), tokens: generationOf("tokens"), mounts: generationOf("mounts") };
+    // Empty lists and an empty hash make the unneeded parts of the batch match nothing.
+    const [nsRows, tokenRows, mountRows, ...extra] = await db.batch([
+      namespacesQuery(db, nsPaths),
+      tokenByHashQuery(db, needToken ? tokenHash : ""),
+      namespaceMountsQuery(db, wantRootMounts ? ROOT_NAMESPACE.id : ""),
+      ...(devices ? [devices] : []),
+    ]);
+    if (devices) await trail.absorb(extra[0]);
+    if (nsPaths.length > 0) {
+      rememberNamespaces(nsPaths, nsRows, now, gens.ns);
+      walked = walkFrom(base, deeper, nsRows);
+    }
+    if (needToken) {
+      tokenRow = tokenRows[0];
+      rememberToken(tokenRow, now, gens.tokens);
+    }
+    if (wantRootMounts) rememberMounts(ROOT_NAMESPACE.id, mountRows, now, gens.mounts);
+  }
+  const found = root && presented ? rootEntry(presented) : tokenHash && presented ? tokenEntryOf(tokenRow, presented, now) : null;
+
+  const ns = walked?.ns ?? null;
+  const used = ns ? ns.path.slice(base.length).split("/").filter((s) => s !== "").length : 0;
+  const path = segs.slice(used).join("/");
+  const [backend, tokenNs, acl] = await Promise.all([
+    ns ? backendFor(db, ns, path) : Promise.resolve(null),
+    found ? tokenNamespacePath(db, found) : Promise.resolve(null),
+    found ? aclFor(db, found.namespaceId, found.policies) : Promise.resolve(null),
+  ]);
+  return { ns, wanted: base, path, found, backend, tokenNs, acl };
+}
+
+/** The walk of walkNamespaces over freshly read rows (the root namespace is never a row). */
+function walkFrom(base: string, deeper: string[], rows: NamespaceRef[]): { ns: NamespaceRef | null } {
+  const byPath = new Map(rows.map((r) => [r.path, r]));
+  const top = base === "" ? ROOT_NAMESPACE : byPath.get(base);
+  if (!top) return { ns: null };
+  let ns = top;
+  for (const p of deeper) {
+    const next = byPath.get(p);
+    if (!next) break;
+    ns = next;
+  }
+  return { ns };
+}
+
+async function backendFor(db: Db, ns: NamespaceRef, path: string): Promise<Backend | null> {
+  return systemBackend(path) ?? mountBackend(mountForPathIn(await mountsOf(db, ns.id), path), path);
+}
