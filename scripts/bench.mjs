@@ -95,7 +95,7 @@ async function main() {
           const lanyard = await measure(gen, `${base}${req.path}`, req, c, ...lanyardCpu);
           const probe = await d1PerRequest(base, req);
           lanyard.d1 = probe.d1;
-          let line = `run ${run} c=${c} ${row.name}: ${fixed(lanyard.rps, 1)} req/s, ${fixed(lanyard.cpu, 2)} ms CPU/req, D1 ${fixed(probe.d1, 2)}${probe.failed ? ` (${probe.failed} of 20 probes failed)` : ""}${errorNote(lanyard)}`;
+          let line = `run ${run} c=${c} ${row.name}: ${fixed(lanyard.rps, 1)} req/s, ${fixed(lanyard.cpu, 2)} ms CPU/req, D1 ${fixed(probe.d1, 2)}${probe.failed ? ` (${probe.failed} of 20 probes failed, first: ${probe.firstFailure})` : ""}${errorNote(lanyard)}`;
           let peerSample;
           if (peer && row.peer) {
             const pr = peerReqs[row.peer];

@@ -4,7 +4,8 @@
 // Invariant: every row of a run, Lanyard's and the peer's, goes through the same generator with
 // the same concurrency and duration, so the ratios compare servers, not clients.
 // A run resolves with {requests, errors, statuses, rps, p50, p99}: `requests` counts every answer
-// and every transport error, `errors` the non-2xx answers plus transport errors, latencies in ms.
+// and every transport error, `errors` the non-2xx answers plus transport errors, `rps` the 2xx
+// answers per second, latencies in ms (over every answer).
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -47,7 +48,11 @@ export function parseHey(text) {
   for (const m of errorPart.matchAll(/^\s*\[(\d+)\]/gm)) transport += Number(m[1]);
   const answered = Object.values(statuses).reduce((a, b) => a + b, 0);
   const non2xx = Object.entries(statuses).reduce((a, [code, n]) => a + (code.startsWith("2") ? 0 : n), 0);
-  return { requests: answered + transport, errors: non2xx + transport, statuses, firstError, rps, p50: pct(50), p99: pct(99) };
+  const requests = answered + transport;
+  const errors = non2xx + transport;
+  // Successful answers per second: hey's Requests/sec counts every answer, errors included.
+  const okRps = requests > 0 ? (rps * (requests - errors)) / requests : NaN;
+  return { requests, errors, statuses, firstError, rps: okRps, p50: pct(50), p99: pct(99) };
 }
 
 /** hey -z <seconds>s -c <concurrency>, the body (if any) from a temporary file (binary-safe). */
@@ -80,7 +85,8 @@ async function autocannonLoad(url, req, concurrency, seconds) {
     errors: result.errors + result.timeouts + result.non2xx,
     statuses,
     firstError: result.errors + result.timeouts > 0 ? `${result.errors} errors, ${result.timeouts} timeouts` : undefined,
-    rps: result.requests.total / result.duration,
+    // Successful answers per second (autocannon's requests.total counts every answer).
+    rps: result["2xx"] / result.duration,
     p50: result.latency.p50,
     p99: result.latency.p99,
   };

@@ -74,21 +74,26 @@ export function lanyardRequests({ token, csr, ocspDer }) {
 /**
  * D1 round trips per request in steady state: sends `n` requests one after another and averages
  * their X-Lanyard-D1 header (the Worker's BENCH_COUNT_D1 flag; error answers lack it). Resolves
- * with {d1, answered, failed} (d1 NaN when no answer carried the header).
+ * with {d1, answered, failed, firstFailure} (d1 NaN when no answer carried the header;
+ * firstFailure the first error answer's status and the start of its body).
  */
 export async function d1PerRequest(base, req, n = 20) {
   let sum = 0;
   let answered = 0;
   let failed = 0;
+  let firstFailure;
   for (let i = 0; i < n; i++) {
     const res = await fetch(`${base}${req.path}`, { method: req.method, headers: req.headers, body: req.body });
-    await res.arrayBuffer();
+    const text = await res.text();
     const h = res.headers.get("x-lanyard-d1");
-    if (!res.ok) failed++;
+    if (!res.ok) {
+      failed++;
+      firstFailure ??= `${res.status} ${text.slice(0, 200)}`;
+    }
     if (h !== null && res.ok) {
       sum += Number(h);
       answered++;
     }
   }
-  return { d1: answered > 0 ? sum / answered : NaN, answered, failed };
+  return { d1: answered > 0 ? sum / answered : NaN, answered, failed, firstFailure };
 }

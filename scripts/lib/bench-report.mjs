@@ -4,7 +4,8 @@
 // requests} and Lanyard's {d1}. Every figure is the median over the runs with its spread
 // (min–max); a ratio is taken per run (the two sides ran back to back in that run) and then
 // summarised the same way. Targets are judged on the median at concurrency 8 (the largest
-// concurrency measured when 8 was not).
+// concurrency measured when 8 was not); a target whose rows failed more than 1% of their
+// requests in some run is not judged. req/s counts 2xx answers only.
 
 /** The median of the finite values (the mean of the middle two for an even count); NaN when there are none. */
 export function median(xs) {
@@ -39,10 +40,12 @@ export const TARGETS = [
   { kind: "ref-rps", row: "ocspGet", label: "req/s OCSP GET ÷ sys/health", goal: 0.7, cmp: ">=" },
   { kind: "ref-rps", row: "ocspPost", label: "req/s OCSP POST ÷ sys/health", goal: 0.5, cmp: ">=" },
   { kind: "ref-rps", row: "crl", label: "req/s CRL GET ÷ sys/health", goal: 0.7, cmp: ">=" },
-  // Steady state (issue 14): no D1 round trip to read configuration, at most one per stored certificate.
-  { kind: "d1", row: "issue", label: "D1 round trips per stored issue", goal: 1, cmp: "<=" },
-  { kind: "d1", row: "nostore", label: "D1 round trips per no_store issue", goal: 0, cmp: "<=" },
-  { kind: "d1", row: "sign", label: "D1 round trips per sign (stored)", goal: 1, cmp: "<=" },
+  // Steady state (issue 14): no D1 round trip to read configuration, at most one per stored
+  // certificate. The probe's mean also catches the cache refreshes (each cached read is re-read
+  // once per CACHE_TTL_MS) that fall in its window of 20 requests: up to 0.25 above is allowed.
+  { kind: "d1", row: "issue", label: "D1 round trips per stored issue", goal: 1, cmp: "<=", slack: 0.25 },
+  { kind: "d1", row: "nostore", label: "D1 round trips per no_store issue", goal: 0, cmp: "<=", slack: 0.25 },
+  { kind: "d1", row: "sign", label: "D1 round trips per sign (stored)", goal: 1, cmp: "<=", slack: 0.25 },
 ];
 
 /** Per-run values of one target at concurrency c; `samples[row][c]` is the list of runs. */
@@ -53,6 +56,16 @@ function targetValues(t, samples, c) {
   if (t.kind === "d1") return runs.map((s) => s.lanyard.d1);
   const ref = samples.health?.[c] ?? [];
   return runs.map((s, i) => s.lanyard.rps / (ref[i]?.lanyard.rps ?? NaN));
+}
+
+/** Whether a run of a row the target reads failed more than 1% of its requests: names the side, or "". */
+function erroneous(t, samples, c) {
+  const over = (r) => r !== undefined && r.requests > 0 && r.errors / r.requests > 0.01;
+  const runs = samples[t.row]?.[c] ?? [];
+  if (runs.some((s) => over(s.lanyard))) return "Lanyard";
+  if ((t.kind === "cpu" || t.kind === "peer-rps") && runs.some((s) => over(s.peer))) return "cfssl";
+  if (t.kind === "ref-rps" && (samples.health?.[c] ?? []).some((s) => over(s.lanyard))) return "sys/health";
+  return "";
 }
 
 /**
@@ -75,7 +88,7 @@ export function report(rows, samples, concurrencies) {
         summary(L.map((s) => s.rps)),
         summary(L.map((s) => s.cpu), 2),
         `${fmt(median(L.map((s) => s.p50)), 1)} / ${fmt(median(L.map((s) => s.p99)), 1)}`,
-        summary(L.map((s) => s.d1), 1),
+        summary(L.map((s) => s.d1), 2),
         errors === 0 ? "0" : `${errors} of ${L.reduce((a, s) => a + s.requests, 0)}`,
       ];
       if (row.peerName && runs.some((s) => s.peer)) {
@@ -105,8 +118,16 @@ export function report(rows, samples, concurrencies) {
     const v = targetValues(t, samples, c);
     const m = median(v);
     const unit = t.kind === "d1" ? "" : "×";
-    const verdict = !Number.isFinite(m) ? "not measured" : (t.cmp === "<=" ? m <= t.goal : m >= t.goal) ? "met" : "**missed**";
-    lines.push(`| ${t.label} | ${summary(v, 2, unit)} | ${t.cmp === "<=" ? "≤" : "≥"} ${t.goal}${unit} | ${verdict} |`);
+    const bad = erroneous(t, samples, c);
+    const verdict = bad
+      ? `not judged: ${bad} failed over 1%`
+      : !Number.isFinite(m)
+        ? "not measured"
+        : (t.cmp === "<=" ? m <= t.goal + (t.slack ?? 0) : m >= t.goal)
+          ? "met"
+          : "**missed**";
+    const goal = `${t.cmp === "<=" ? "≤" : "≥"} ${t.goal}${unit}${t.slack ? ` (+${t.slack} for cache refreshes)` : ""}`;
+    lines.push(`| ${t.label} | ${summary(v, 2, unit)} | ${goal} | ${verdict} |`);
   }
   return lines.join("\n");
 }
