@@ -23,7 +23,10 @@ import { generateP224KeyPair, importP224PrivateKey, isP224Key, p224PublicKeyOf, 
 // Use the runtime's WebCrypto (workers-stack.md pitfall 7).
 x509.cryptoProvider.set(crypto);
 
-export class X509Error extends Error {}
+import { X509Error } from "./errors";
+
+export { X509Error };
+export { parseCsr, type CsrInfo } from "./pkcs10";
 
 const CURVE_NAME: Record<number, string> = { 256: "P-256", 384: "P-384", 521: "P-521" };
 
@@ -425,67 +428,6 @@ export async function isSignedBy(childDer: Uint8Array<ArrayBuffer>, parentSpki: 
   } catch {
     return false;
   }
-}
-
-export interface CsrInfo {
-  subject: Uint8Array<ArrayBuffer>;
-  spki: Uint8Array<ArrayBuffer>;
-  facts: PublicKeyFacts;
-  sans: SanSpec | null;
-  /** Extensions requested in the CSR, as DER (copied by sign-intermediate with use_csr_values). */
-  extensions: ExtensionDer[];
-  isCa: boolean;
-  /** Key usage bits requested in the CSR (RFC 5280 §4.2.1.3), or null without the extension. */
-  keyUsage: number[] | null;
-}
-
-/** Parses and verifies a PEM or DER PKCS#10 request; the message says what is wrong. */
-export async function parseCsr(der: Uint8Array<ArrayBuffer>): Promise<CsrInfo> {
-  refuseTrailingData(der, "CSR");
-  let csr: x509.Pkcs10CertificateRequest;
-  try {
-    csr = new x509.Pkcs10CertificateRequest(der);
-  } catch (e) {
-    throw new X509Error(`certificate request could not be parsed: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  const spki = new Uint8Array(csr.publicKey.rawData);
-  let facts: PublicKeyFacts;
-  try {
-    facts = await publicKeyFacts(spki);
-  } catch (e) {
-    throw new X509Error(`certificate request: ${e instanceof DerError ? e.message : "unsupported public key"}`);
-  }
-  // Before verifying: WebCrypto cannot import the key, and would report a bad signature.
-  const sizeProblem = unsupportedKeySize(facts);
-  if (sizeProblem) throw new X509Error(sizeProblem);
-  let valid = false;
-  try {
-    // WebCrypto cannot import a P-224 key: such requests are checked in software.
-    valid = isP224Spki(facts) ? verifySignedByP224(new Uint8Array(csr.rawData), spki) : await csr.verify();
-  } catch {
-    valid = false;
-  }
-  if (!valid) throw new X509Error("certificate request signature is invalid");
-  let sans: SanSpec | null = null;
-  let isCa = false;
-  let keyUsage: number[] | null = null;
-  const extensions: ExtensionDer[] = [];
-  try {
-    for (const ext of csr.extensions) {
-      const value = new Uint8Array(ext.value);
-      extensions.push({ oid: ext.type, critical: ext.critical, value });
-      if (ext.type === OID.subjectAltName) sans = parseGeneralNames(value);
-      if (ext.type === OID.keyUsage) keyUsage = bitsOf(expectTag(parse(value), TAG.BIT_STRING, "key usage").content);
-      if (ext.type === OID.basicConstraints) {
-        const first = children(parse(value))[0];
-        isCa = first !== undefined && first.tag === TAG.BOOLEAN && (first.content[0] ?? 0) !== 0;
-      }
-    }
-  } catch (e) {
-    // A malformed extension is the client's error, not ours.
-    throw new X509Error(`certificate request has a malformed extension: ${e instanceof Error ? e.message : String(e)}`);
-  }
-  return { subject: new Uint8Array(csr.subjectName.toArrayBuffer()), spki, facts, sans, extensions, isCa, keyUsage };
 }
 
 export { CURVE_OID };
