@@ -80,6 +80,7 @@ async function main() {
     const lanyardCpu = [workerdCpu, (before, n) => cpuPerRequest(before, workerdCpu(), n)];
     const peerCpu = [() => processCpu(peer.pid), (before, n) => (n > 0 ? ((processCpu(peer.pid) - before) * 1000) / n : NaN)];
 
+    console.log(`load generator: ${gen.name}; ${RUNS} run(s) of ${SECONDS} s per row, concurrency ${CONCURRENCY.join(",")}`);
     // Warm-up: first requests compile code paths, open D1 and fill the per-isolate caches.
     for (const row of ROWS) {
       await gen.load(`${base}${reqs[row.id].path}`, reqs[row.id], 2, 1);
@@ -87,7 +88,6 @@ async function main() {
     }
 
     const samples = {};
-    console.log(`load generator: ${gen.name}; ${RUNS} run(s) of ${SECONDS} s per row, concurrency ${CONCURRENCY.join(",")}`);
     for (let run = 1; run <= RUNS; run++) {
       for (const row of ROWS) {
         for (const c of CONCURRENCY) {
