@@ -78,10 +78,13 @@ export interface SubjectSpec {
 }
 
 const PRINTABLE = /^[A-Za-z0-9 '()+,\-./:=?]*$/;
+// One encoder and decoder for the module: constructing them per string showed in profiles.
+const ENC = new TextEncoder();
+const DEC = new TextDecoder();
 
 /** PrintableString when the value allows it, else UTF8String (as Go's encoder chooses). */
 function directoryString(v: string): Uint8Array<ArrayBuffer> {
-  return PRINTABLE.test(v) ? tlv(TAG.PRINTABLE_STRING, new TextEncoder().encode(v)) : utf8(v);
+  return PRINTABLE.test(v) ? tlv(TAG.PRINTABLE_STRING, ENC.encode(v)) : utf8(v);
 }
 
 function rdn(type: string, value: string): Uint8Array<ArrayBuffer> {
@@ -117,7 +120,7 @@ export function nameAttributes(der: Uint8Array<ArrayBuffer>): { type: string; va
     for (const atv of children(r)) {
       const [t, v] = children(atv);
       if (!t || !v) throw new DerError("malformed name attribute");
-      out.push({ type: decodeOid(t.content), value: new TextDecoder().decode(v.content) });
+      out.push({ type: decodeOid(t.content), value: DEC.decode(v.content) });
     }
   }
   return out;
@@ -147,9 +150,9 @@ function generalNames(s: SanSpec): Uint8Array[] {
   const names: Uint8Array[] = [];
   // otherName [0] { type-id OID, value [0] EXPLICIT UTF8String } (the only type upstream supports).
   for (const o of s.otherNames) names.push(ctxCons(0, concat([oid(o.oid), ctxCons(0, utf8(o.value))])));
-  for (const e of s.email) names.push(ctxPrim(1, new TextEncoder().encode(e)));
-  for (const d of s.dns) names.push(ctxPrim(2, new TextEncoder().encode(d)));
-  for (const u of s.uri) names.push(ctxPrim(6, new TextEncoder().encode(u)));
+  for (const e of s.email) names.push(ctxPrim(1, ENC.encode(e)));
+  for (const d of s.dns) names.push(ctxPrim(2, ENC.encode(d)));
+  for (const u of s.uri) names.push(ctxPrim(6, ENC.encode(u)));
   for (const ip of s.ip) names.push(ctxPrim(7, ip));
   return names;
 }
@@ -161,7 +164,7 @@ export function sanIsEmpty(s: SanSpec): boolean {
 /** Parses a GeneralNames SEQUENCE (the SAN extension value). Unsupported kinds are skipped. */
 export function parseGeneralNames(value: Uint8Array<ArrayBuffer>): SanSpec {
   const out = emptySans();
-  const dec = new TextDecoder();
+  const dec = DEC;
   for (const gn of children(expectTag(parse(value), TAG.SEQUENCE, "general names"))) {
     switch (gn.tag) {
       case 0x81:
@@ -254,8 +257,8 @@ export function akiExtension(keyId: Uint8Array): ExtensionDer {
 /** RFC 5280 §4.2.2.1: caIssuers and OCSP access descriptions. */
 export function aiaExtension(caIssuers: string[], ocsp: string[]): ExtensionDer | null {
   const items = [
-    ...ocsp.map((u) => seq(oid(OID.ocsp), ctxPrim(6, new TextEncoder().encode(u)))),
-    ...caIssuers.map((u) => seq(oid(OID.caIssuers), ctxPrim(6, new TextEncoder().encode(u)))),
+    ...ocsp.map((u) => seq(oid(OID.ocsp), ctxPrim(6, ENC.encode(u)))),
+    ...caIssuers.map((u) => seq(oid(OID.caIssuers), ctxPrim(6, ENC.encode(u)))),
   ];
   return items.length === 0 ? null : { oid: OID.authorityInfoAccess, critical: false, value: seq(...items) };
 }
@@ -263,14 +266,14 @@ export function aiaExtension(caIssuers: string[], ocsp: string[]): ExtensionDer 
 /** RFC 5280 §4.2.1.13 (and §4.2.1.15 FreshestCRL, same syntax): one fullName per URL. */
 export function distributionPointsExtension(urls: string[], which: "crl" | "delta"): ExtensionDer | null {
   if (urls.length === 0) return null;
-  const points = urls.map((u) => seq(ctxCons(0, ctxCons(0, ctxPrim(6, new TextEncoder().encode(u))))));
+  const points = urls.map((u) => seq(ctxCons(0, ctxCons(0, ctxPrim(6, ENC.encode(u))))));
   return { oid: which === "crl" ? OID.crlDistributionPoints : OID.freshestCrl, critical: false, value: seq(...points) };
 }
 
 /** RFC 5280 §4.2.1.10: permitted dNSName subtrees (critical). */
 export function nameConstraintsExtension(domains: string[]): ExtensionDer | null {
   if (domains.length === 0) return null;
-  const subtrees = domains.map((d) => seq(ctxPrim(2, new TextEncoder().encode(d))));
+  const subtrees = domains.map((d) => seq(ctxPrim(2, ENC.encode(d))));
   return { oid: OID.nameConstraints, critical: true, value: seq(ctxCons(0, concat(subtrees))) };
 }
 

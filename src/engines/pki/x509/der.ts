@@ -27,17 +27,43 @@ export class DerError extends Error {}
 // Byte concatenation and one TLV are core's (shared with the sync engine's PKCS#8 wrapping).
 export { concat, tlv };
 
-export const seq = (...items: Uint8Array[]): Uint8Array<ArrayBuffer> => tlv(TAG.SEQUENCE, concat(items));
-export const set = (...items: Uint8Array[]): Uint8Array<ArrayBuffer> => tlv(TAG.SET, concat(items));
-export const octets = (b: Uint8Array): Uint8Array<ArrayBuffer> => tlv(TAG.OCTET_STRING, b);
-export const nullValue = (): Uint8Array<ArrayBuffer> => Uint8Array.from([TAG.NULL, 0]);
-export const bool = (v: boolean): Uint8Array<ArrayBuffer> => Uint8Array.from([TAG.BOOLEAN, 1, v ? 0xff : 0]);
-export const utf8 = (s: string): Uint8Array<ArrayBuffer> => tlv(TAG.UTF8_STRING, new TextEncoder().encode(s));
-export const ia5 = (s: string): Uint8Array<ArrayBuffer> => tlv(TAG.IA5_STRING, new TextEncoder().encode(s));
+const ENCODER = new TextEncoder();
+
+/**
+ * One TLV around the concatenation of `parts`, written into a single buffer: the constructed
+ * types (SEQUENCE, SET, [n]) of every certificate go through here, so the parts are not first
+ * joined into a buffer of their own (X.690 §8.1: definite-length header, then the content).
+ */
+export function frame(tag: number, parts: readonly Uint8Array[]): Uint8Array<ArrayBuffer> {
+  let len = 0;
+  for (const p of parts) len += p.length;
+  const head = len < 0x80 ? 2 : len < 0x100 ? 3 : len < 0x10000 ? 4 : len < 0x1000000 ? 5 : 6;
+  const out = new Uint8Array(head + len);
+  out[0] = tag;
+  if (head === 2) out[1] = len;
+  else {
+    out[1] = 0x80 | (head - 2);
+    for (let i = head - 1, v = len; i >= 2; i--, v = Math.floor(v / 256)) out[i] = v & 0xff;
+  }
+  let off = head;
+  for (const p of parts) {
+    out.set(p, off);
+    off += p.length;
+  }
+  return out;
+}
+
+export const seq = (...items: Uint8Array[]): Uint8Array<ArrayBuffer> => frame(TAG.SEQUENCE, items);
+export const set = (...items: Uint8Array[]): Uint8Array<ArrayBuffer> => frame(TAG.SET, items);
+export const octets = (b: Uint8Array): Uint8Array<ArrayBuffer> => frame(TAG.OCTET_STRING, [b]);
+export const nullValue = (): Uint8Array<ArrayBuffer> => Uint8Array.of(TAG.NULL, 0);
+export const bool = (v: boolean): Uint8Array<ArrayBuffer> => Uint8Array.of(TAG.BOOLEAN, 1, v ? 0xff : 0);
+export const utf8 = (s: string): Uint8Array<ArrayBuffer> => frame(TAG.UTF8_STRING, [ENCODER.encode(s)]);
+export const ia5 = (s: string): Uint8Array<ArrayBuffer> => frame(TAG.IA5_STRING, [ENCODER.encode(s)]);
 /** [n] IMPLICIT primitive. */
-export const ctxPrim = (n: number, content: Uint8Array): Uint8Array<ArrayBuffer> => tlv(0x80 | n, content);
+export const ctxPrim = (n: number, content: Uint8Array): Uint8Array<ArrayBuffer> => frame(0x80 | n, [content]);
 /** [n] constructed (EXPLICIT, or IMPLICIT over a constructed type). */
-export const ctxCons = (n: number, content: Uint8Array): Uint8Array<ArrayBuffer> => tlv(0xa0 | n, content);
+export const ctxCons = (n: number, content: Uint8Array): Uint8Array<ArrayBuffer> => frame(0xa0 | n, [content]);
 
 /** Non-negative INTEGER from a small number. */
 export function int(n: number): Uint8Array<ArrayBuffer> {
@@ -56,23 +82,53 @@ export function uintBytes(b: Uint8Array): Uint8Array<ArrayBuffer> {
   let start = 0;
   while (start < b.length - 1 && b[start] === 0) start++;
   const body = b.subarray(start);
-  return tlv(TAG.INTEGER, (body[0] ?? 0) & 0x80 ? concat([Uint8Array.of(0), body]) : body);
+  return (body[0] ?? 0) & 0x80 ? frame(TAG.INTEGER, [ZERO, body]) : frame(TAG.INTEGER, [body]);
 }
+
+const ZERO = Uint8Array.of(0);
 
 /** UTCTime through 2049, GeneralizedTime from 2050 (RFC 5280 §4.1.2.5), whole seconds, Z. */
 export function time(d: Date): Uint8Array<ArrayBuffer> {
-  const iso = d.toISOString(); // YYYY-MM-DDTHH:MM:SS.sssZ
-  const digits = iso.slice(0, 19).replace(/[-T:]/g, "");
   const year = d.getUTCFullYear();
-  return year < 2050
-    ? tlv(TAG.UTC_TIME, new TextEncoder().encode(`${digits.slice(2)}Z`))
-    : tlv(TAG.GENERALIZED_TIME, new TextEncoder().encode(`${digits}Z`));
+  if (!(year >= 0 && year <= 9999)) throw new DerError("time out of range");
+  const utc = year < 2050;
+  const fields = [year, d.getUTCMonth() + 1, d.getUTCDate(), d.getUTCHours(), d.getUTCMinutes(), d.getUTCSeconds()];
+  const out = new Uint8Array(utc ? 15 : 17);
+  out[0] = utc ? TAG.UTC_TIME : TAG.GENERALIZED_TIME;
+  out[1] = out.length - 2;
+  let o = 2;
+  const put2 = (v: number) => {
+    out[o++] = 0x30 + Math.floor(v / 10);
+    out[o++] = 0x30 + (v % 10);
+  };
+  // YYMMDDHHMMSSZ or YYYYMMDDHHMMSSZ (RFC 5280 §4.1.2.5.1-2: seconds, Zulu, no fraction).
+  if (!utc) put2(Math.floor(year / 100));
+  put2(year % 100);
+  for (const f of fields.slice(1)) put2(f);
+  out[o] = 0x5a; // "Z"
+  return out;
 }
 
 /** BIT STRING with no unused bits. */
-export const bitString = (b: Uint8Array): Uint8Array<ArrayBuffer> => tlv(TAG.BIT_STRING, concat([Uint8Array.of(0), b]));
+export const bitString = (b: Uint8Array): Uint8Array<ArrayBuffer> => frame(TAG.BIT_STRING, [ZERO, b]);
+
+/**
+ * Encodings of the OIDs seen so far: the engine encodes the same few dozen on every
+ * certificate. Bounded, since request fields (other SANs, policy OIDs) can name any OID; the
+ * arrays handed out are shared, and no caller writes into a DER value it did not build.
+ */
+const OID_CACHE = new Map<string, Uint8Array<ArrayBuffer>>();
+const OID_CACHE_MAX = 512;
 
 export function oid(dotted: string): Uint8Array<ArrayBuffer> {
+  const hit = OID_CACHE.get(dotted);
+  if (hit) return hit;
+  const der = encodeOid(dotted);
+  if (OID_CACHE.size < OID_CACHE_MAX) OID_CACHE.set(dotted, der);
+  return der;
+}
+
+function encodeOid(dotted: string): Uint8Array<ArrayBuffer> {
   const parts = dotted.split(".").map((p) => Number(p));
   if (parts.length < 2 || parts.some((p) => !Number.isInteger(p) || p < 0)) throw new DerError(`invalid OID ${dotted}`);
   const out: number[] = [(parts[0] ?? 0) * 40 + (parts[1] ?? 0)];

@@ -53,8 +53,23 @@ export async function generateKeyPair(type: KeyType, bits: number): Promise<KeyP
   }
   const pair = (await crypto.subtle.generateKey(alg, true, ["sign", "verify"])) as CryptoKeyPair;
   const pkcs8 = new Uint8Array((await crypto.subtle.exportKey("pkcs8", pair.privateKey)) as ArrayBuffer);
-  const spki = new Uint8Array((await crypto.subtle.exportKey("spki", pair.publicKey)) as ArrayBuffer);
+  const spki = (type === "ec" ? ecSpkiFromPkcs8(pkcs8) : null) ?? new Uint8Array((await crypto.subtle.exportKey("spki", pair.publicKey)) as ArrayBuffer);
   return { pkcs8, spki };
+}
+
+/**
+ * The SubjectPublicKeyInfo of an EC key read from its PKCS#8 export, which carries the public
+ * point (RFC 5915 §3 `[1] publicKey`): RFC 5480 §2 SEQUENCE { SEQUENCE { id-ecPublicKey, named
+ * curve }, BIT STRING }, the bytes WebCrypto's spki export gives, one export fewer per issue.
+ * Null when the point is absent.
+ */
+function ecSpkiFromPkcs8(pkcs8: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> | null {
+  const [, algId, inner] = children(expectTag(parse(pkcs8), TAG.SEQUENCE, "private key"));
+  const ecKey = parse(expectTag(inner, TAG.OCTET_STRING, "private key").content);
+  const pub = children(expectTag(ecKey, TAG.SEQUENCE, "EC private key")).find((n) => n.tag === 0xa1);
+  const point = pub ? children(pub)[0] : undefined;
+  if (!algId || !point || point.tag !== TAG.BIT_STRING) return null;
+  return seq(algId.raw, point.raw);
 }
 
 /**
@@ -188,6 +203,13 @@ function signatureAlgorithmDer(signer: Signer): Uint8Array<ArrayBuffer> | null {
   return signer.algorithm.name === "RSASSA-PKCS1-v1_5" ? seq(oid(id), nullValue()) : seq(oid(id));
 }
 
+/** Bytes of an even-length hex string (a serial from the Authority). */
+function hexBytes(hex: string): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(hex.length >> 1);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
 /** WebCrypto's raw r‖s ECDSA signature → the DER Ecdsa-Sig-Value of RFC 3279 §2.2.3. */
 function ecdsaSigDer(raw: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
   const half = raw.length / 2;
@@ -207,7 +229,7 @@ export async function signCertificate(p: CertificateParams, encoder: "direct" | 
   const alg = signatureAlgorithmDer(p.signer);
   // `encoder: "library"` exists for the benchmark's comparison (npm run bench).
   if (!alg || (encoder === "library" && !isP224Key(p.signer.key))) return signCertificateWithLibrary(p);
-  const serialBytes = Uint8Array.from(p.serialHex.match(/../g) ?? [], (h) => parseInt(h, 16));
+  const serialBytes = hexBytes(p.serialHex);
   const tbs = seq(
     ctxCons(0, int(2)), // version v3
     uintBytes(serialBytes),
