@@ -7,7 +7,10 @@
 import { describe, expect, it } from "vitest";
 import { concatBytes, derTlv } from "../../src/core/encoding";
 import { decodeOid, frame, oid, parse, seq, time, uintBytes } from "../../src/engines/pki/x509/der";
-import { generateKeyPair, publicKeyOf } from "../../src/engines/pki/x509/x509";
+import { generateKeyPair, importSigner, publicKeyOf, signCertificate } from "../../src/engines/pki/x509/x509";
+import { encodeName, publicKeyFacts, skiExtension } from "../../src/engines/pki/x509/asn1";
+import { caCertBase64, caCertDer, issuerKeyIdOf } from "../../src/engines/pki/x509/issuer-facts";
+import { bytesToBase64, toPem } from "../../src/core/encoding";
 
 /** The time encoding before the fast path: from toISOString (RFC 5280 §4.1.2.5). */
 function isoTime(d: Date): Uint8Array {
@@ -45,5 +48,26 @@ describe("generated keys", () => {
       const pair = await generateKeyPair("ec", bits);
       expect(pair.spki, `P-${bits}`).toEqual(await publicKeyOf(pair.pkcs8));
     }
+  });
+});
+
+describe("issuer facts cached by certificate text", () => {
+  it("DER, base64, and the key id: the certificate's own SKI, else RFC 5280 method 1", async () => {
+    const pair = await generateKeyPair("ec", 256);
+    const signer = await importSigner(pair.pkcs8, pair.spki);
+    const name = encodeName({ commonName: "Facts CA" });
+    const cert = (extensions: ReturnType<typeof skiExtension>[]) =>
+      signCertificate({ serialHex: "01", subject: name, issuer: name, notBefore: new Date(0), notAfter: new Date(86_400_000), spki: pair.spki, extensions, signer });
+    const own = Uint8Array.of(1, 2, 3, 4);
+    const withSki = await cert([skiExtension(own)]);
+    const without = await cert([]);
+    const pemWith = `${toPem("CERTIFICATE", withSki)}\n`;
+    const pemWithout = `${toPem("CERTIFICATE", without)}\n`;
+    expect(caCertDer(pemWith)).toEqual(withSki);
+    expect(caCertBase64(pemWithout)).toBe(bytesToBase64(without));
+    const spki = bytesToBase64(pair.spki);
+    expect(await issuerKeyIdOf(pemWith, spki)).toEqual(own);
+    expect(await issuerKeyIdOf(pemWith, spki)).toEqual(own);
+    expect(await issuerKeyIdOf(pemWithout, spki)).toEqual((await publicKeyFacts(pair.spki)).ski);
   });
 });

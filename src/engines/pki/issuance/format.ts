@@ -6,7 +6,7 @@
 import { badRequest } from "../../../core/errors";
 import { bytesToBase64 } from "../../../core/encoding";
 import { traditionalPrivateKey } from "../x509/asn1";
-import { certDerFromPem } from "../ca/issuers";
+import { caCertBase64 } from "../x509/issuer-facts";
 import { toPem } from "../x509/pem";
 import type { IssuerRow } from "../storage/store";
 
@@ -55,7 +55,8 @@ export function encodeCert(der: Uint8Array, format: CertFormat): string {
 }
 
 export function encodeIssuer(issuer: IssuerRow, format: CertFormat): string {
-  return format === "der" ? bytesToBase64(certDerFromPem(issuer.certificate)) : trimPem(issuer.certificate);
+  // The base64 of a CA certificate is cached by its text (x509/issuer-facts.ts).
+  return format === "der" ? caCertBase64(issuer.certificate) : trimPem(issuer.certificate);
 }
 
 export interface CertOutput {

@@ -84,24 +84,29 @@ export function resolveAia(issuerId: string, issuerAia: IssuerRow["aia"], urls: 
   const src = own
     ? { ...issuerAia, enable_templating: issuerAia.enable_aia_url_templating }
     : urls;
-  const expand = (list: string[]) =>
-    list.map((u) => {
-      if (!src.enable_templating) return u;
-      const out = u
-        .replaceAll("{{issuer_id}}", issuerId)
-        .replaceAll("{{cluster_path}}", cluster.path)
-        .replaceAll("{{cluster_aia_path}}", cluster.aia_path);
-      if (TEMPLATE_RE.test(out) || (u.includes("{{cluster_path}}") && !cluster.path) || (u.includes("{{cluster_aia_path}}") && !cluster.aia_path)) {
-        throw badRequest(`unable to fetch AIA URL information: template in "${u}" cannot be filled from config/cluster`);
-      }
-      return out;
-    });
+  const t = { on: src.enable_templating, issuerId, cluster };
   return {
-    issuingCertificates: expand(src.issuing_certificates),
-    crlDistributionPoints: expand(src.crl_distribution_points),
-    deltaCrlDistributionPoints: expand(src.delta_crl_distribution_points),
-    ocspServers: expand(src.ocsp_servers),
+    issuingCertificates: expandUrls(src.issuing_certificates, t),
+    crlDistributionPoints: expandUrls(src.crl_distribution_points, t),
+    deltaCrlDistributionPoints: expandUrls(src.delta_crl_distribution_points, t),
+    ocspServers: expandUrls(src.ocsp_servers, t),
   };
+}
+
+/** AIA URL templates filled (§6.5); a module-level function, not a closure per issue. */
+function expandUrls(list: string[], t: { on: boolean; issuerId: string; cluster: ClusterConfig }): string[] {
+  if (!t.on || list.length === 0) return list.slice();
+  const { issuerId, cluster } = t;
+  return list.map((u) => {
+    const out = u
+      .replaceAll("{{issuer_id}}", issuerId)
+      .replaceAll("{{cluster_path}}", cluster.path)
+      .replaceAll("{{cluster_aia_path}}", cluster.aia_path);
+    if (TEMPLATE_RE.test(out) || (u.includes("{{cluster_path}}") && !cluster.path) || (u.includes("{{cluster_aia_path}}") && !cluster.aia_path)) {
+      throw badRequest(`unable to fetch AIA URL information: template in "${u}" cannot be filled from config/cluster`);
+    }
+    return out;
+  });
 }
 
 export const NO_AIA: AiaUrls = { issuingCertificates: [], crlDistributionPoints: [], deltaCrlDistributionPoints: [], ocspServers: [] };
@@ -127,17 +132,47 @@ export interface LeafProfile {
   aia: AiaUrls;
 }
 
+/** The extensions of a leaf that depend on its role alone. */
+interface RoleExtensions {
+  keyUsage: ExtensionDer | null;
+  extKeyUsage: ExtensionDer | null;
+  basicConstraints: ExtensionDer | null;
+  policies: ExtensionDer | null;
+}
+
+/**
+ * Role extensions by role object. Roles come from the per-isolate read model, one object per
+ * stored version, and are never changed once decoded (a changed role is a new object), so the
+ * object is the key; a WeakMap lets an entry go with its role. The ExtensionDer values are
+ * shared and never written to (the certificate encoder copies them).
+ */
+const roleExtensionCache = new WeakMap<Role, RoleExtensions>();
+
+function roleExtensions(role: Role): RoleExtensions {
+  const hit = roleExtensionCache.get(role);
+  if (hit) return hit;
+  const exts: RoleExtensions = {
+    keyUsage: keyUsageExtension(keyUsageBits(role.key_usage)),
+    extKeyUsage: extKeyUsageExtension(extKeyUsageOids(role)),
+    basicConstraints: role.basic_constraints_valid_for_non_ca ? basicConstraintsExtension(false) : null,
+    policies: certificatePoliciesExtension(policyList(role)),
+  };
+  roleExtensionCache.set(role, exts);
+  return exts;
+}
+
 /** Extensions of a leaf certificate, in the order Go's x509 package writes them. */
 export function leafExtensions(p: LeafProfile): ExtensionDer[] {
+  const r = roleExtensions(p.role);
   const exts: (ExtensionDer | null)[] = [
-    keyUsageExtension(keyUsageBits(p.role.key_usage)),
-    extKeyUsageExtension(extKeyUsageOids(p.role)),
-    p.role.basic_constraints_valid_for_non_ca ? basicConstraintsExtension(false) : null,
+    r.keyUsage,
+    r.extKeyUsage,
+    r.basicConstraints,
     skiExtension(p.ski),
     akiExtension(p.issuerSki),
     ...aiaExtensions(p.aia),
     sanIsEmpty(p.sans) ? null : sanExtension(p.sans, p.subjectEmpty),
-    certificatePoliciesExtension(policyList(p.role)),
+    r.policies,
   ];
   return exts.filter((e): e is ExtensionDer => e !== null);
 }

@@ -97,6 +97,11 @@ function csrSubjectFields(csr: CsrInfo | null): { cn: string; serial: string; ui
   };
 }
 
+/** The distinct values, in first-seen order (module-level: no closure per request). */
+function uniq(xs: string[]): string[] {
+  return xs.length < 2 ? xs.slice() : [...new Set(xs)];
+}
+
 export function applyRole(role: Role, req: NameRequest, csr: CsrInfo | null): CertSubject {
   const policy: NamePolicy = role;
   const fromCsr = csrSubjectFields(csr);
@@ -201,7 +206,6 @@ export function applyRole(role: Role, req: NameRequest, csr: CsrInfo | null): Ce
     if (!matchesAny(allowedUserIds, u.toLowerCase())) throw badRequest(`user_id ${u} is not allowed by this role`);
   }
 
-  const uniq = (xs: string[]) => [...new Set(xs)];
   return {
     subject: {
       commonName: cn,

@@ -96,17 +96,20 @@ export function time(d: Date): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(utc ? 15 : 17);
   out[0] = utc ? TAG.UTC_TIME : TAG.GENERALIZED_TIME;
   out[1] = out.length - 2;
-  let o = 2;
-  const put2 = (v: number) => {
-    out[o++] = 0x30 + Math.floor(v / 10);
-    out[o++] = 0x30 + (v % 10);
-  };
   // YYMMDDHHMMSSZ or YYYYMMDDHHMMSSZ (RFC 5280 §4.1.2.5.1-2: seconds, Zulu, no fraction).
-  if (!utc) put2(Math.floor(year / 100));
-  put2(year % 100);
-  for (const f of fields.slice(1)) put2(f);
+  let o = 2;
+  if (!utc) o = put2(out, o, Math.floor(year / 100));
+  o = put2(out, o, year % 100);
+  for (let i = 1; i < fields.length; i++) o = put2(out, o, fields[i] ?? 0);
   out[o] = 0x5a; // "Z"
   return out;
+}
+
+/** Two ASCII digits of `v` at `o`; the offset after them. */
+function put2(out: Uint8Array, o: number, v: number): number {
+  out[o] = 0x30 + Math.floor(v / 10);
+  out[o + 1] = 0x30 + (v % 10);
+  return o + 2;
 }
 
 /** BIT STRING with no unused bits. */
