@@ -330,7 +330,22 @@ function spkiParts(spki: Uint8Array<ArrayBuffer>): { alg: string; param: Node | 
   return { alg: decodeOid(expectTag(algOid, TAG.OID, "algorithm").content), param, key: bs.content.subarray(1) };
 }
 
+/**
+ * Facts by SPKI array: a sign reads its CSR's key twice (parsing the CSR, then the SKI of the
+ * certificate) through the same array. Keyed by the array object, which no caller writes to
+ * after it is made; a WeakMap lets an entry go with its array.
+ */
+const factsBySpki = new WeakMap<Uint8Array, PublicKeyFacts>();
+
 export async function publicKeyFacts(spki: Uint8Array<ArrayBuffer>): Promise<PublicKeyFacts> {
+  const hit = factsBySpki.get(spki);
+  if (hit) return hit;
+  const facts = await readPublicKeyFacts(spki);
+  factsBySpki.set(spki, facts);
+  return facts;
+}
+
+async function readPublicKeyFacts(spki: Uint8Array<ArrayBuffer>): Promise<PublicKeyFacts> {
   const { alg, param, key } = spkiParts(spki);
   const ski = new Uint8Array(await crypto.subtle.digest("SHA-1", key));
   if (alg === OID.rsaEncryption) {
