@@ -13,14 +13,15 @@
  * - **A failed batch fails no innocent row.** A D1 batch is one transaction (all or nothing), so
  *   after a failure nothing of it is stored: each row is then retried alone, and only the rows
  *   that fail alone fail, each with its own error (a duplicate serial, a mount being disabled).
- * - **No promise crosses requests.** Each caller waits on a promise it created itself (workerd
- *   ties I/O and promises to the request that made them: a continuation of a finished request's
- *   promise would be cancelled); the leader only settles them. The leader runs the batch inside
+ * - **Nothing crosses requests but data.** workerd ties I/O, statements and promise continuations
+ *   to the request that made them. So a waiter hands over its rows as data (the leader prepares
+ *   the statements) and learns its outcome by looking at a field on timers of its own
+ *   (`settled`); the leader only writes that field. The leader runs the batch inside
  *   its own request, which it keeps open until the batch ends, since its own row is in it; the
  *   batch is also handed to waitUntil so a client going away cannot cut it short.
  */
 import type { Db } from "../../../core/db/client";
-import { insertCertsBatch, type Stmt } from "../storage/store";
+import { insertCertsBatch, insertCertStmt, type CertInsert } from "../storage/store";
 
 /** Rows per batch: well under D1's statement limits, and a bounded wait for the last joiner. */
 const MAX_GROUP = 64;
@@ -30,29 +31,46 @@ type Outcome = { kind: "committed" } | { kind: "failed"; error: unknown } | { ki
 interface Waiter {
   /** The caller's handle; the batch runs on its leader's (runGroup). */
   db: Db;
-  stmts: Stmt[];
-  settle(o: Outcome): void;
+  /**
+   * Rows as data, not statements: a D1 statement belongs to the request that prepared it
+   * ("Cannot perform I/O on behalf of a different request"), so the leader prepares them.
+   */
+  rows: CertInsert[];
+  /** Set by whoever settles it (the leader of its batch, or the leader handing over). */
+  outcome: Outcome | null;
 }
 
 const waiting: Waiter[] = [];
 let inFlight = false;
 
 /**
- * Stores `stmts` (one certificate's rows) in a D1 batch shared with the concurrent callers of
- * this isolate; resolves once committed, rejects with the row's own error.
+ * Stores `rows` (one certificate's) in a D1 batch shared with the concurrent callers of this
+ * isolate; resolves once committed, rejects with the row's own error.
  */
-export async function commitCertificate(db: Db, stmts: Stmt[], waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
-  let resolve: (o: Outcome) => void = () => undefined;
-  const promise = new Promise<Outcome>((r) => (resolve = r));
-  const me: Waiter = { db, stmts, settle: resolve };
+export async function commitCertificate(db: Db, rows: CertInsert[], waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
+  const me: Waiter = { db, rows, outcome: null };
   waiting.push(me);
   if (!inFlight) {
     inFlight = true;
-    resolve({ kind: "lead" });
+    me.outcome = { kind: "lead" };
   }
-  const outcome = await promise;
+  const outcome = await settled(me);
   if (outcome.kind === "lead") return lead(me, waitUntil);
   if (outcome.kind === "failed") throw outcome.error;
+}
+
+/** How often a waiter looks at its outcome. */
+const POLL_MS = 1;
+
+/**
+ * Waits for the waiter's outcome by looking at it on timers of this request's own. Not a promise
+ * the leader resolves: workerd runs a continuation of such a promise in the resolving request's
+ * context (a D1 batch started from there fails with "Cannot perform I/O on behalf of a different
+ * request"), and a request waiting on nothing of its own is cancelled as hung.
+ */
+async function settled(me: Waiter): Promise<Outcome> {
+  while (!me.outcome) await new Promise((r) => setTimeout(r, POLL_MS));
+  return me.outcome;
 }
 
 /** Runs one batch of what is waiting (`me` first), settles the others and passes the lead on. */
@@ -67,7 +85,7 @@ async function lead(me: Waiter, waitUntil?: (p: Promise<unknown>) => void): Prom
     handOver();
   }
   const lost = (): Outcome => ({ kind: "failed", error: new Error("certificate row was not committed") });
-  for (const w of group) if (w !== me) w.settle(results.get(w) ?? lost());
+  for (const w of group) if (w !== me) w.outcome = results.get(w) ?? lost();
   const own = results.get(me) ?? lost();
   if (own.kind === "failed") throw own.error;
 }
@@ -89,7 +107,7 @@ function takeGroup(me: Waiter): Waiter[] {
 /** The next waiter leads the next batch; with none waiting the isolate is idle again. */
 function handOver(): void {
   const next = waiting[0];
-  if (next) next.settle({ kind: "lead" });
+  if (next) next.outcome = { kind: "lead" };
   else inFlight = false;
 }
 
@@ -103,7 +121,7 @@ async function runGroup(db: Db, group: Waiter[]): Promise<Map<Waiter, Outcome>> 
   const [first] = group;
   if (!first) return out;
   try {
-    await insertCertsBatch(db, group.flatMap((w) => w.stmts));
+    await insertCertsBatch(db, group.flatMap((w) => w.rows.map((r) => insertCertStmt(db, r))));
     for (const w of group) out.set(w, { kind: "committed" });
     return out;
   } catch (e) {
@@ -116,7 +134,7 @@ async function runGroup(db: Db, group: Waiter[]): Promise<Map<Waiter, Outcome>> 
   await Promise.all(
     group.map(async (w) => {
       try {
-        await insertCertsBatch(db, w.stmts);
+        await insertCertsBatch(db, w.rows.map((r) => insertCertStmt(db, r)));
         out.set(w, { kind: "committed" });
       } catch (error) {
         out.set(w, { kind: "failed", error });

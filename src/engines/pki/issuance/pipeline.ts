@@ -37,6 +37,7 @@ import {
   type ConfigShapes,
   type IssuanceState,
   type IssuerRow,
+  type CertInsert,
   type KeyRow,
   type Stmt,
 } from "../storage/store";
@@ -265,7 +266,11 @@ export interface CertRecord {
  * thenables, so one returned from an async function would run on its own, outside the batch.
  */
 export function certificateRecord(ctx: IssueContext, signed: SignedCertificate, r: CertRecord, sealedMetadata: string | null = null): Stmt {
-  return insertCertStmt(ctx.db, {
+  return insertCertStmt(ctx.db, certificateRow(ctx, signed, r, sealedMetadata));
+}
+
+function certificateRow(ctx: IssueContext, signed: SignedCertificate, r: CertRecord, sealedMetadata: string | null): CertInsert {
+  return {
     mountId: ctx.mount.id,
     serial: signed.serial,
     der: bytesToBase64(signed.der),
@@ -273,7 +278,7 @@ export function certificateRecord(ctx: IssueContext, signed: SignedCertificate, 
     notAfter: signed.notAfterSec,
     createdAt: r.createdAt,
     metadata: sealedMetadata,
-  });
+  };
 }
 
 /**
@@ -289,9 +294,8 @@ export async function storeCertificate(
   before: Stmt[] = [],
 ): Promise<void> {
   const sealed = r.metadata ? await sealMetadata(ctx.env, ctx.mount.id, signed.serial, r.metadata.role, r.metadata.value) : null;
-  const row = certificateRecord(ctx, signed, r, sealed);
-  if (before.length === 0) await commitCertificate(ctx.db, [row], ctx.waitUntil);
-  else await runBatch(ctx.db, [...before, row]);
+  if (before.length === 0) await commitCertificate(ctx.db, [certificateRow(ctx, signed, r, sealed)], ctx.waitUntil);
+  else await runBatch(ctx.db, [...before, certificateRecord(ctx, signed, r, sealed)]);
 }
 
 // -- 6. output ----------------------------------------------------------------------------------

@@ -229,7 +229,8 @@ export async function listRoles(db: Db, mountId: string): Promise<{ name: string
 
 // -- certificates -----------------------------------------------------------------------------
 
-export const insertCertStmt = (db: Db, row: typeof pkiCerts.$inferInsert): Stmt => db.insert(pkiCerts).values(row);
+export type CertInsert = typeof pkiCerts.$inferInsert;
+export const insertCertStmt = (db: Db, row: CertInsert): Stmt => db.insert(pkiCerts).values(row);
 
 export async function getCert(db: Db, mountId: string, serial: string): Promise<CertRow | null> {
   const rows = await db.select().from(pkiCerts).where(and(eq(pkiCerts.mountId, mountId), eq(pkiCerts.serial, serial)));
