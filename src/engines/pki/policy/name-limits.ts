@@ -84,22 +84,33 @@ export function capNameRequest(req: RequestedNames): void {
   capList("user_ids", req.user_ids, MAX_SAN_ENTRIES, MAX_NAME_BYTES);
 }
 
+const kindOf = (one: string) => ({ one, many: `${one}s` });
+// Built once: the CSR checks run on every sign.
+const CSR_KINDS = {
+  cn: kindOf("common name"),
+  serial: kindOf("subject serial number"),
+  uid: kindOf("user id"),
+  dns: kindOf("DNS SAN"),
+  email: kindOf("e-mail SAN"),
+  uri: kindOf("URI SAN"),
+  other: kindOf("other SAN"),
+};
+
 /** The names a CSR supplies (use_csr_common_name, use_csr_sans, its serialNumber and UIDs). */
 export function capCsrNames(cn: string, serial: string, uids: readonly string[], sans: SanSpec | null): void {
-  const each = (one: string) => ({ one, many: `${one}s` });
-  capList("csr", [cn], 1, MAX_NAME_BYTES, each("common name"));
-  capList("csr", [serial], 1, MAX_NAME_BYTES, each("subject serial number"));
-  capList("csr", uids, MAX_SAN_ENTRIES, MAX_NAME_BYTES, each("user id"));
+  capList("csr", [cn], 1, MAX_NAME_BYTES, CSR_KINDS.cn);
+  capList("csr", [serial], 1, MAX_NAME_BYTES, CSR_KINDS.serial);
+  capList("csr", uids, MAX_SAN_ENTRIES, MAX_NAME_BYTES, CSR_KINDS.uid);
   if (!sans) return;
-  capList("csr", sans.dns, MAX_SAN_ENTRIES, MAX_NAME_BYTES, each("DNS SAN"));
-  capList("csr", sans.email, MAX_SAN_ENTRIES, MAX_NAME_BYTES, each("e-mail SAN"));
-  capList("csr", sans.uri, MAX_SAN_ENTRIES, MAX_URI_BYTES, each("URI SAN"));
+  capList("csr", sans.dns, MAX_SAN_ENTRIES, MAX_NAME_BYTES, CSR_KINDS.dns);
+  capList("csr", sans.email, MAX_SAN_ENTRIES, MAX_NAME_BYTES, CSR_KINDS.email);
+  capList("csr", sans.uri, MAX_SAN_ENTRIES, MAX_URI_BYTES, CSR_KINDS.uri);
   capList(
     "csr",
     sans.otherNames.map((o) => o.value),
     MAX_SAN_ENTRIES,
     MAX_URI_BYTES,
-    each("other SAN"),
+    CSR_KINDS.other,
   );
   if (sans.ip.length > MAX_SAN_ENTRIES) throw badRequest(`csr: more than ${MAX_SAN_ENTRIES} IP SANs`);
 }
