@@ -302,34 +302,31 @@ describe("OCSP: refusals", () => {
 });
 
 describe("OCSP: GET form and caching", () => {
-  it("GET answers carry RFC 5019 §6.2 cache headers until nextUpdate; POST answers are not cacheable", async () => {
+  it("GET answers carry RFC 5019 §6.2 cache headers bounded by CACHE_TTL_MS, not nextUpdate; POST answers are not cacheable", async () => {
     const { path, root } = await setup();
     const leaf = await issue(path);
     const req = await requestFor(root, leaf.pem);
     const res = await get(path, req);
     const s = single(parseResponse(res.der));
-    const next = s.nextUpdate?.getTime() ?? 0;
     const cc = res.headers.get("cache-control") ?? "";
-    const maxAge = Number(/max-age=(\d+)/.exec(cc)?.[1]);
-    expect(cc).toMatch(/^max-age=\d+, public, no-transform, must-revalidate$/);
-    expect(maxAge).toBeGreaterThan(12 * 3600 - 10);
-    expect(maxAge).toBeLessThanOrEqual(12 * 3600);
-    expect(res.headers.get("expires")).toBe(new Date(next).toUTCString());
+    // The answer may be at most CACHE_TTL_MS (1000 in tests) old anywhere: max-age is what is left of it.
+    expect(cc).toMatch(/^public, max-age=[01], no-transform, must-revalidate$/);
+    expect(res.headers.get("expires")).toBeNull();
     expect(res.headers.get("last-modified")).toBe(s.thisUpdate.toUTCString());
-    const digest = new Uint8Array(await crypto.subtle.digest("SHA-1", res.der));
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", res.der));
     expect(res.headers.get("etag")).toBe(`"${[...digest].map((b) => b.toString(16).padStart(2, "0")).join("")}"`);
     const p = await post(path, req);
     expect(p.headers.get("cache-control")).toBe("no-store");
     expect(p.headers.get("expires")).toBeNull();
   });
 
-  it("ocsp_expiry 0 leaves nextUpdate out, and caches must revalidate", async () => {
+  it("ocsp_expiry 0 leaves nextUpdate out; the change shows at once", async () => {
     const { path, root } = await setup();
     const leaf = await issue(path);
     await setCrlConfig(path, { ocsp_expiry: "0" });
     const res = await get(path, await requestFor(root, leaf.pem));
     expect(single(parseResponse(res.der)).nextUpdate).toBeUndefined();
-    expect(res.headers.get("cache-control")).toBe("no-cache, no-transform");
+    expect(res.headers.get("cache-control")).toMatch(/^public, max-age=[01], no-transform, must-revalidate$/);
     expect(res.headers.get("expires")).toBeNull();
     await setCrlConfig(path, { ocsp_expiry: "1h" });
     const s = single(parseResponse((await get(path, await requestFor(root, leaf.pem))).der));

@@ -34,10 +34,12 @@ import {
   listRevokedEntries,
   maxRevokedSeq,
   putCrlStmts,
+  runRevocationBatch,
   type CrlKind,
 } from "../storage/revocation-store";
+import { invalidate } from "../../../core/read-cache";
 import { authorityOf } from "../issuance/serials";
-import { getAllConfig, listIssuers, listKeys, runBatch, type ConfigShapes, type CrlConfig, type IssuerRow, type KeyRow } from "../storage/store";
+import { getAllConfig, listIssuers, listKeys, type ConfigShapes, type CrlConfig, type IssuerRow, type KeyRow } from "../storage/store";
 import { isSignedBy, signBytes } from "../x509/x509";
 
 /** Rows per D1 page while streaming revocations into the CRLs. */
@@ -66,15 +68,22 @@ export interface CrlBuildReport {
   maxSeq: number;
 }
 
-/** Complete rebuild through the Authority (revocation, tidy, issuer changes): warnings only. */
+/**
+ * Complete rebuild through the Authority (revocation, tidy, issuer changes): warnings only. The
+ * Authority writes the CRLs in its own isolate, so this one's cached public answers (area "pki",
+ * routes/edge-cache.ts) are forgotten once it answers: the caller's next CRL read is the new one.
+ */
 export async function rebuildCrls(env: Env, mount: MountRow, opts: { force?: boolean } = {}): Promise<string[]> {
   const r = await authorityOf(env, mount).crlRebuild(mount, { kind: "complete", force: opts.force ?? false });
+  invalidate("pki");
   return [...r.warnings, ...r.errors];
 }
 
-/** Delta rebuild through the Authority (crl/rotate-delta, revocations with delta CRLs). */
+/** Delta rebuild through the Authority (crl/rotate-delta, revocations with delta CRLs); invalidates as rebuildCrls. */
 export async function rebuildDeltaCrls(env: Env, mount: MountRow): Promise<CrlBuildReport> {
-  return authorityOf(env, mount).crlRebuild(mount, { kind: "delta", force: false });
+  const r = await authorityOf(env, mount).crlRebuild(mount, { kind: "delta", force: false });
+  invalidate("pki");
+  return r;
 }
 
 /** Seconds of a config/crl duration string; the default when unparsable (validated on write). */
@@ -236,13 +245,13 @@ export async function buildMountCrls(env: Env, mount: MountRow, req: CrlBuildReq
       rows.push({ ...meta("delta", number, maxSeq), b64 });
     }
     const stmts = g.members.flatMap((m) => rows.flatMap((r) => putCrlStmts(db, { mountId: mount.id, issuerId: m.id, ...meta(r.kind, r.number, r.maxSeq) }, r.b64)));
-    await runBatch(db, stmts);
+    await runRevocationBatch(db, stmts);
     for (const m of g.members) {
       for (const r of rows) report.numbers[m.id] = { ...report.numbers[m.id], [r.kind]: r.number };
     }
   }
   // CRLs of deleted issuers go (upstream removes CRLs no issuer points at any more).
-  if (kind === "complete") await runBatch(db, deleteCrlsExceptStmts(db, mount.id, issuers.map((i) => i.id)));
+  if (kind === "complete") await runRevocationBatch(db, deleteCrlsExceptStmts(db, mount.id, issuers.map((i) => i.id)));
   report.built = kind;
   return report;
 }

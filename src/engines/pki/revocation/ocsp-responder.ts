@@ -1,8 +1,11 @@
 /**
  * The OCSP responder of a mount (pki-engine.md §6.8, RFC 6960): from a DER request to the DER
- * response and its HTTP status. It reads the mount's issuers, keys, config/crl and the
- * revocation entries of the requested serials (two concurrent D1 round trips), picks the signing
- * issuer the way upstream does, and signs with that issuer's key.
+ * response and its HTTP status. It takes the mount's issuers, keys and config/crl from the PKI
+ * read model (storage/store.ts loadIssuanceState) and the revocation status of the requested
+ * serials from storage/revocation-store.ts (revocationStatuses), both cached per isolate for at
+ * most CACHE_TTL_MS and invalidated by this isolate's writes; picks the signing issuer the way
+ * upstream does, and signs with that issuer's key. Signed answers are cached by the route
+ * (routes/ocsp.ts, routes/edge-cache.ts), not here.
  *
  * Differences from upstream, on purpose: the request's nonce is echoed (RFC 8954; the issue asks
  * for it), and every CertID of the request is answered, not only the first (the first one still
@@ -10,7 +13,7 @@
  *
  * Per-isolate cache: imported signing keys (non-extractable CryptoKeys), keyed by key id and the
  * signature choice and checked against the sealed key they were unsealed from, so a changed or
- * deleted key is never used: keys and issuers are read from D1 on every request.
+ * deleted key is never used once the read model shows the change.
  */
 import type { Db } from "../../../core/db/client";
 import { parseDurationSeconds } from "../../../core/duration";
@@ -32,8 +35,8 @@ import {
   type OcspRequest,
   type SingleAnswer,
 } from "../x509/ocsp";
-import { loadStateAndRevoked, type RevokedRow } from "../storage/revocation-store";
-import { getConfig, type IssuanceState, type IssuerRow, type KeyRow } from "../storage/store";
+import { revocationStatuses, type RevocationStatus } from "../storage/revocation-store";
+import { loadIssuanceState, type IssuerRow, type KeyRow } from "../storage/store";
 import { importSigner, signTbsCertificate, type Signer } from "../x509/x509";
 
 export interface OcspContext {
@@ -99,7 +102,7 @@ const matchesIssuer = async (id: OcspCertId, issuer: IssuerRow): Promise<boolean
  * issuer its revocation entry names (when it names one); "good" is any other serial under the
  * signer, issued here or not (upstream behaviour, §6.8); anything else is "unknown".
  */
-async function statusOf(id: OcspCertId, signer: IssuerRow, rev: RevokedRow | undefined, issuers: Map<string, IssuerRow>): Promise<CertStatus> {
+async function statusOf(id: OcspCertId, signer: IssuerRow, rev: RevocationStatus | undefined, issuers: Map<string, IssuerRow>): Promise<CertStatus> {
   if (!(await matchesIssuer(id, signer))) return { kind: "unknown" };
   if (!rev) return { kind: "good" };
   if (rev.issuerId !== "" && rev.issuerId !== signer.id) {
@@ -115,12 +118,7 @@ async function statusOf(id: OcspCertId, signer: IssuerRow, rev: RevokedRow | und
  * content type). Throws only on internal failures (storage, a broken stored key): the route
  * answers those with internalError.
  */
-export async function answerOcsp(
-  ctx: OcspContext,
-  der: Uint8Array<ArrayBuffer> | null,
-  now = new Date(),
-  preloaded: { state: IssuanceState; revoked: RevokedRow[] } | null = null,
-): Promise<OcspOutcome> {
+export async function answerOcsp(ctx: OcspContext, der: Uint8Array<ArrayBuffer> | null, now = new Date()): Promise<OcspOutcome> {
   const { db, env, mount } = ctx;
   let request: OcspRequest | null = null;
   try {
@@ -130,13 +128,12 @@ export async function answerOcsp(
   }
   if (!request) {
     // §6.8: a disabled responder answers unauthorized whatever it is sent.
-    const crl = await getConfig(db, mount.id, "crl");
-    return crl.ocsp_disable ? UNAUTHORIZED() : MALFORMED();
+    const { config } = await loadIssuanceState(db, mount.id, null);
+    return config.crl.ocsp_disable ? UNAUTHORIZED() : MALFORMED();
   }
 
   const serials = [...new Set(request.certIds.map((c) => c.serial))];
-  // A GET's reads arrive with the request's first D1 batch (routes/ocsp.ts prefetch).
-  const { state, revoked: revokedRows } = preloaded ?? (await loadStateAndRevoked(db, mount.id, serials));
+  const [state, revoked] = await Promise.all([loadIssuanceState(db, mount.id, null), revocationStatuses(db, mount.id, serials)]);
   const crl = state.config.crl;
   if (crl.ocsp_disable) return UNAUTHORIZED();
   let expirySeconds: number;
@@ -145,8 +142,6 @@ export async function answerOcsp(
   } catch {
     return UNAUTHORIZED(); // "config unreadable" row of §6.8
   }
-  const revoked = new Map<string, RevokedRow>();
-  for (const row of revokedRows) revoked.set(row.serial, row);
   const keys = new Map(state.keys.map((k) => [k.id, k]));
   const issuers = new Map(state.issuers.map((i) => [i.id, i]));
   const keyOf = (i: IssuerRow): KeyRow | undefined => (i.keyId ? keys.get(i.keyId) : undefined);

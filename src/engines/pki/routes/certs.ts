@@ -1,6 +1,11 @@
 /**
  * Certificate reads (pki-engine.md §5, §1.6): cert/:serial (+ /raw, /raw/pem), cert/ca,
  * cert/ca_chain, ca, ca/pem, ca_chain, certs; and config/urls, config/cluster (§6.4, §6.6).
+ *
+ * The public CA reads (ca, ca/pem, ca_chain, cert/ca, cert/ca_chain and their raw forms) take
+ * the issuers from the PKI read model (storage/store.ts loadIssuanceState) and the raw ones go
+ * through routes/edge-cache.ts (isolate and Cache API, ETag / Last-Modified / 304): no D1 round
+ * trip in steady state, at most CACHE_TTL_MS stale, fresh at once in an isolate that changed them.
  */
 import { ApiError, badRequest, notFound } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
@@ -11,15 +16,34 @@ import { certDerFromPem, chainPems } from "../ca/issuers";
 import { normalizeSerial, toPem } from "../x509/pem";
 import { getRevoked } from "../storage/revocation-store";
 import { revocationData } from "../revocation/revoke";
-import { getAllConfig, getCert, listCertSerials, listIssuers, putConfigStmt, runBatch, type ClusterConfig, type IssuerRow, type UrlsConfig } from "../storage/store";
-import { mountOf, notModified, paginate, raw, withLastModified } from "./common";
+import { getAllConfig, getCert, listCertSerials, loadIssuanceState, putConfigStmt, runBatch, type ClusterConfig, type IssuerRow, type UrlsConfig } from "../storage/store";
+import { mountOf, notModified, paginate, raw } from "./common";
+import { publicAnswer, servePublic } from "./edge-cache";
 import { resolveAia } from "../issuance/profile";
 import { checkAiaUrls } from "./issuers";
 
 async function defaultIssuer(req: Req): Promise<{ issuer: IssuerRow | null; all: IssuerRow[] }> {
-  const mount = mountOf(req);
-  const [all, cfg] = await Promise.all([listIssuers(req.db, mount.id), getAllConfig(req.db, mount.id)]);
-  return { issuer: all.find((i) => i.id === cfg.issuers.default) ?? null, all };
+  const { issuers, config } = await loadIssuanceState(req.db, mountOf(req).id, null);
+  return { issuer: issuers.find((i) => i.id === config.issuers.default) ?? null, all: issuers };
+}
+
+/** The default issuer's certificate (DER or PEM) or chain, raw, through the caches; 204 without one. */
+function caRead(req: Req, what: "der" | "pem" | "chain"): Promise<Response> {
+  return servePublic(req, {
+    key: `ca/${what}`,
+    http: true,
+    async load() {
+      const { issuer, all } = await defaultIssuer(req);
+      if (!issuer) return null;
+      if (what === "der") return publicAnswer(certDerFromPem(issuer.certificate), "application/pkix-cert", issuer.lastModified);
+      if (what === "pem") return publicAnswer(issuer.certificate.trim(), "application/pem-certificate-chain", issuer.lastModified);
+      // A chain changes when any issuer of it does: its newest modification.
+      const members = all.filter((i) => issuer.caChain.includes(i.id));
+      const lastModified = Math.max(issuer.lastModified, ...members.map((i) => i.lastModified));
+      // Upstream labels this PEM chain application/pkix-cert (pki-engine.md §1.6).
+      return publicAnswer(chainPems(issuer, all).map((p) => p.trim()).join("\n"), "application/pkix-cert", lastModified);
+    },
+  });
 }
 
 const emptyRevocation = { revocation_time: 0, revocation_time_rfc3339: "" };
@@ -38,14 +62,10 @@ async function readCert(req: Req) {
     return { data: { certificate: chain, ca_chain: chain, ...emptyRevocation } };
   }
   if (what === "ca") {
+    if (rawPart) return caRead(req, pemPart ? "pem" : "der");
     const { issuer } = await defaultIssuer(req);
     const unchanged = issuer ? notModified(req, issuer.lastModified) : null;
     if (unchanged) return unchanged;
-    if (rawPart) {
-      if (!issuer) return raw(null, "");
-      const res = pemPart ? raw(issuer.certificate.trim(), "application/pem-certificate-chain") : raw(certDerFromPem(issuer.certificate), "application/pkix-cert");
-      return withLastModified(res, issuer.lastModified);
-    }
     if (!issuer) throw badRequest("no default issuer currently configured");
     return { data: { certificate: issuer.certificate.trim(), ...emptyRevocation } };
   }
@@ -94,35 +114,17 @@ export const certRoutes = [
   route({
     pattern: "ca",
     public: ["read"],
-    handlers: {
-      async read(req) {
-        const { issuer } = await defaultIssuer(req);
-        if (!issuer) return raw(null, "");
-        return notModified(req, issuer.lastModified) ?? withLastModified(raw(certDerFromPem(issuer.certificate), "application/pkix-cert"), issuer.lastModified);
-      },
-    },
+    handlers: { read: (req) => caRead(req, "der") },
   }),
   route({
     pattern: "ca/pem",
     public: ["read"],
-    handlers: {
-      async read(req) {
-        const { issuer } = await defaultIssuer(req);
-        if (!issuer) return raw(null, "");
-        return notModified(req, issuer.lastModified) ?? withLastModified(raw(issuer.certificate.trim(), "application/pem-certificate-chain"), issuer.lastModified);
-      },
-    },
+    handlers: { read: (req) => caRead(req, "pem") },
   }),
   route({
     pattern: "ca_chain",
     public: ["read"],
-    handlers: {
-      async read(req) {
-        const { issuer, all } = await defaultIssuer(req);
-        // Upstream labels this PEM chain application/pkix-cert (pki-engine.md §1.6).
-        return raw(issuer ? chainPems(issuer, all).map((p) => p.trim()).join("\n") : null, "application/pkix-cert");
-      },
-    },
+    handlers: { read: (req) => caRead(req, "chain") },
   }),
   route({
     pattern: "certs",

@@ -4,6 +4,12 @@
  * issuer/:ref/crl/delta(/pem|/der); crl/rotate, crl/rotate-delta; config/crl (§6.3).
  * Reads never build, except an issuer's first CRL (crl-rebuild.ts crlFor); builds run in the
  * mount's Authority.
+ *
+ * Caching (docs/pki-revocation-crl.md "Caching", routes/edge-cache.ts): the raw shapes (DER, PEM)
+ * are served from the isolate or the Cache API with ETag, Last-Modified and Cache-Control, and
+ * 304 on If-None-Match / If-Modified-Since; the JSON shapes from the isolate's copy of the same
+ * CRL. Either is at most CACHE_TTL_MS old, and forgotten at once in an isolate that revokes,
+ * rebuilds (the Authority's answer) or changes config/crl or an issuer.
  */
 import { badRequest } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
@@ -11,54 +17,77 @@ import { issuerRefField } from "../fields";
 import { route, type Reply, type Req } from "../../../core/route";
 import { applyCrlConfigUpdate, crlConfigFields, crlConfigNeedsRebuild, crlConfigView, fullCrlConfig } from "../revocation/crl-config";
 import { crlFor, rebuildCrls, rebuildDeltaCrls, rebuildWarnings } from "../revocation/crl-rebuild";
+import { invalidate, ReadCache } from "../../../core/read-cache";
 import { resolveIssuerIn } from "../ca/issuers";
 import { toPem } from "../x509/pem";
 import type { CrlKind, StoredCrl } from "../storage/revocation-store";
 import { authorityOf } from "../issuance/serials";
-import { getAllConfig, getConfig, listIssuers, putConfigStmt, runBatch, type IssuerRow } from "../storage/store";
-import { mountOf, notModified, raw, withLastModified } from "./common";
+import { getConfig, loadIssuanceState, putConfigStmt, runBatch, type IssuerRow } from "../storage/store";
+import { mountOf, notModified } from "./common";
+import { cachedValue, publicAnswer, servePublic, type PublicAnswer } from "./edge-cache";
 
 type Shape = "der" | "pem" | "pem-newline" | "json-crl" | "json-certificate";
 
 const PEM_LABEL = "X509 CRL";
 
+/** The issuer a CRL read names (null: no default issuer), from the PKI read model. */
 async function issuerFor(req: Req, ref: string | null): Promise<IssuerRow | null> {
+  const { issuers, config } = await loadIssuanceState(req.db, mountOf(req).id, null);
+  if (ref === null) return issuers.find((i) => i.id === config.issuers.default) ?? null;
+  return resolveIssuerIn(issuers, config.issuers, ref);
+}
+
+interface CrlRead {
+  issuer: IssuerRow | null;
+  crl: StoredCrl | null;
+}
+
+/** The issuer and its stored CRL per mount, reference and kind (the JSON shapes read this). */
+const crlReads = new ReadCache<CrlRead>("pki", 64);
+
+async function readCrl(req: Req, ref: string | null, kind: CrlKind): Promise<CrlRead> {
   const mount = mountOf(req);
-  const [issuers, cfg] = await Promise.all([listIssuers(req.db, mount.id), getAllConfig(req.db, mount.id)]);
-  if (ref === null) return issuers.find((i) => i.id === cfg.issuers.default) ?? null;
-  return resolveIssuerIn(issuers, cfg.issuers, ref);
+  return cachedValue(crlReads, `${mount.id}\n${ref ?? ""}\n${kind}`, async () => {
+    const issuer = await issuerFor(req, ref);
+    return { issuer, crl: issuer ? await crlFor(req.env, req.db, mount, issuer, kind) : null };
+  });
 }
 
-/** Renders a CRL in one of the §1.6 shapes; raw shapes answer 204 when there is none. */
-function render(req: Req, issuer: IssuerRow | null, crl: StoredCrl | null, shape: Shape): Reply {
-  // Renaming the issuer invalidates cached CRLs too (§1.6).
-  const lastModified = crl ? Math.max(crl.row.thisUpdate, issuer?.lastModified ?? 0) : 0;
-  const unchanged = crl ? notModified(req, lastModified) : null;
-  if (unchanged) return unchanged;
-  const pem = crl ? toPem(PEM_LABEL, crl.der) : "";
-  switch (shape) {
-    case "der":
-      return withLastModified(raw(crl ? crl.der : null, "application/pkix-crl"), lastModified);
-    case "pem":
-      return withLastModified(raw(pem || null, "application/x-pem-file"), lastModified);
-    case "pem-newline":
-      return withLastModified(raw(pem ? `${pem}\n` : null, "application/x-pem-file"), lastModified);
-    case "json-crl":
-      return { data: { crl: pem } };
-    case "json-certificate":
-      return { data: { certificate: pem, revocation_time: 0, revocation_time_rfc3339: "" } };
-  }
+/** Renaming the issuer invalidates cached CRLs too (§1.6). */
+const lastModifiedOf = (r: CrlRead): number => (r.crl ? Math.max(r.crl.row.thisUpdate, r.issuer?.lastModified ?? 0) : 0);
+
+const RAW_TYPES = { der: "application/pkix-crl", pem: "application/x-pem-file", "pem-newline": "application/x-pem-file" } as const;
+
+async function rawAnswer(r: CrlRead, shape: keyof typeof RAW_TYPES): Promise<PublicAnswer | null> {
+  if (!r.crl) return null;
+  const body = shape === "der" ? r.crl.der : shape === "pem" ? toPem(PEM_LABEL, r.crl.der) : `${toPem(PEM_LABEL, r.crl.der)}\n`;
+  return publicAnswer(body, RAW_TYPES[shape], lastModifiedOf(r));
 }
 
-/** A CRL of the default issuer (ref null) or of `issuer/:ref`. */
+/** A CRL of the default issuer (ref null) or of `issuer/:ref`, in one of the §1.6 shapes. */
 async function serve(req: Req, ref: string | null, kind: CrlKind, shape: Shape): Promise<Reply> {
-  const issuer = await issuerFor(req, ref);
-  if (!issuer) {
-    if (shape === "json-certificate") throw badRequest("no default issuer currently configured");
-    return shape === "json-crl" ? { data: { crl: "" } } : raw(null, "");
+  if (shape === "der" || shape === "pem" || shape === "pem-newline") {
+    return servePublic(req, {
+      key: `crl/${encodeURIComponent(ref ?? "")}/${kind}/${shape}`,
+      size: "crl",
+      http: true,
+      async load() {
+        const r = await readCrl(req, ref, kind);
+        // No issuer: 204 with no content type (raw(null)); an issuer without a CRL: 204 too.
+        return rawAnswer(r, shape);
+      },
+    });
   }
-  const crl = await crlFor(req.env, req.db, mountOf(req), issuer, kind);
-  return render(req, issuer, crl, shape);
+  const r = await readCrl(req, ref, kind);
+  if (!r.issuer) {
+    if (shape === "json-certificate") throw badRequest("no default issuer currently configured");
+    return { data: { crl: "" } };
+  }
+  const unchanged = r.crl ? notModified(req, lastModifiedOf(r)) : null;
+  if (unchanged) return unchanged;
+  const pem = r.crl ? toPem(PEM_LABEL, r.crl.der) : "";
+  if (shape === "json-crl") return { data: { crl: pem } };
+  return { data: { certificate: pem, revocation_time: 0, revocation_time_rfc3339: "" } };
 }
 
 const refField = defineFields(issuerRefField);
@@ -89,6 +118,8 @@ export const crlRoutes = [
         const mount = mountOf(req);
         // A forced build: with config/crl disable it publishes an empty CRL (§6.2).
         const r = await authorityOf(req.env, mount).crlRebuild(mount, { kind: "complete", force: true });
+        // The Authority wrote the CRLs in its own isolate: forget this one's copies (issue 14).
+        invalidate("pki");
         if (r.errors.length > 0) throw badRequest(`Error during CRL building: ${r.errors.join("; ")}`);
         return { data: { success: true }, warnings: rebuildWarnings(r.warnings) };
       },
@@ -119,6 +150,8 @@ export const crlRoutes = [
         const before = fullCrlConfig(await getConfig(req.db, mount.id, "crl"));
         const next = applyCrlConfigUpdate(before, req.fields, req.has);
         await runBatch(req.db, [putConfigStmt(req.db, mount.id, "crl", next)]);
+        // OCSP and CRL answers depend on config/crl (ocsp_disable, ocsp_expiry, disable…).
+        invalidate("pki");
         const warnings = crlConfigNeedsRebuild(before, next) ? rebuildWarnings(await rebuildCrls(req.env, mount, { force: true })) : [];
         return { data: crlConfigView(next), warnings };
       },

@@ -26,13 +26,15 @@ import {
   getAllConfig,
   listIssuers,
   listRoles,
+  loadIssuanceState,
   putConfigStmt,
   runBatch,
   updateIssuerStmt,
   type IssuerRow,
   type Stmt,
 } from "../storage/store";
-import { mountOf, notModified, paginate, raw, withLastModified } from "./common";
+import { mountOf, notModified, paginate } from "./common";
+import { publicAnswer, servePublic } from "./edge-cache";
 import type { IssuerAia } from "../storage/rows";
 import { parseCertificate } from "../x509/x509";
 
@@ -53,6 +55,29 @@ async function load(req: Req) {
   const mount = mountOf(req);
   const [issuers, cfg] = await Promise.all([listIssuers(req.db, mount.id), getAllConfig(req.db, mount.id)]);
   return { mount, issuers, cfg };
+}
+
+/**
+ * The public reads' `:ref` (issuer/:ref/json|der|pem): from the PKI read model, no D1 round trip
+ * in steady state (storage/store.ts loadIssuanceState); an unknown issuer is a 400 as below.
+ */
+async function publicIssuer(req: Req, ref: string) {
+  const { issuers, config } = await loadIssuanceState(req.db, mountOf(req).id, null);
+  return { issuers, issuer: resolveIssuerIn(issuers, config.issuers, ref) };
+}
+
+/** issuer/:ref/der and /pem through routes/edge-cache.ts (isolate, Cache API, ETag, 304). */
+function issuerRaw(req: Req, ref: string, form: "der" | "pem"): Promise<Response> {
+  return servePublic(req, {
+    key: `issuer/${encodeURIComponent(ref)}/${form}`,
+    http: true,
+    async load() {
+      const { issuer } = await publicIssuer(req, ref);
+      return form === "der"
+        ? publicAnswer(certDerFromPem(issuer.certificate), "application/pkix-cert", issuer.lastModified)
+        : publicAnswer(issuer.certificate, "application/pem-certificate-chain", issuer.lastModified);
+    },
+  });
 }
 
 /** Resolves `:ref`; an unknown issuer is a 400 (upstream answers 500, pki-engine.md §1.4). */
@@ -296,7 +321,7 @@ export const issuerRoutes = [
     public: ["read"],
     handlers: {
       async read(req) {
-        const { issuer, issuers } = await loadIssuer(req, req.fields.ref);
+        const { issuer, issuers } = await publicIssuer(req, req.fields.ref);
         const unchanged = notModified(req, issuer.lastModified);
         if (unchanged) return unchanged;
         return { data: { certificate: issuer.certificate, ca_chain: chainPems(issuer, issuers), issuer_id: issuer.id, issuer_name: issuer.name } };
@@ -308,10 +333,7 @@ export const issuerRoutes = [
     fields: defineFields(issuerRefField),
     public: ["read"],
     handlers: {
-      async read(req) {
-        const { issuer } = await loadIssuer(req, req.fields.ref);
-        return notModified(req, issuer.lastModified) ?? withLastModified(raw(certDerFromPem(issuer.certificate), "application/pkix-cert"), issuer.lastModified);
-      },
+      read: (req) => issuerRaw(req, req.fields.ref, "der"),
     },
   }),
   route({
@@ -319,10 +341,7 @@ export const issuerRoutes = [
     fields: defineFields(issuerRefField),
     public: ["read"],
     handlers: {
-      async read(req) {
-        const { issuer } = await loadIssuer(req, req.fields.ref);
-        return notModified(req, issuer.lastModified) ?? withLastModified(raw(issuer.certificate, "application/pem-certificate-chain"), issuer.lastModified);
-      },
+      read: (req) => issuerRaw(req, req.fields.ref, "pem"),
     },
   }),
   route({

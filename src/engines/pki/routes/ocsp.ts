@@ -2,24 +2,28 @@
  * OCSP over HTTP (pki-engine.md §6.8, RFC 6960 Appendix A, RFC 5019 §5–6): `GET ocsp/<base64>`
  * and `POST ocsp` with `Content-Type: application/ocsp-request`. Both are public. Every answer,
  * errors included, is an OCSPResponse with `application/ocsp-response`, never a JSON error.
+ *
+ * Caching (docs/pki-ocsp.md "Caching", routes/edge-cache.ts): a signed answer is kept per mount
+ * and SHA-256 of the request DER, for GET and POST alike, for at most CACHE_TTL_MS after the
+ * reads it was built from, and dropped at once in the isolate that revokes (or changes an issuer,
+ * key or config/crl). RFC 5019 §6.2 would allow reuse until nextUpdate; our bound is shorter on
+ * purpose (a revocation shows within CACHE_TTL_MS, issue 14). Only signed (successful) answers
+ * are cached; malformedRequest, unauthorized and internalError are built each time.
  */
 import type { Req } from "../../../core/route";
-import { route } from "../../../core/route";
-import { bytesToHex } from "../../../core/encoding";
-import type { SQL } from "drizzle-orm";
-import type { Db } from "../../../core/db/client";
-import { decodeGetRequest, OcspRequestError, parseOcspRequest } from "../x509/ocsp";
-import { stateAndRevokedFromResults, stateAndRevokedQueries } from "../storage/revocation-store";
+import { bytesToHex, sha256 } from "../../../core/encoding";
+import { decodeGetRequest, OcspRequestError } from "../x509/ocsp";
 import { answerOcsp, INTERNAL_ERROR, type OcspOutcome } from "../revocation/ocsp-responder";
+import { route } from "../../../core/route";
 import { mountOf } from "./common";
+import { publicAnswer, servePublic } from "./edge-cache";
 
 const OCSP_RESPONSE = "application/ocsp-response";
 const OCSP_REQUEST = "application/ocsp-request";
 
 async function answer(req: Req, der: Uint8Array<ArrayBuffer> | null): Promise<OcspOutcome> {
   try {
-    const preloaded = req.prefetched ? stateAndRevokedFromResults(req.prefetched) : null;
-    return await answerOcsp({ db: req.db, env: req.env, mount: mountOf(req) }, der, new Date(), preloaded);
+    return await answerOcsp({ db: req.db, env: req.env, mount: mountOf(req) }, der, new Date());
   } catch (e) {
     // Details stay in the log with the request id; the client gets internalError (§6.8).
     console.error(`request ${req.requestId}: OCSP responder failed:`, e);
@@ -27,25 +31,25 @@ async function answer(req: Req, der: Uint8Array<ArrayBuffer> | null): Promise<Oc
   }
 }
 
-/**
- * RFC 5019 §6.2: a GET answer may be cached until nextUpdate. Without a nextUpdate newer status
- * is always available, so caches must revalidate. Errors and POST answers are not cached.
- */
-async function cacheHeaders(o: OcspOutcome, cacheable: boolean): Promise<Record<string, string>> {
-  if (!cacheable || o.httpStatus !== 200 || !o.thisUpdate) return { "cache-control": "no-store" };
-  const etag = `"${bytesToHex(new Uint8Array(await crypto.subtle.digest("SHA-1", o.body)))}"`;
-  const headers: Record<string, string> = { "last-modified": o.thisUpdate.toUTCString(), etag };
-  if (!o.nextUpdate) return { ...headers, "cache-control": "no-cache, no-transform" };
-  const maxAge = Math.max(0, Math.floor((o.nextUpdate.getTime() - Date.now()) / 1000));
-  return {
-    ...headers,
-    expires: o.nextUpdate.toUTCString(),
-    "cache-control": `max-age=${maxAge}, public, no-transform, must-revalidate`,
-  };
+/** An answer that is not cached (errors, undecodable requests): never stored by anyone. */
+function uncached(o: OcspOutcome): Response {
+  return new Response(o.body, { status: o.httpStatus, headers: { "content-type": OCSP_RESPONSE, "cache-control": "no-store" } });
 }
 
-async function reply(o: OcspOutcome, cacheable: boolean): Promise<Response> {
-  return new Response(o.body, { status: o.httpStatus, headers: { "content-type": OCSP_RESPONSE, ...(await cacheHeaders(o, cacheable)) } });
+/**
+ * A decoded request, answered through the caches. GET answers carry ETag, Last-Modified
+ * (thisUpdate) and Cache-Control (edge-cache.ts); POST answers are sent no-store.
+ */
+async function cachedAnswer(req: Req, der: Uint8Array<ArrayBuffer>, http: boolean): Promise<Response> {
+  return servePublic(req, {
+    key: `ocsp/${bytesToHex(await sha256(der))}`,
+    http,
+    async load() {
+      const o = await answer(req, der);
+      if (o.httpStatus !== 200 || !o.thisUpdate) return uncached(o);
+      return (await publicAnswer(o.body, OCSP_RESPONSE, o.thisUpdate.getTime())) ?? uncached(INTERNAL_ERROR());
+    },
+  });
 }
 
 function decodePath(rest: string): Uint8Array<ArrayBuffer> | null {
@@ -57,23 +61,6 @@ function decodePath(rest: string): Uint8Array<ArrayBuffer> | null {
   }
 }
 
-/**
- * A GET carries its request in the path, so its reads (issuers, keys, config and the revocation
- * entries of the serials asked about) join the request's first D1 batch: one round trip per
- * response (npm run bench -- ocsp). A path that does not decode prefetches nothing.
- */
-function prefetch(db: Db, mountId: SQL, params: Record<string, string>) {
-  const der = decodePath(params.rest ?? "");
-  if (!der) return [];
-  let serials: string[];
-  try {
-    serials = [...new Set(parseOcspRequest(der).certIds.map((c) => c.serial))];
-  } catch {
-    return [];
-  }
-  return [...stateAndRevokedQueries(db, mountId, serials)];
-}
-
 export const ocspRoutes = [
   route({
     pattern: "ocsp",
@@ -82,11 +69,12 @@ export const ocspRoutes = [
     handlers: {
       // A GET without a request in the path has nothing to answer.
       async read(req) {
-        return reply(await answer(req, null), false);
+        return uncached(await answer(req, null));
       },
       // The raw DER body; another content type would not be an OCSP request (§6.8).
       async update(req) {
-        return reply(await answer(req, req.contentType === OCSP_REQUEST ? req.rawBody : null), false);
+        if (req.contentType !== OCSP_REQUEST || req.rawBody.length === 0) return uncached(await answer(req, null));
+        return cachedAnswer(req, req.rawBody, false);
       },
     },
   }),
@@ -95,10 +83,10 @@ export const ocspRoutes = [
     public: ["read"],
     // The remainder is base64, where "//" and a trailing "/" occur (RFC 6960 Appendix A.1).
     opaqueRest: true,
-    prefetch,
     handlers: {
       async read(req) {
-        return reply(await answer(req, decodePath(req.params.rest ?? "")), true);
+        const der = decodePath(req.params.rest ?? "");
+        return der ? cachedAnswer(req, der, true) : uncached(await answer(req, null));
       },
     },
   }),

@@ -8,15 +8,22 @@
  * one (a 100,000-entry CRL is ~5.4 MB of base64, D1 caps a value at 2 MB) goes to pki_crl_chunks
  * in CHUNK_CHARS slices with pki_crls.der = "". Writer and reader each use one D1 batch (one
  * transaction), so a reader sees either the old CRL or the new one, never slices of both.
+ *
+ * Cache invalidation (docs/pki-ocsp.md and docs/pki-revocation-crl.md "Caching"): the public
+ * reads (OCSP, CRLs, CA) are cached per isolate in area "pki" (src/core/read-cache.ts). Every
+ * write made here calls `invalidate("pki")` once it has succeeded, so the isolate that wrote sees
+ * the change at once; writes run as statements elsewhere go through `runRevocationBatch`, which
+ * does the same. Other isolates see them within CACHE_TTL_MS.
  */
-import { and, asc, eq, gt, inArray, lte, max, sql, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, lte, max, sql } from "drizzle-orm";
 import type { Db } from "../../../core/db/client";
 import { mounts, pkiConfig, pkiCrlChunks, pkiCrls, pkiRevoked } from "../../../core/db/schema";
 import type { MountRow } from "../../../core/mount-store";
+import { generationOf, invalidate, ReadCache } from "../../../core/read-cache";
 import { base64ToBytesStrict } from "../../../core/encoding";
 import type { CrlConfig } from "../defaults";
 import { decodeConfig } from "./decode";
-import { issuanceStateFromResults, issuanceStateOf, signingStateQueries, type IssuanceState, type Stmt } from "./store";
+import { runBatch, type Stmt } from "./store";
 
 /** Base64 characters per stored slice: well below D1's 2,000,000-byte value limit. */
 export const CHUNK_CHARS = 1_000_000;
@@ -30,35 +37,43 @@ export async function getRevoked(db: Db, mountId: string, serial: string): Promi
   return rows[0] ?? null;
 }
 
-/**
- * The mount's issuance state plus the revocation entries of `serials`, in one D1 round trip: the
- * OCSP responder's whole read (pki-engine.md §6.8), kept to one batch because a local D1 round
- * trip costs about as much CPU as the rest of a response (npm run bench -- ocsp).
- */
-export async function loadStateAndRevoked(db: Db, mountId: string, serials: string[]): Promise<{ state: IssuanceState; revoked: RevokedRow[] }> {
-  const [i, c, k, revoked] = await db.batch(stateAndRevokedQueries(db, mountId, serials));
-  return { state: issuanceStateOf(null, [], i, c, k), revoked };
-}
+/** What the OCSP responder needs of a revocation entry (pki-engine.md §6.8). */
+export type RevocationStatus = Pick<RevokedRow, "serial" | "issuerId" | "revocationTime">;
 
 /**
- * The four reads of loadStateAndRevoked (no role: OCSP signs without one), for a route's prefetch.
- * One bound parameter per serial stays far below D1's 100: parseOcspRequest refuses requests of
- * MAX_OCSP_REQUEST_BYTES (2048) or more, and each Request in one takes at least 60 bytes.
+ * Revocation status per mount and serial, per isolate (area "pki": insertRevoked and
+ * runRevocationBatch clear it; other isolates' revocations show within CACHE_TTL_MS). `null`
+ * records "not revoked", so a good certificate asked about again costs no D1 round trip either.
  */
-export function stateAndRevokedQueries(db: Db, mountId: string | SQL, serials: string[]) {
-  const [issuers, config, keys] = signingStateQueries(db, mountId);
-  const revoked = db
-    .select()
+const statuses = new ReadCache<RevocationStatus | null>("pki", 8192);
+
+/**
+ * The revocation entries of `serials` (absent: not revoked), reading only those not cached, in one
+ * query. One bound parameter per serial stays far below D1's 100: parseOcspRequest refuses
+ * requests of MAX_OCSP_REQUEST_BYTES (2048) or more, and each Request in one takes at least 60 bytes.
+ */
+export async function revocationStatuses(db: Db, mountId: string, serials: string[]): Promise<Map<string, RevocationStatus>> {
+  const out = new Map<string, RevocationStatus>();
+  const missing: string[] = [];
+  for (const serial of serials) {
+    const hit = statuses.get(`${mountId}\n${serial}`);
+    if (hit === undefined) missing.push(serial);
+    else if (hit) out.set(serial, hit);
+  }
+  if (missing.length === 0) return out;
+  const readAt = Date.now();
+  const generation = generationOf("pki");
+  const rows = await db
+    .select({ serial: pkiRevoked.serial, issuerId: pkiRevoked.issuerId, revocationTime: pkiRevoked.revocationTime })
     .from(pkiRevoked)
-    .where(and(eq(pkiRevoked.mountId, mountId), inArray(pkiRevoked.serial, serials.length > 0 ? serials : [""])));
-  return [issuers, config, keys, revoked] as const;
-}
-
-/** The results of stateAndRevokedQueries, in their order; null when they are not that shape. */
-export function stateAndRevokedFromResults(results: readonly unknown[]): { state: IssuanceState; revoked: RevokedRow[] } | null {
-  if (results.length !== 4 || !results.every(Array.isArray)) return null;
-  const state = issuanceStateFromResults(null, [[], ...results.slice(0, 3)]);
-  return state ? { state, revoked: results[3] as RevokedRow[] } : null;
+    .where(and(eq(pkiRevoked.mountId, mountId), inArray(pkiRevoked.serial, missing)));
+  const found = new Map(rows.map((r) => [r.serial, r]));
+  for (const serial of missing) {
+    const row = found.get(serial) ?? null;
+    statuses.set(`${mountId}\n${serial}`, row, readAt, generation);
+    if (row) out.set(serial, row);
+  }
+  return out;
 }
 
 /**
@@ -68,7 +83,11 @@ export function stateAndRevokedFromResults(results: readonly unknown[]): { state
 export async function insertRevoked(db: Db, row: Omit<NewRevokedRow, "id">): Promise<RevokedRow> {
   const inserted = await db.insert(pkiRevoked).values(row).onConflictDoNothing().returning();
   const first = inserted[0];
-  if (first) return first;
+  if (first) {
+    // The revoking isolate's OCSP and CRL answers must show it at once (issue 14).
+    invalidate("pki");
+    return first;
+  }
   const existing = await getRevoked(db, row.mountId, row.serial);
   if (!existing) throw new Error("revocation entry vanished while it was being written");
   return existing;
@@ -98,6 +117,16 @@ export const putCrlStmt = (db: Db, row: CrlRow): Stmt =>
       target: [pkiCrls.mountId, pkiCrls.issuerId, pkiCrls.kind],
       set: { number: row.number, der: row.der, maxSeq: row.maxSeq, thisUpdate: row.thisUpdate, nextUpdate: row.nextUpdate },
     });
+
+/**
+ * Runs statements built here (CRL rows and slices, revocation deletes) in one batch, then forgets
+ * this isolate's cached public PKI answers: the one way this module's statements are executed.
+ */
+export async function runRevocationBatch(db: Db, stmts: Stmt[]): Promise<void> {
+  if (stmts.length === 0) return;
+  await runBatch(db, stmts);
+  invalidate("pki");
+}
 
 /** Removes every revocation and CRL of a mount (the mount is being disabled). */
 export function purgeRevocationStmts(db: Db, mountId: string): Stmt[] {
