@@ -1,8 +1,9 @@
 #!/usr/bin/env node
-// Secrets-sync benchmark (issue 6 "Benchmark"): starts the Worker in the local runtime (wrangler's
-// programmatic API, a throwaway D1/Queue state directory) with CLOUDONE_ENDPOINT pointing at the
-// fake cloudone-sm provider (test/helpers/fake-cloudone.ts) served over HTTP from this process,
-// and measures
+// Secrets-sync benchmark (issue 6 "Benchmark", issue 14 target "sync"): starts the Worker in the
+// local runtime (scripts/lib/bench-common.mjs startBenchWorker: a throwaway D1/Queue state
+// directory, the bundle built once, BENCH_REV=<rev> to measure a committed tree) with
+// CLOUDONE_ENDPOINT pointing at the fake cloudone-sm provider (test/helpers/fake-cloudone.ts)
+// served over HTTP from this process, and measures
 //   (1) associations/set → the value at the fake (p50/p99): set syncs at once when enabled;
 //   (2) a KV-v2 write → the new value at the fake (p50/p99): KV change → queue → consumer;
 //       writes are sent open-loop at BENCH_KV_RATE per second so the queue's batching shows;
@@ -11,21 +12,34 @@
 //       (b) 1,000 KV writes at concurrency 8 while enabled, until the last value is at the fake.
 // "At the fake" is the moment the fake has applied the write (it verifies every SigV4 signature),
 // timed on this process's clock, which also timed the request.
+//
+// PROVIDER CAPS. Every request to a destination passes its limit scope's SyncGate
+// (src/engines/sync/limits.ts): cloudone-sm allows 20 writes/s per access key and region, and a
+// sync is two writes (PutSecretValue, TagResource), so ONE scope delivers at most 10 syncs/s
+// whatever the engine does. (1) and (2) use one destination; the 1,000 associations of (3) are
+// spread round-robin over BENCH_SCOPES destinations, each with its own access key (its own scope,
+// as separate AWS accounts would be), so (3) measures the engine and the queue, not one scope's
+// cap; the table prints the caps' ceiling beside the figure. BENCH_SCOPES=1 shows one scope's cap.
 //   BENCH_SET_SAMPLES=100  BENCH_KV_SAMPLES=100  BENCH_KV_RATE=10  BENCH_ASSOCIATIONS=1000
-import { execFileSync } from "node:child_process";
+//   BENCH_SCOPES=40  BENCH_PHASES=set,kv,backlog,load (which of (1), (2), (3a), (3b) run)
+//   BENCH_WAIT_SECONDS=300 (longest wait for one value at the fake)
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { createRequire } from "node:module";
 import { build } from "esbuild";
-import { unstable_startWorker } from "wrangler";
-import { SEAL_KEY, TOKEN, call, root } from "./lib/bench-common.mjs";
+import { call, root, startBenchWorker, workerdCpu } from "./lib/bench-common.mjs";
 
 const SET_SAMPLES = Number(process.env.BENCH_SET_SAMPLES ?? "100");
 const KV_SAMPLES = Number(process.env.BENCH_KV_SAMPLES ?? "100");
 const KV_RATE = Number(process.env.BENCH_KV_RATE ?? "10");
 const ASSOCIATIONS = Number(process.env.BENCH_ASSOCIATIONS ?? "1000");
-const WAIT_MS = 120_000;
+const SCOPES = Math.max(1, Number(process.env.BENCH_SCOPES ?? "40"));
+const PHASES = new Set((process.env.BENCH_PHASES ?? "set,kv,backlog,load").split(",").map((x) => x.trim()));
+const WAIT_MS = Number(process.env.BENCH_WAIT_SECONDS ?? "300") * 1000;
+/** cloudone-sm's cap per scope (src/engines/sync/limits.ts DEFAULT_LIMITS) and the writes of one sync. */
+const WRITES_PER_SECOND_CAP = 20;
+const WRITES_PER_SYNC = 2;
 for (const [k, v] of Object.entries({
   WRANGLER_SEND_METRICS: "false",
   CLOUDFLARE_CF_FETCH_ENABLED: "false",
@@ -114,43 +128,39 @@ function latencyRow(name, samples) {
   return { measurement: name, samples: s.length, "p50 ms": +pct(s, 50).toFixed(1), "p99 ms": +pct(s, 99).toFixed(1), "max ms": +s[s.length - 1].toFixed(1), "ops/s": "" };
 }
 
+/** A fresh directory for the fake's bundle (the Worker's state directory is startBenchWorker's). */
+function bundleDir() {
+  return mkdtempSync(path.join(tmpdir(), "lanyard-bench-sync-fakes-"));
+}
+
 async function main() {
-  const dir = mkdtempSync(path.join(tmpdir(), "lanyard-bench-sync-"));
-  const { startFakeServers, BODIES } = await loadFakes(dir);
+  const fakesDir = bundleDir();
+  const { startFakeServers, BODIES } = await loadFakes(fakesDir);
   const servers = await startFakeServers(0);
   const fake = servers.fakes.one;
   const watcher = watch(fake);
-  const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
-  execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir], { cwd: root, stdio: "ignore" });
-  // Bundle once up front and run that bundle: the dev server's own bundler watches src/ whatever
-  // dev.watch says, and a source edit mid-run would reload the Worker under the measurement.
-  const buildDir = path.join(dir, "build");
-  execFileSync(wrangler, ["deploy", "--dry-run", "--outdir", buildDir], { cwd: root, stdio: "ignore" });
-  const worker = await unstable_startWorker({
-    config: path.join(root, "wrangler.toml"),
-    entrypoint: path.join(buildDir, "index.js"),
-    // The runner watches moduleRoot (else the project) for changes: point it at the bundle's own directory.
-    build: { bundle: false, moduleRoot: buildDir },
-    bindings: {
-      ENVIRONMENT: { type: "plain_text", value: "development" },
-      ROOT_TOKEN: { type: "plain_text", value: TOKEN },
-      SEAL_KEY: { type: "plain_text", value: SEAL_KEY },
-      CLOUDONE_ENDPOINT: { type: "plain_text", value: servers.endpoints.CLOUDONE_ENDPOINT },
-    },
-    dev: { persist: dir, server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: process.env.BENCH_LOG ?? "error" },
-  });
+  const { worker, dir, base } = await startBenchWorker({ CLOUDONE_ENDPOINT: { type: "plain_text", value: servers.endpoints.CLOUDONE_ENDPOINT } });
   try {
-    await worker.ready;
-    const base = (await worker.url).toString().replace(/\/$/, "");
     await call(base, "POST", "sys/mounts/bench-kv", { type: "kv-v2" });
     const accessor = (await call(base, "GET", "sys/mounts")).data["bench-kv/"].accessor;
-    await call(base, "POST", "sys/sync/destinations/cloudone-sm/bench", BODIES["cloudone-sm"]);
+    // Destination d0 ("bench") is the one of (1) and (2); d0..d{SCOPES-1} share (3)'s load, each
+    // under its own access key, which the fake also knows (same secret key): its own gate scope.
+    const destName = (d) => (d === 0 ? "bench" : `bench-${d}`);
+    for (let d = 0; d < SCOPES; d++) {
+      const body = { ...BODIES["cloudone-sm"] };
+      if (d > 0) {
+        body.access_key_id = `AKIABENCH${String(d).padStart(11, "0")}`;
+        fake.users.set(body.access_key_id, body.secret_access_key);
+      }
+      await call(base, "POST", `sys/sync/destinations/cloudone-sm/${destName(d)}`, body);
+    }
     // Default template of cloudone-sm, secret-path granularity: the whole secret as JSON.
     const external = (secret) => `vault/${accessor}/${secret}`;
     const payload = (data) => JSON.stringify(data);
     const writeSecret = (secret, data) => call(base, "POST", `bench-kv/data/${secret}`, { data });
-    const set = (secret) => call(base, "POST", "sys/sync/destinations/cloudone-sm/bench/associations/set", { mount: "bench-kv", secret_name: secret });
+    const set = (secret, d = 0) => call(base, "POST", `sys/sync/destinations/cloudone-sm/${destName(d)}/associations/set`, { mount: "bench-kv", secret_name: secret });
     const rows = [];
+    const notes = [];
 
     // Warm-up: first requests compile code paths and open D1 and the queue.
     for (let i = 0; i < 5; i++) {
@@ -161,85 +171,112 @@ async function main() {
     }
 
     // (1) associations/set → value at the fake.
-    const setLat = [];
-    let notSynced = 0;
-    for (let i = 0; i < SET_SAMPLES; i++) {
-      const secret = `set/${i}`;
-      const data = { value: crypto.randomUUID() };
-      await writeSecret(secret, data);
-      const arrived = watcher.arrival(external(secret), payload(data));
-      const t0 = performance.now();
-      const r = await set(secret);
-      if (r.data.associated_secrets[`${accessor}/${secret}`]?.sync_status !== "SYNCED") notSynced++;
-      setLat.push((await arrived) - t0);
+    if (PHASES.has("set")) {
+      const setLat = [];
+      let notSynced = 0;
+      for (let i = 0; i < SET_SAMPLES; i++) {
+        const secret = `set/${i}`;
+        const data = { value: crypto.randomUUID() };
+        await writeSecret(secret, data);
+        const arrived = watcher.arrival(external(secret), payload(data));
+        const t0 = performance.now();
+        const r = await set(secret);
+        if (r.data.associated_secrets[`${accessor}/${secret}`]?.sync_status !== "SYNCED") notSynced++;
+        setLat.push((await arrived) - t0);
+      }
+      rows.push(latencyRow("associations/set → value at fake", setLat));
+      notes.push(`set answers that were not SYNCED: ${notSynced} of ${SET_SAMPLES}`);
     }
-    rows.push(latencyRow("associations/set → value at fake", setLat));
 
     // (2) KV write → value at the fake, through the queue; open loop at KV_RATE writes/s, one
     // secret per sample (associated beforehand) so no write overtakes another's measurement.
-    await pool(KV_SAMPLES, 4, async (i) => {
-      await writeSecret(`kv/${i}`, { value: "initial" });
-      await set(`kv/${i}`);
-    });
-    const kvLat = [];
-    const gap = 1000 / KV_RATE;
-    const tStart = performance.now();
-    await Promise.all(
-      Array.from({ length: KV_SAMPLES }, async (_, i) => {
-        await new Promise((r) => setTimeout(r, Math.max(0, tStart + i * gap - performance.now())));
-        const secret = `kv/${i}`;
-        const data = { value: crypto.randomUUID(), i };
-        const arrived = watcher.arrival(external(secret), payload(data));
-        const t0 = performance.now();
-        await writeSecret(secret, data);
-        kvLat.push((await arrived) - t0);
-      }),
-    );
-    rows.push(latencyRow(`KV write → value at fake (open loop, ${KV_RATE}/s)`, kvLat));
+    if (PHASES.has("kv")) {
+      await pool(KV_SAMPLES, 4, async (i) => {
+        await writeSecret(`kv/${i}`, { value: "initial" });
+        await set(`kv/${i}`);
+      });
+      const kvLat = [];
+      const gap = 1000 / KV_RATE;
+      const tStart = performance.now();
+      await Promise.all(
+        Array.from({ length: KV_SAMPLES }, async (_, i) => {
+          await new Promise((r) => setTimeout(r, Math.max(0, tStart + i * gap - performance.now())));
+          const secret = `kv/${i}`;
+          const data = { value: crypto.randomUUID(), i };
+          const arrived = watcher.arrival(external(secret), payload(data));
+          const t0 = performance.now();
+          await writeSecret(secret, data);
+          kvLat.push((await arrived) - t0);
+        }),
+      );
+      rows.push(latencyRow(`KV write → value at fake (open loop, ${KV_RATE}/s, one scope)`, kvLat));
+    }
 
-    // (3) 1,000 associations.
-    const tSetup = performance.now();
-    await pool(ASSOCIATIONS, 8, async (i) => {
-      await writeSecret(`load/${i}`, { n: "0" });
-      await set(`load/${i}`);
-    });
-    const setupSeconds = (performance.now() - tSetup) / 1000;
+    // (3) 1,000 associations, round-robin over the scopes.
+    const ceiling = (SCOPES * WRITES_PER_SECOND_CAP) / WRITES_PER_SYNC;
+    const scopeNote = `${SCOPES} scope${SCOPES > 1 ? "s" : ""}, caps' ceiling ${ceiling} syncs/s`;
+    if (PHASES.has("backlog") || PHASES.has("load")) {
+      const tSetup = performance.now();
+      await pool(ASSOCIATIONS, 8, async (i) => {
+        await writeSecret(`load/${i}`, { n: "0" });
+        await set(`load/${i}`, i % SCOPES);
+      });
+      const setupSeconds = (performance.now() - tSetup) / 1000;
+      notes.push(`setting up ${ASSOCIATIONS} associations (KV write + set, c=8): ${setupSeconds.toFixed(1)} s (${(ASSOCIATIONS / setupSeconds).toFixed(1)} set/s incl. the write)`);
+    }
 
     // (3a) Backlog drain: park one change per association, then re-enable.
-    await call(base, "PATCH", "sys/sync/config", { disabled: true });
-    await pool(ASSOCIATIONS, 8, (i) => writeSecret(`load/${i}`, { n: "1" }));
-    const drained = Array.from({ length: ASSOCIATIONS }, (_, i) => watcher.arrival(external(`load/${i}`), payload({ n: "1" })));
-    const tA = performance.now();
-    await call(base, "PATCH", "sys/sync/config", { disabled: false });
-    const endA = Math.max(...(await Promise.all(drained)));
-    const drainSeconds = (endA - tA) / 1000;
-    rows.push({ measurement: `backlog of ${ASSOCIATIONS} released by re-enable → all at fake`, samples: ASSOCIATIONS, "p50 ms": "", "p99 ms": "", "max ms": +(endA - tA).toFixed(0), "ops/s": +(ASSOCIATIONS / drainSeconds).toFixed(1) });
+    if (PHASES.has("backlog")) {
+      await call(base, "PATCH", "sys/sync/config", { disabled: true });
+      await pool(ASSOCIATIONS, 8, (i) => writeSecret(`load/${i}`, { n: "1" }));
+      const drained = Array.from({ length: ASSOCIATIONS }, (_, i) => watcher.arrival(external(`load/${i}`), payload({ n: "1" })));
+      const tA = performance.now();
+      await call(base, "PATCH", "sys/sync/config", { disabled: false });
+      const endA = Math.max(...(await Promise.all(drained)));
+      const drainSeconds = (endA - tA) / 1000;
+      rows.push({ measurement: `backlog of ${ASSOCIATIONS} released by re-enable → all at fake (${scopeNote})`, samples: ASSOCIATIONS, "p50 ms": "", "p99 ms": "", "max ms": +(endA - tA).toFixed(0), "ops/s": +(ASSOCIATIONS / drainSeconds).toFixed(1) });
+    }
 
     // (3b) Sustained: KV writes at concurrency 8 while enabled, each re-sync through the queue.
-    const arrivals = Array.from({ length: ASSOCIATIONS }, (_, i) => watcher.arrival(external(`load/${i}`), payload({ n: "2" })));
-    const tB = performance.now();
-    await pool(ASSOCIATIONS, 8, (i) => writeSecret(`load/${i}`, { n: "2" }));
-    const writesDone = performance.now();
-    const endB = Math.max(...(await Promise.all(arrivals)));
-    rows.push({
-      measurement: `${ASSOCIATIONS} KV writes (c=8) → all at fake`,
-      samples: ASSOCIATIONS,
-      "p50 ms": "",
-      "p99 ms": "",
-      "max ms": +(endB - tB).toFixed(0),
-      "ops/s": +(ASSOCIATIONS / ((endB - tB) / 1000)).toFixed(1),
-    });
+    if (PHASES.has("load")) {
+      const n = PHASES.has("backlog") ? "2" : "1";
+      const arrivals = Array.from({ length: ASSOCIATIONS }, (_, i) => watcher.arrival(external(`load/${i}`), payload({ n })));
+      const callsBefore = fake.calls.length;
+      const cpuBefore = workerdCpu();
+      const tB = performance.now();
+      await pool(ASSOCIATIONS, 8, (i) => writeSecret(`load/${i}`, { n }));
+      const writesDone = performance.now();
+      const endB = Math.max(...(await Promise.all(arrivals)));
+      const cpuAfter = workerdCpu();
+      let cpu = 0;
+      for (const [pid, t] of Object.entries(cpuAfter)) cpu = Math.max(cpu, t - (cpuBefore[pid] ?? t));
+      rows.push({
+        measurement: `${ASSOCIATIONS} KV writes (c=8) → all at fake (${scopeNote})`,
+        samples: ASSOCIATIONS,
+        "p50 ms": "",
+        "p99 ms": "",
+        "max ms": +(endB - tB).toFixed(0),
+        "ops/s": +(ASSOCIATIONS / ((endB - tB) / 1000)).toFixed(1),
+      });
+      notes.push(`(3b) the ${ASSOCIATIONS} KV writes themselves took ${((writesDone - tB) / 1000).toFixed(1)} s; the queue finished ${((endB - writesDone) / 1000).toFixed(1)} s after the last write`);
+      notes.push(`(3b) workerd CPU: ${((cpu * 1000) / ASSOCIATIONS).toFixed(2)} ms per KV write + its sync (busiest workerd process)`);
+      const ops = {};
+      for (const c of fake.calls.slice(callsBefore)) {
+        const op = c.split(" ")[0];
+        ops[op] = (ops[op] ?? 0) + 1;
+      }
+      notes.push(`(3b) fake provider calls: ${Object.entries(ops).map(([k, v]) => `${k} ${v}`).join(", ")}`);
+    }
 
     console.log("\nLanyard secrets-sync benchmark (local workerd + local queue, fake cloudone-sm over HTTP, this machine)\n");
     console.table(rows);
-    console.log(`set answers that were not SYNCED: ${notSynced} of ${SET_SAMPLES}`);
-    console.log(`setting up ${ASSOCIATIONS} associations (KV write + set, c=8): ${setupSeconds.toFixed(1)} s (${(ASSOCIATIONS / setupSeconds).toFixed(1)} set/s incl. the write)`);
-    console.log(`(3b) the ${ASSOCIATIONS} KV writes themselves took ${((writesDone - tB) / 1000).toFixed(1)} s; the queue finished ${((endB - writesDone) / 1000).toFixed(1)} s after the last write`);
+    for (const n of notes) console.log(n);
     console.log(`fake provider calls: ${fake.calls.length}`);
   } finally {
     await worker.dispose();
     await servers.close();
     rmSync(dir, { recursive: true, force: true });
+    rmSync(fakesDir, { recursive: true, force: true });
   }
 }
 

@@ -198,11 +198,35 @@ export async function bump(db: Db, id: string, status: SyncStatus, now: number, 
 
 /** Live associations of one secret (KV change events). */
 export async function associationsOfSecret(db: Db, mountId: string, secretName: string): Promise<Association[]> {
-  const rows = await db.$client
-    .prepare(`SELECT * FROM sync_associations WHERE mount_id = ? AND secret_name = ? AND desired = 'synced'`)
-    .bind(mountId, secretName)
-    .all<Row>();
-  return rows.results.map(toAssociation);
+  return associationsOf(await associationsOfSecretStatement(db, mountId, secretName).all());
+}
+
+/** The statement of `associationsOfSecret`, for a caller that batches it; read its result with `associationsOf`. */
+export function associationsOfSecretStatement(db: Db, mountId: string, secretName: string): D1PreparedStatement {
+  return db.$client.prepare(`SELECT * FROM sync_associations WHERE mount_id = ? AND secret_name = ? AND desired = 'synced'`).bind(mountId, secretName);
+}
+
+export function associationsOf(result: D1Result<unknown> | undefined): Association[] {
+  return ((result?.results ?? []) as Row[]).map(toAssociation);
+}
+
+/**
+ * `bump` of several associations to PENDING in one D1 batch (a KV change of a secret synced to
+ * several destinations). Returns the ids still there.
+ */
+export async function bumpPending(db: Db, ids: string[], now: number): Promise<string[]> {
+  if (ids.length === 0) return [];
+  const results = await db.$client.batch(
+    ids.map((id) =>
+      db.$client
+        .prepare(
+          `UPDATE sync_associations SET generation = generation + 1, sync_status = 'PENDING', updated_at = ?, attempts = 0,
+             next_retry_at = NULL, dead_lettered_at = NULL WHERE id = ?`,
+        )
+        .bind(now, id),
+    ),
+  );
+  return ids.filter((_, i) => (results[i]?.meta.changes ?? 0) === 1);
 }
 
 /** Live associations of a destination, by mount accessor and secret name. */
@@ -339,6 +363,37 @@ export function isDriftCandidate(a: Association): boolean {
   return a.desired === "synced" && a.status === "SYNCED" && a.doneGeneration >= a.generation && a.deadLetteredAt === null;
 }
 
+/** What `leaseAndLoad` found: the row (null: gone), whether this worker now holds it, and whether sync is disabled. */
+export interface LeaseStart {
+  assoc: Association | null;
+  leased: boolean;
+  disabled: boolean;
+}
+
+/**
+ * Takes the association's lease and reads the row and the global `disabled` switch, in one D1
+ * batch (one round trip; the batch is one transaction, so the row read is the row as the lease
+ * update left it). `leased` is true only when the row now carries this worker's token.
+ */
+export async function leaseAndLoad(db: Db, id: string, token: string, now: number, ttlMs: number): Promise<LeaseStart> {
+  const [, row, cfg] = await db.$client.batch([
+    db.$client
+      .prepare("UPDATE sync_associations SET lease_token = ?, lease_until = ? WHERE id = ? AND (lease_until IS NULL OR lease_until < ?)")
+      .bind(token, now + ttlMs, id, now),
+    db.$client.prepare("SELECT * FROM sync_associations WHERE id = ?").bind(id),
+    // The sync_config row (./store.ts getSyncConfig reads the same row): no row = enabled.
+    db.$client.prepare("SELECT disabled FROM sync_config WHERE id = 'global'"),
+  ]);
+  const r = (row?.results[0] as (Row & { lease_token: string | null }) | undefined) ?? null;
+  const disabled = Boolean((cfg?.results[0] as { disabled: number } | undefined)?.disabled);
+  return { assoc: r ? toAssociation(r) : null, leased: r?.lease_token === token, disabled };
+}
+
+/** The statement of `markInFlight`, for a caller that batches it with others (./engine.ts). */
+export function markInFlightStatement(db: Db, id: string, gen: number, status: SyncStatus, now: number): D1PreparedStatement {
+  return db.$client.prepare("UPDATE sync_associations SET sync_status = ?, updated_at = ? WHERE id = ? AND generation = ?").bind(status, now, id, gen);
+}
+
 /** Takes the association's lease (one engine worker at a time); false when someone holds it. */
 export async function acquireLease(db: Db, id: string, token: string, now: number, ttlMs: number): Promise<boolean> {
   const res = await db.$client
@@ -392,6 +447,44 @@ export async function recordOutcome(db: Db, id: string, gen: number, o: Outcome,
       .bind(o.status, o.lastError, now, now, o.nextRetryAt, o.deadLetter ? 1 : 0, now, o.done ? 1 : 0, id, gen),
   ]);
   return (res?.meta.changes ?? 0) === 1;
+}
+
+/**
+ * Ends a round of the engine in one D1 batch: `before` (the caller's statements that belong to
+ * the outcome, e.g. releasing names), then the outcome exactly as `recordOutcome`, then the
+ * lease is released only if the outcome was recorded (the generation is still `gen`: otherwise
+ * the engine keeps the lease and looks again), then the row as it stands. Returns whether the
+ * generation was still current, and the row (null if it was deleted meanwhile).
+ */
+export async function finishRound(
+  db: Db,
+  id: string,
+  gen: number,
+  o: Outcome,
+  now: number,
+  token: string,
+  before: D1PreparedStatement[] = [],
+): Promise<{ current: boolean; assoc: Association | null }> {
+  const ext = JSON.stringify(o.external);
+  const results = await db.$client.batch([
+    ...before,
+    db.$client.prepare("UPDATE sync_associations SET external = ? WHERE id = ?").bind(ext, id),
+    db.$client
+      .prepare(
+        `UPDATE sync_associations SET sync_status = ?, last_error = ?, updated_at = ?, attempts = attempts + 1,
+           last_attempt_at = ?, next_retry_at = ?, dead_lettered_at = CASE WHEN ? THEN ? ELSE NULL END,
+           done_generation = CASE WHEN ? THEN generation ELSE done_generation END
+         WHERE id = ? AND generation = ?`,
+      )
+      .bind(o.status, o.lastError, now, now, o.nextRetryAt, o.deadLetter ? 1 : 0, now, o.done ? 1 : 0, id, gen),
+    db.$client
+      .prepare("UPDATE sync_associations SET lease_token = NULL, lease_until = NULL WHERE id = ? AND lease_token = ? AND generation = ?")
+      .bind(id, token, gen),
+    db.$client.prepare("SELECT * FROM sync_associations WHERE id = ?").bind(id),
+  ]);
+  const outcome = results[before.length + 1];
+  const row = results[before.length + 3]?.results[0] as Row | undefined;
+  return { current: (outcome?.meta.changes ?? 0) === 1, assoc: row ? toAssociation(row) : null };
 }
 
 /** Deletes every association row of a destination (the end of a purge). */

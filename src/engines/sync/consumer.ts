@@ -4,6 +4,8 @@
  * INVARIANTS
  * - Every message is handled on its own (concurrently within a batch): one try/catch each, and
  *   each is acked or retried explicitly. No error escapes the handler (that would retry the whole batch).
+ *   Messages of one batch for the same association are driven once (`dedupe`): the others are
+ *   acked after it, since one drive converges the association to its newest intent.
  * - A message carries ids only. The handler reloads the association (or destination) and lets
  *   the engine converge it to the latest intent (./engine.ts), so handling is idempotent: a
  *   message delivered twice finds the generation already done and is acked; a late retry
@@ -77,10 +79,13 @@ export async function handleSyncBatch(batch: MessageBatch<unknown>, env: Env): P
     for (const msg of batch.messages) msg.retry({ delaySeconds: 60 });
     return;
   }
-  // Messages of a batch run concurrently: each association has its own lease, and two messages
-  // for the same one simply meet it busy (the second retries shortly).
+  // Messages of a batch run concurrently: each association has its own lease. Several messages
+  // for one association in a batch are one nudge: the engine converges it to its newest intent,
+  // which every one of them was sent after, so only the least-tried one is driven and the others
+  // are acked once it is handled (they would only meet its lease busy and come back in 2 s).
+  const { primary, duplicates } = dedupe(batch.messages);
   await Promise.all(
-    batch.messages.map(async (msg) => {
+    primary.map(async (msg) => {
       try {
         await handle(deps, msg);
       } catch (e) {
@@ -89,4 +94,26 @@ export async function handleSyncBatch(batch: MessageBatch<unknown>, env: Env): P
       }
     }),
   );
+  for (const msg of duplicates) msg.ack();
+}
+
+/** Splits a batch: one message per association (the least-tried), and the other messages for the same associations. */
+export function dedupe<M extends { body: unknown; attempts: number }>(messages: readonly M[]): { primary: M[]; duplicates: M[] } {
+  const byAssociation = new Map<string, M>();
+  const primary: M[] = [];
+  const duplicates: M[] = [];
+  for (const msg of messages) {
+    const m = parseMessage(msg.body);
+    if (m?.kind !== "association") {
+      primary.push(msg);
+      continue;
+    }
+    const seen = byAssociation.get(m.id);
+    if (!seen) byAssociation.set(m.id, msg);
+    else if (msg.attempts < seen.attempts) {
+      byAssociation.set(m.id, msg);
+      duplicates.push(seen);
+    } else duplicates.push(msg);
+  }
+  return { primary: [...primary, ...byAssociation.values()], duplicates };
 }

@@ -37,10 +37,11 @@ import type { SealKeys } from "../../core/db/seal";
 import * as kvStore from "../kv";
 import { isLive, type JsonObject } from "../kv";
 import {
-  acquireLease,
+  finishRound,
   getAssociation,
+  leaseAndLoad,
   markInFlight,
-  recordOutcome,
+  markInFlightStatement,
   releaseLease,
   type Association,
   type Desired,
@@ -51,7 +52,19 @@ import {
 import { CONNECTORS } from "./connectors/registry";
 import { ConnectorError, type ConnectorContext, type PutResult } from "./connectors/types";
 import { digestContext, valueDigest } from "./digest";
-import { associationLabel, claimNames, externalSecretsOf, nameKey, recordWrite, releaseAllExcept, releaseNames, type Ownership } from "./external-store";
+import {
+  associationLabel,
+  claimStatements,
+  externalSecretsStatement,
+  heldRows,
+  lostClaims,
+  nameKey,
+  recordWrite,
+  releaseAllExcept,
+  releaseAllExceptStatement,
+  releaseNames,
+  type Ownership,
+} from "./external-store";
 import { backoffSeconds } from "./messages";
 import { renderSecretName } from "./destinations/options";
 import { DESTINATIONS } from "./destinations/registry";
@@ -228,19 +241,28 @@ async function execute(
 }
 
 /**
- * Claims the names a plan writes (issue 15 rule 1). Names another association holds are dropped
- * from the plan; the message names the holder of the first one. Also returns the ledger that
- * records ownership and writes for this association.
+ * Claims the names a plan writes (issue 15 rule 1) and marks the generation in flight, in one D1
+ * batch: the claims (one conditional upsert per name), the association's names as they stand
+ * after them, and `markInFlight` (conditional on the generation). Names another association
+ * holds are dropped from the plan; the message names the holder of the first one. Also returns
+ * the ledger that records ownership and writes for this association, and whether the generation
+ * was still current (false: nothing is to be sent, the caller looks again).
  */
-async function claimAndLedger(deps: EngineDeps, a: Association, key: DestinationKey, plan: Plan): Promise<{ plan: Plan; collision: string | null; ledger: Ledger }> {
+async function claimAndLedger(
+  deps: EngineDeps,
+  a: Association,
+  key: DestinationKey,
+  plan: Plan,
+): Promise<{ plan: Plan; collision: string | null; ledger: Ledger; current: boolean }> {
   let collision: string | null = null;
-  const lost = await claimNames(
-    deps.db,
-    key,
-    a.id,
-    plan.puts.map((p) => ({ subKey: p.subKey, name: p.name })),
-    Date.now(),
-  );
+  const claims = plan.puts.map((p) => ({ subKey: p.subKey, name: p.name }));
+  const results = await deps.db.$client.batch([
+    ...claimStatements(deps.db, key, a.id, claims, Date.now()),
+    externalSecretsStatement(deps.db, a.id),
+    markInFlightStatement(deps.db, a.id, a.generation, plan.target === "SYNCED" ? "SYNCING" : "UNSYNCING", Date.now()),
+  ]);
+  const lost = lostClaims(a.id, claims, results.slice(0, claims.length));
+  const current = (results[claims.length + 1]?.meta.changes ?? 0) === 1;
   if (lost.length > 0) {
     const gone = new Set(lost.map((l) => l.name));
     plan = { ...plan, puts: plan.puts.filter((p) => !gone.has(p.name)) };
@@ -253,7 +275,7 @@ async function claimAndLedger(deps: EngineDeps, a: Association, key: Destination
     }
   }
   const held = new Map<string, Ownership | null>();
-  for (const r of await externalSecretsOf(deps.db, a.id)) held.set(r.nameKey, r.ownership);
+  for (const r of heldRows(results[claims.length])) held.set(r.nameKey, r.ownership);
   // Names this association wrote before ownership was recorded (rows synced before issue 15)
   // are Lanyard's, as they were then: they keep being deleted on unsync.
   const legacy = new Set(Object.values(a.external).map((e) => nameKey(key.type, e.name)));
@@ -286,7 +308,7 @@ async function claimAndLedger(deps: EngineDeps, a: Association, key: Destination
       await releaseNames(deps.db, key, a.id, [name]);
     },
   };
-  return { plan, collision, ledger };
+  return { plan, collision, ledger, current };
 }
 
 /** A drift repair: in generation `generation`, write only `names` (the rest is as Lanyard left it). */
@@ -302,52 +324,69 @@ export interface Repair {
  */
 export async function drive(deps: EngineDeps, id: string, opts: { finalOnRetryable: boolean; repair?: Repair }): Promise<DriveResult> {
   const token = crypto.randomUUID();
-  if (!(await acquireLease(deps.db, id, token, Date.now(), LEASE_MS))) {
-    return (await getAssociation(deps.db, id)) ? { kind: "busy" } : { kind: "gone" };
-  }
+  // One round trip takes the lease and reads the row and the disabled switch (the first round's
+  // reads); later rounds, after the generation moved, read them again.
+  const start = await leaseAndLoad(deps.db, id, token, Date.now(), LEASE_MS);
+  if (!start.assoc) return { kind: "gone" };
+  if (!start.leased) return { kind: "busy" };
+  let released = false;
   try {
     for (let round = 0; round < MAX_ROUNDS; round++) {
-      const a = await getAssociation(deps.db, id);
+      const a = round === 0 ? start.assoc : await getAssociation(deps.db, id);
       if (!a) return { kind: "gone" };
       if (a.doneGeneration >= a.generation) return { kind: "done", assoc: a, retryable: false };
-      if ((await getSyncConfig(deps.db)).disabled) {
+      if (round === 0 ? start.disabled : (await getSyncConfig(deps.db)).disabled) {
         if (a.status !== "PENDING") await markInFlight(deps.db, id, a.generation, "PENDING", Date.now());
         return { kind: "parked", assoc: (await getAssociation(deps.db, id)) ?? a };
       }
       const only = opts.repair && opts.repair.generation === a.generation ? new Set(opts.repair.names) : undefined;
-      const result = await runOnce(deps, a, opts.finalOnRetryable, only);
+      const result = await runOnce(deps, a, token, opts.finalOnRetryable, only);
       if (result.current) {
-        const after = (await getAssociation(deps.db, id)) ?? a;
-        return { kind: "done", assoc: after, retryable: result.retryable, retryAfter: result.retryAfter, retryDelaySeconds: result.retryDelaySeconds };
+        // The outcome's batch released the lease with it (./association-store.ts finishRound).
+        released = true;
+        return { kind: "done", assoc: result.assoc ?? a, retryable: result.retryable, retryAfter: result.retryAfter, retryDelaySeconds: result.retryDelaySeconds };
       }
       // The generation moved while the provider call ran: look again with the newest intent.
     }
     return { kind: "busy" };
   } finally {
-    await releaseLease(deps.db, id, token);
+    if (!released) await releaseLease(deps.db, id, token);
   }
 }
 
-async function runOnce(
-  deps: EngineDeps,
-  a: Association,
-  finalOnRetryable: boolean,
-  only?: ReadonlySet<string>,
-): Promise<{ current: boolean; retryable: boolean; retryAfter?: number; retryDelaySeconds?: number }> {
+interface RoundResult {
+  /** The outcome was recorded for the current generation (and the lease released with it). */
+  current: boolean;
+  /** The row after the outcome (when recorded). */
+  assoc?: Association | null;
+  retryable: boolean;
+  retryAfter?: number;
+  retryDelaySeconds?: number;
+}
+
+/** Most names one DELETE ... NOT IN (...) may keep: D1 binds at most 100 parameters per statement. */
+const MAX_KEEP_IN_STATEMENT = 90;
+
+async function runOnce(deps: EngineDeps, a: Association, token: string, finalOnRetryable: boolean, only?: ReadonlySet<string>): Promise<RoundResult> {
   const gen = a.generation;
+  const finish = async (o: Outcome, before: D1PreparedStatement[] = []) => {
+    const r = await finishRound(deps.db, a.id, gen, o, Date.now(), token, before);
+    return { current: r.current, assoc: r.assoc };
+  };
   const dest = await getDestination(deps.db, deps.keys, { namespaceId: a.namespaceId, type: a.destinationType, name: a.destinationName });
   if (!dest) {
     const o: Outcome = { status: "INTERNAL_VAULT_ERROR", external: a.external, lastError: "the destination no longer exists", done: true, nextRetryAt: null, deadLetter: false };
-    return { current: await recordOutcome(deps.db, a.id, gen, o, Date.now()), retryable: false };
+    return { ...(await finish(o)), retryable: false };
   }
   const key: DestinationKey = { namespaceId: a.namespaceId, type: a.destinationType, name: a.destinationName };
   let plan: Plan;
   let collision: string | null;
   let ledger: Ledger;
+  let inFlight: boolean;
   try {
     const data = a.desired === "synced" ? await loadSecret(deps, a) : null;
     const names = await externalNames(deps, a, dest, data);
-    ({ plan, collision, ledger } = await claimAndLedger(deps, a, key, planOperation(a.desired, data, dest.options.granularity, names, a.external)));
+    ({ plan, collision, ledger, current: inFlight } = await claimAndLedger(deps, a, key, planOperation(a.desired, data, dest.options.granularity, names, a.external)));
     if (only) plan = { ...plan, skip: new Set(plan.puts.map((p) => p.name).filter((n) => !only.has(n))) };
   } catch (e) {
     console.error(`sync: preparing association ${a.id} failed:`, e instanceof Error ? `${e.name}: ${e.message}` : "unknown error");
@@ -361,20 +400,23 @@ async function runOnce(
       nextRetryAt: finalOnRetryable ? null : now + delay * 1000,
       deadLetter: finalOnRetryable,
     };
-    return { current: await recordOutcome(deps.db, a.id, gen, o, now), retryable: !finalOnRetryable, retryDelaySeconds: delay };
+    return { ...(await finish(o)), retryable: !finalOnRetryable, retryDelaySeconds: delay };
   }
-  if (!(await markInFlight(deps.db, a.id, gen, plan.target === "SYNCED" ? "SYNCING" : "UNSYNCING", Date.now()))) {
-    return { current: false, retryable: false };
-  }
+  // The generation moved before anything was sent (claimAndLedger's markInFlight): look again.
+  if (!inFlight) return { current: false, retryable: false };
   const ctx: ConnectorContext = { env: deps.env, dest, loadApp: (name) => getApp(deps.db, deps.keys, a.namespaceId, name) };
   const { external, error } = await execute(ctx, plan, a.external, ledger);
   let outcome: Outcome;
   let retryable = false;
   let retryAfter: number | undefined;
   let retryDelaySeconds: number | undefined;
+  const before: D1PreparedStatement[] = [];
   if (error === null) {
-    // Every name the association no longer writes is released (gone, left, or never written).
-    await releaseAllExcept(deps.db, key, a.id, plan.target === "SYNCED" ? plan.puts.map((p) => p.name) : []);
+    // Every name the association no longer writes is released (gone, left, or never written):
+    // in the outcome's batch, unless it keeps more names than one statement can bind.
+    const keep = plan.target === "SYNCED" ? plan.puts.map((p) => p.name) : [];
+    if (keep.length <= MAX_KEEP_IN_STATEMENT) before.push(releaseAllExceptStatement(deps.db, key, a.id, keep));
+    else await releaseAllExcept(deps.db, key, a.id, keep);
     outcome = collision
       ? { status: "CLIENT_SIDE_ERROR", external, lastError: collision, done: true, nextRetryAt: null, deadLetter: false }
       : { status: plan.target, external, lastError: null, done: true, nextRetryAt: null, deadLetter: false };
@@ -395,6 +437,6 @@ async function runOnce(
       deadLetter: retryable && finalOnRetryable,
     };
   }
-  const current = await recordOutcome(deps.db, a.id, gen, outcome, Date.now());
-  return { current, retryable: retryable && !outcome.done, retryAfter, retryDelaySeconds };
+  const r = await finish(outcome, before);
+  return { ...r, retryable: retryable && !outcome.done, retryAfter, retryDelaySeconds };
 }

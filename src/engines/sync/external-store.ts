@@ -89,7 +89,13 @@ export interface Claim {
  */
 export async function claimNames(db: Db, k: DestinationKey, associationId: string, claims: Claim[], now: number): Promise<{ name: string; ownerId: string }[]> {
   if (claims.length === 0) return [];
-  const stmts = claims.map((c) =>
+  const results = await db.$client.batch<{ association_id: string }>(claimStatements(db, k, associationId, claims, now));
+  return lostClaims(associationId, claims, results);
+}
+
+/** The statements of `claimNames` (one upsert per claim), for a caller that batches them with others (./engine.ts). */
+export function claimStatements(db: Db, k: DestinationKey, associationId: string, claims: Claim[], now: number): D1PreparedStatement[] {
+  return claims.map((c) =>
     db.$client
       .prepare(
         `INSERT INTO sync_external_secrets (namespace_id, destination_type, destination_name, name_key, name, association_id, sub_key, claimed_at)
@@ -101,10 +107,13 @@ export async function claimNames(db: Db, k: DestinationKey, associationId: strin
       )
       .bind(k.namespaceId, k.type, k.name, nameKey(k.type, c.name), c.name, associationId, c.subKey, now),
   );
-  const results = await db.$client.batch<{ association_id: string }>(stmts);
+}
+
+/** The names lost, read from the results of `claimStatements` (in claim order). */
+export function lostClaims(associationId: string, claims: Claim[], results: D1Result<unknown>[]): { name: string; ownerId: string }[] {
   const lost: { name: string; ownerId: string }[] = [];
   results.forEach((res, i) => {
-    const owner = res.results[0]?.association_id;
+    const owner = (res.results[0] as { association_id?: string } | undefined)?.association_id;
     const c = claims[i];
     if (c && owner !== undefined && owner !== associationId) lost.push({ name: c.name, ownerId: owner });
   });
@@ -124,6 +133,15 @@ export async function associationLabel(db: Db, associationId: string): Promise<s
 export async function externalSecretsOf(db: Db, associationId: string): Promise<ExternalSecretRow[]> {
   const rows = await db.$client.prepare("SELECT * FROM sync_external_secrets WHERE association_id = ? ORDER BY name").bind(associationId).all<Row>();
   return rows.results.map(toRow);
+}
+
+/** The statement of `externalSecretsOf`, for a caller that batches it; read its result with `heldRows`. */
+export function externalSecretsStatement(db: Db, associationId: string): D1PreparedStatement {
+  return db.$client.prepare("SELECT * FROM sync_external_secrets WHERE association_id = ? ORDER BY name").bind(associationId);
+}
+
+export function heldRows(result: D1Result<unknown> | undefined): ExternalSecretRow[] {
+  return ((result?.results ?? []) as Row[]).map(toRow);
 }
 
 /** The names a destination's associations hold (reconciliation walks them). */
@@ -180,6 +198,20 @@ export async function releaseAllExcept(db: Db, k: DestinationKey, associationId:
     associationId,
     held.filter((r) => !keepKeys.has(r.nameKey)).map((r) => r.name),
   );
+}
+
+/**
+ * `releaseAllExcept` as one statement (for a caller that batches it with the outcome,
+ * ./engine.ts): deletes the association's rows of the destination whose name_key is not one of
+ * `keep`'s (by the provider's identity of a name). Same rows as reading them and releasing
+ * those not kept, without the read.
+ */
+export function releaseAllExceptStatement(db: Db, k: DestinationKey, associationId: string, keep: string[]): D1PreparedStatement {
+  const keepKeys = [...new Set(keep.map((n) => nameKey(k.type, n)))];
+  const notIn = keepKeys.length > 0 ? ` AND name_key NOT IN (${keepKeys.map(() => "?").join(", ")})` : "";
+  return db.$client
+    .prepare(`DELETE FROM sync_external_secrets WHERE namespace_id = ? AND destination_type = ? AND destination_name = ? AND association_id = ?${notIn}`)
+    .bind(k.namespaceId, k.type, k.name, associationId, ...keepKeys);
 }
 
 /** Pre-existing names the associations of a destination hold (what a purge leaves in place). */

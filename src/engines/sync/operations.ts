@@ -8,9 +8,11 @@ import { ApiError } from "../../core/errors";
 import type { KvChangeEvent } from "../kv";
 import * as kvStore from "../kv";
 import {
+  associationsOf,
   associationsOfDestination,
-  associationsOfSecret,
+  associationsOfSecretStatement,
   bump,
+  bumpPending,
   countPending,
   deleteAssociationsOf,
   findAssociation,
@@ -27,7 +29,7 @@ import {
 import { drive, type EngineDeps } from "./engine";
 import { deleteExternalSecretsOf, externalSecretsOf, preExistingOfDestination } from "./external-store";
 import { backoffSeconds, enqueue, type SyncMessage } from "./messages";
-import { deleteDestinationRow, getSyncConfig, listPurging, markPurge, setPurgeError, type DestinationKey } from "./store";
+import { deleteDestinationRow, getSyncConfig, listPurging, markPurge, setPurgeError, syncConfigOf, syncConfigStatement, type DestinationKey } from "./store";
 
 function queueFull(cap: number): ApiError {
   return new ApiError(429, `sync is disabled and its queue is full (queue_capacity ${cap}); re-enable syncing or raise queue_capacity`);
@@ -87,22 +89,30 @@ async function affectsCurrent(deps: EngineDeps, e: KvChangeEvent): Promise<boole
   return touched.includes(meta.currentVersion);
 }
 
-/** KV change listener: every association of the secret converges again, through the queue. */
+/**
+ * KV change listener: every association of the secret converges again, through the queue. It
+ * runs inside the KV write's request, so the common case (enabled) costs two D1 round trips: the
+ * associations and the config in one batch, then every bump in one batch.
+ */
 export async function onSecretChanged(deps: EngineDeps, e: KvChangeEvent): Promise<void> {
-  const assocs = await associationsOfSecret(deps.db, e.mountId, e.path);
+  const [found, config] = await deps.db.$client.batch([associationsOfSecretStatement(deps.db, e.mountId, e.path), syncConfigStatement(deps.db)]);
+  const assocs = associationsOf(found);
   if (assocs.length === 0 || !(await affectsCurrent(deps, e))) return;
-  const cfg = await getSyncConfig(deps.db);
-  const ids: string[] = [];
+  const cfg = syncConfigOf(config);
+  if (!cfg.disabled) {
+    const bumped = await bumpPending(deps.db, assocs.map((a) => a.id), Date.now());
+    if (bumped.length > 0) await enqueue(deps.env, bumped.map(assocMessage));
+    return;
+  }
+  // Disabled: each change is parked as PENDING (re-enabling queues it), up to queue_capacity.
   for (const a of assocs) {
-    if (cfg.disabled && a.status !== "PENDING" && (await countPending(deps.db, a.id)) >= cfg.queueCapacity) {
+    if (a.status !== "PENDING" && (await countPending(deps.db, a.id)) >= cfg.queueCapacity) {
       // Over capacity: not parked; the status says so and reconciliation picks it up later.
       await bump(deps.db, a.id, "INTERNAL_VAULT_ERROR", Date.now(), undefined, "the sync queue was full when the secret changed");
       continue;
     }
-    const b = await bump(deps.db, a.id, "PENDING", Date.now());
-    if (b) ids.push(b.id);
+    await bump(deps.db, a.id, "PENDING", Date.now());
   }
-  if (!cfg.disabled && ids.length > 0) await enqueue(deps.env, ids.map(assocMessage));
 }
 
 /**

@@ -25,10 +25,22 @@ export interface SyncConfig {
 export const DEFAULT_SYNC_CONFIG: SyncConfig = { disabled: false, queueCapacity: 1_000_000, reconcileInterval: 3600 };
 const CONFIG_ID = "global";
 
+/**
+ * The configuration row as a prepared statement, for callers that batch it with other reads
+ * (./operations.ts onSecretChanged); read its result with `syncConfigOf`. Plain SQL, not the
+ * query builder: this runs for every KV change and every engine round (issue 14).
+ */
+export function syncConfigStatement(db: Db): D1PreparedStatement {
+  return db.$client.prepare("SELECT disabled, queue_capacity, reconcile_interval FROM sync_config WHERE id = ?").bind(CONFIG_ID);
+}
+
+export function syncConfigOf(result: D1Result<unknown> | undefined): SyncConfig {
+  const row = result?.results[0] as { disabled: number; queue_capacity: number; reconcile_interval: number } | undefined;
+  return row ? { disabled: Boolean(row.disabled), queueCapacity: row.queue_capacity, reconcileInterval: row.reconcile_interval } : { ...DEFAULT_SYNC_CONFIG };
+}
+
 export async function getSyncConfig(db: Db): Promise<SyncConfig> {
-  const rows = await db.select().from(syncConfig).where(eq(syncConfig.id, CONFIG_ID));
-  const row = rows[0];
-  return row ? { disabled: row.disabled, queueCapacity: row.queueCapacity, reconcileInterval: row.reconcileInterval } : { ...DEFAULT_SYNC_CONFIG };
+  return syncConfigOf(await syncConfigStatement(db).all());
 }
 
 export async function putSyncConfig(db: Db, cfg: SyncConfig): Promise<void> {
@@ -115,21 +127,42 @@ export function destinationExists(db: Db, k: DestinationKey): Promise<boolean> {
     .then((r) => (r[0]?.n ?? 0) > 0);
 }
 
+interface DestinationRow {
+  connection: string;
+  sealed_credentials: string;
+  options: string;
+  purge_initiated_at: number | null;
+  purge_error: string | null;
+  version: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One destination with its sealed members opened. Plain SQL: the engine reads it for every operation. */
 export async function getDestination(db: Db, keys: SealKeys, k: DestinationKey): Promise<DestinationRecord | null> {
-  const rows = await db.select().from(syncDestinations).where(whereKey(k));
-  const row = rows[0];
+  const row = await db.$client
+    .prepare(
+      `SELECT connection, sealed_credentials, options, purge_initiated_at, purge_error, version, created_at, updated_at
+       FROM sync_destinations WHERE namespace_id = ? AND type = ? AND name = ?`,
+    )
+    .bind(k.namespaceId, k.type, k.name)
+    .first<DestinationRow>();
   if (!row) return null;
-  const secret: unknown = JSON.parse(await unseal(keys, row.sealedCredentials, destinationContext(k)));
-  if (!isConnection(secret) || !isConnection(row.connection)) throw new Error("stored destination has an unexpected shape");
+  const secret: unknown = JSON.parse(await unseal(keys, row.sealed_credentials, destinationContext(k)));
+  const connection: unknown = JSON.parse(row.connection);
+  const options: unknown = JSON.parse(row.options);
+  if (!isConnection(secret) || !isConnection(connection) || typeof options !== "object" || options === null) {
+    throw new Error("stored destination has an unexpected shape");
+  }
   return {
     ...k,
-    connection: { ...row.connection, ...secret },
-    options: toOptions(row.options),
-    purgeInitiatedAt: row.purgeInitiatedAt,
-    purgeError: row.purgeError,
+    connection: { ...connection, ...secret },
+    options: toOptions(options as Record<string, unknown>),
+    purgeInitiatedAt: row.purge_initiated_at,
+    purgeError: row.purge_error,
     version: row.version,
-    createdAt: row.createdAt,
-    updatedAt: row.updatedAt,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
   };
 }
 
