@@ -4,14 +4,14 @@
  * errors included, is an OCSPResponse with `application/ocsp-response`, never a JSON error.
  *
  * Caching (docs/pki-ocsp.md "Caching", routes/edge-cache.ts): a signed answer is kept per mount
- * and SHA-256 of the request DER, for GET and POST alike, for at most CACHE_TTL_MS after the
+ * and request DER, for GET and POST alike, for at most CACHE_TTL_MS after the
  * reads it was built from, and dropped at once in the isolate that revokes (or changes an issuer,
  * key or config/crl). RFC 5019 §6.2 would allow reuse until nextUpdate; our bound is shorter on
  * purpose (a revocation shows within CACHE_TTL_MS, issue 14). Only signed (successful) answers
  * are cached; malformedRequest, unauthorized and internalError are built each time.
  */
 import type { Req } from "../../../core/route";
-import { bytesToHex, sha256 } from "../../../core/encoding";
+import { bytesToBase64Url } from "../../../core/encoding";
 import { decodeGetRequest, OcspRequestError } from "../x509/ocsp";
 import { answerOcsp, INTERNAL_ERROR, type OcspOutcome } from "../revocation/ocsp-responder";
 import { route } from "../../../core/route";
@@ -42,7 +42,9 @@ function uncached(o: OcspOutcome): Response {
  */
 async function cachedAnswer(req: Req, der: Uint8Array<ArrayBuffer>, http: boolean): Promise<Response> {
   return servePublic(req, {
-    key: `ocsp/${bytesToHex(await sha256(der))}`,
+    // The request itself (base64url, under 2,732 characters: requests are < 2048 bytes), not a
+    // digest of it: no hashing on the hot path.
+    key: `ocsp/${bytesToBase64Url(der)}`,
     http,
     async load() {
       const o = await answer(req, der);
