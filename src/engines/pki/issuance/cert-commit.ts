@@ -59,14 +59,18 @@ export async function commitCertificate(db: Db, rows: CertInsert[], waitUntil?: 
   if (outcome.kind === "failed") throw outcome.error;
 }
 
-/** How often a waiter looks at its outcome. */
+/**
+ * How often a waiter looks at its outcome: the bound on how late it notices it. Each look is a
+ * timer event of the waiter's request (a few microseconds of CPU).
+ */
 const POLL_MS = 1;
 
 /**
  * Waits for the waiter's outcome by looking at it on timers of this request's own. Not a promise
- * the leader resolves: workerd runs a continuation of such a promise in the resolving request's
- * context (a D1 batch started from there fails with "Cannot perform I/O on behalf of a different
- * request"), and a request waiting on nothing of its own is cancelled as hung.
+ * the leader resolves: tried, a waiter handed the lead that way ran its D1 batch in the resolving
+ * request's context ("Cannot perform I/O on behalf of a different request"), and a request
+ * waiting on such a promise alone was cancelled as hung ("the Workers runtime canceled this
+ * request because it detected that your Worker's code had hung").
  */
 async function settled(me: Waiter): Promise<Outcome> {
   while (!me.outcome) await new Promise((r) => setTimeout(r, POLL_MS));
