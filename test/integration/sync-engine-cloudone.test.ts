@@ -1,9 +1,10 @@
 /**
  * The sync engine end to end against the cloudone-sm fake: set → SYNCED, KV write propagates,
- * delete/undelete, remove → UNSYNCED, STS AssumeRole with external id, bad credentials.
+ * delete/undelete, remove → UNSYNCED, STS AssumeRole with external id, bad credentials; a
+ * rewrite sets the tags again only when the destination changed since the name's last write.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { del, write } from "../helpers/api";
+import { del, patch, write } from "../helpers/api";
 import { FakeCloudone, CLOUDONE_HOSTS } from "../helpers/fake-cloudone";
 import { installFakes } from "../helpers/fake-router";
 import { BODIES, SECRETS, uid } from "../helpers/sync-bodies";
@@ -49,6 +50,31 @@ describe("cloudone-sm sync", () => {
     // Remove again: success, nothing left.
     await removeAssoc("cloudone-sm", dest, s);
     await del(destPath("cloudone-sm", dest));
+  });
+
+  it("a rewrite is one PutSecretValue; after the destination changed, the next write sets the new tags", async () => {
+    const dest = await destination();
+    // The round that writes next starts strictly after the destination's last change.
+    await new Promise((r) => setTimeout(r, 5));
+    const s = await kvSecret({ v: "1" });
+    await setAssoc("cloudone-sm", dest, s);
+    const external = `vault/${s.accessor}/${s.secret}`;
+    const callsOf = (from: number) => fake.calls.slice(from).filter((c) => c.endsWith(` ${external}`)).map((c) => c.split(" ")[0]);
+    const rewrite = async (v: string) => {
+      const from = fake.calls.length;
+      await write(`${s.mount}/data/${s.secret}`, { data: { v } });
+      await vi.waitFor(() => expect(fake.value(external)).toBe(JSON.stringify({ v })), { timeout: 20_000, interval: 100 });
+      await waitForStatus("cloudone-sm", dest, `${s.accessor}/${s.secret}`, "SYNCED");
+      return callsOf(from);
+    };
+    expect(await rewrite("2")).toEqual(["PutSecretValue"]);
+    expect(fake.secrets.get(external)?.tags).toEqual({ "hashicorp:vault": "", "lanyard-managed": "true", team: "core" });
+
+    await patch(destPath("cloudone-sm", dest), { custom_tags: { team: "edge" } });
+    expect(await rewrite("3")).toEqual(["PutSecretValue", "TagResource"]);
+    expect(fake.secrets.get(external)?.tags).toEqual({ "hashicorp:vault": "", "lanyard-managed": "true", team: "edge" });
+    await new Promise((r) => setTimeout(r, 5));
+    expect(await rewrite("4")).toEqual(["PutSecretValue"]);
   });
 
   it("deleting the current version unsyncs; undelete re-syncs", async () => {

@@ -195,6 +195,12 @@ async function externalNames(deps: EngineDeps, a: Association, dest: Destination
 interface Ledger {
   /** The recorded ownership of a name; undefined before its first write. */
   ownership(name: string): Ownership | undefined;
+  /**
+   * Whether the name's tags are as a write now would set them: its ownership is known and its
+   * last write was made in a round that read the destination after its last change (written_at
+   * is that round's start, below), so the custom tags it set are the current ones.
+   */
+  tagsCurrent(name: string): boolean;
   written(p: PlannedPut, r: PutResult): Promise<void>;
   /** The name is gone from the provider, or (pre-existing) left there: its claim is released. */
   released(name: string): Promise<void>;
@@ -219,7 +225,10 @@ async function execute(
       // A rename under the same sub-key keeps the old name on record (key "<sub>\0old") until
       // the removes below delete it at the provider, so a failure in between orphans nothing.
       const ownership = ledger.ownership(p.name);
-      const r = await connector.put(ctx, ownership === undefined ? { name: p.name, value: p.value } : { name: p.name, value: p.value, ownership });
+      const r = await connector.put(
+        ctx,
+        ownership === undefined ? { name: p.name, value: p.value } : { name: p.name, value: p.value, ownership, tagsCurrent: ledger.tagsCurrent(p.name) },
+      );
       await ledger.written(p, r);
       const old = external[p.subKey];
       if (old && old.name !== p.name) external[`${p.subKey}\u0000old`] = old;
@@ -251,9 +260,11 @@ async function execute(
 async function claimAndLedger(
   deps: EngineDeps,
   a: Association,
-  key: DestinationKey,
+  dest: DestinationRecord,
+  roundStart: number,
   plan: Plan,
 ): Promise<{ plan: Plan; collision: string | null; ledger: Ledger; current: boolean }> {
+  const key: DestinationKey = { namespaceId: dest.namespaceId, type: dest.type, name: dest.name };
   let collision: string | null = null;
   const claims = plan.puts.map((p) => ({ subKey: p.subKey, name: p.name }));
   const results = await deps.db.$client.batch([
@@ -275,7 +286,11 @@ async function claimAndLedger(
     }
   }
   const held = new Map<string, Ownership | null>();
-  for (const r of heldRows(results[claims.length])) held.set(r.nameKey, r.ownership);
+  const writtenAt = new Map<string, number | null>();
+  for (const r of heldRows(results[claims.length])) {
+    held.set(r.nameKey, r.ownership);
+    writtenAt.set(r.nameKey, r.writtenAt);
+  }
   // Names this association wrote before ownership was recorded (rows synced before issue 15)
   // are Lanyard's, as they were then: they keep being deleted on unsync.
   const legacy = new Set(Object.values(a.external).map((e) => nameKey(key.type, e.name)));
@@ -286,10 +301,16 @@ async function claimAndLedger(
       if (o) return o;
       return legacy.has(k) ? "created_by_lanyard" : undefined;
     },
+    tagsCurrent(name) {
+      const k = nameKey(key.type, name);
+      const at = writtenAt.get(k);
+      return Boolean(held.get(k)) && at !== undefined && at !== null && at > dest.updatedAt;
+    },
     async written(p, r) {
       const k = nameKey(key.type, p.name);
       const ownership: Ownership = this.ownership(p.name) ?? (r.created ? "created_by_lanyard" : "pre_existing");
       held.set(k, ownership);
+      writtenAt.set(k, roundStart);
       await recordWrite(
         deps.db,
         key,
@@ -301,7 +322,8 @@ async function claimAndLedger(
           providerVersion: r.version ?? null,
           providerUpdatedAt: r.updatedAt ?? null,
         },
-        Date.now(),
+        // written_at is the start of this round, before it read the destination (tagsCurrent).
+        roundStart,
       );
     },
     async released(name) {
@@ -369,6 +391,7 @@ const MAX_KEEP_IN_STATEMENT = 90;
 
 async function runOnce(deps: EngineDeps, a: Association, token: string, finalOnRetryable: boolean, only?: ReadonlySet<string>): Promise<RoundResult> {
   const gen = a.generation;
+  const roundStart = Date.now();
   const finish = async (o: Outcome, before: D1PreparedStatement[] = []) => {
     const r = await finishRound(deps.db, a.id, gen, o, Date.now(), token, before);
     return { current: r.current, assoc: r.assoc };
@@ -386,7 +409,7 @@ async function runOnce(deps: EngineDeps, a: Association, token: string, finalOnR
   try {
     const data = a.desired === "synced" ? await loadSecret(deps, a) : null;
     const names = await externalNames(deps, a, dest, data);
-    ({ plan, collision, ledger, current: inFlight } = await claimAndLedger(deps, a, key, planOperation(a.desired, data, dest.options.granularity, names, a.external)));
+    ({ plan, collision, ledger, current: inFlight } = await claimAndLedger(deps, a, dest, roundStart, planOperation(a.desired, data, dest.options.granularity, names, a.external)));
     if (only) plan = { ...plan, skip: new Set(plan.puts.map((p) => p.name).filter((n) => !only.has(n))) };
   } catch (e) {
     console.error(`sync: preparing association ${a.id} failed:`, e instanceof Error ? `${e.name}: ${e.message}` : "unknown error");

@@ -26,6 +26,13 @@ export interface ExternalSecret {
    * this is absent.
    */
   ownership?: Ownership;
+  /**
+   * The tags/labels Lanyard sets on the secret are already there: its last write (with this
+   * ownership) was made with the destination as it is now (./../engine.ts Ledger.tagsCurrent).
+   * A connector that sets them with a call of its own may then skip that call (cloudone-sm's
+   * TagResource, issue 14: a sync is then one write against the provider's cap, not two).
+   */
+  tagsCurrent?: boolean;
 }
 
 /** The tag (Key Vault, the AWS-like store) or label (the Google-like store) on what Lanyard created. */

@@ -21,24 +21,29 @@ const versionOf = (r: Record<string, unknown>): string | undefined => (typeof r.
 
 const isCode = (e: unknown, code: string): boolean => e instanceof ConnectorError && e.code === code;
 
-/** Writes a new version of an existing secret; `managed` keeps Lanyard's tag on what it created. */
-async function putValue(ctx: ConnectorContext, secret: ExternalSecret): Promise<PutResult> {
+/**
+ * Writes a new version of an existing secret and sets Lanyard's tags (`managed` keeps Lanyard's
+ * tag on what it created), unless `tagsCurrent` says the last write already left them as they
+ * would be now (issue 14: half the writes against the 20 writes/s cap of ../../limits.ts).
+ */
+async function putValue(ctx: ConnectorContext, secret: ExternalSecret, tagsCurrent: boolean): Promise<PutResult> {
   const r = await call(ctx, "PutSecretValue", { SecretId: secret.name, SecretString: secret.value, ClientRequestToken: crypto.randomUUID() });
-  await call(ctx, "TagResource", { SecretId: secret.name, Tags: tags(ctx, secret.ownership === "created_by_lanyard") });
+  if (!tagsCurrent) await call(ctx, "TagResource", { SecretId: secret.name, Tags: tags(ctx, secret.ownership === "created_by_lanyard") });
   return { created: false, version: versionOf(r) };
 }
 
 export const cloudoneConnector: Connector = {
   async put(ctx, secret) {
     try {
-      return await putValue(ctx, secret);
+      // Only a secret found as Lanyard left it may skip the tags; the recoveries below always set them.
+      return await putValue(ctx, secret, secret.tagsCurrent === true);
     } catch (e) {
       if (isCode(e, "InvalidRequestException")) {
         // Most likely scheduled for deletion: bring it back, then write the new value.
         const d = await call(ctx, "DescribeSecret", { SecretId: secret.name });
         if (d.DeletedDate === undefined) throw e;
         await call(ctx, "RestoreSecret", { SecretId: secret.name });
-        return await putValue(ctx, secret);
+        return await putValue(ctx, secret, false);
       }
       if (!isCode(e, "ResourceNotFoundException")) throw e;
     }
@@ -48,7 +53,7 @@ export const cloudoneConnector: Connector = {
     } catch (e) {
       // Created meanwhile by someone else: write the value as a new version (theirs, not ours).
       if (!isCode(e, "ResourceExistsException")) throw e;
-      return await putValue(ctx, secret);
+      return await putValue(ctx, secret, false);
     }
   },
   async remove(ctx, name) {
