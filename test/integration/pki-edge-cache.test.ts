@@ -97,8 +97,8 @@ describe("public PKI reads: HTTP caching headers", () => {
     }
   });
 
-  it("OCSP GET answers are cacheable (ETag, thisUpdate as Last-Modified, 304); POST answers are no-store", async () => {
-    const { path, req } = await setup();
+  it("OCSP GET answers are cacheable (ETag, thisUpdate as Last-Modified, 304); POST and nonce answers are no-store", async () => {
+    const { path, req, root, leafPem } = await setup();
     const first = await ocspGet(path, req);
     expect(first.status).toBe(200);
     const etag = first.headers.get("etag") ?? "";
@@ -122,6 +122,13 @@ describe("public PKI reads: HTTP caching headers", () => {
     expect(post.status).toBe(200);
     expect(post.headers.get("cache-control")).toBe("no-store");
     expect(post.headers.get("etag")).toBeNull();
+    // A request with a nonce (RFC 8954) is answered afresh each time: a second signing, no-store.
+    const withNonce = await requestFor(root, leafPem, { nonce: new Uint8Array([1, 2, 3, 4, 5, 6, 7, 8]) });
+    const n1 = await ocspGet(path, withNonce);
+    const n2 = await ocspGet(path, withNonce);
+    expect(certStatus(n1.body)).toBe("good");
+    expect(equal(n1.body, n2.body)).toBe(false);
+    expect(n2.headers.get("cache-control")).toBe("no-store");
     // Errors are never cacheable.
     const bad = await ocspGet(path, new Uint8Array([1, 2, 3]));
     expect(bad.status).toBe(400);

@@ -51,9 +51,11 @@ export interface OcspOutcome {
   body: Uint8Array<ArrayBuffer>;
   thisUpdate: Date | null;
   nextUpdate: Date | null;
+  /** The request carried a nonce (RFC 8954): its answer is for that request only, never reused. */
+  nonce: boolean;
 }
 
-const failure = (httpStatus: 400 | 401 | 500, status: 1 | 2 | 6): OcspOutcome => ({ httpStatus, body: errorResponse(status), thisUpdate: null, nextUpdate: null });
+const failure = (httpStatus: 400 | 401 | 500, status: 1 | 2 | 6): OcspOutcome => ({ httpStatus, body: errorResponse(status), thisUpdate: null, nextUpdate: null, nonce: false });
 export const MALFORMED = (): OcspOutcome => failure(400, OcspStatus.malformedRequest);
 export const UNAUTHORIZED = (): OcspOutcome => failure(401, OcspStatus.unauthorized);
 export const INTERNAL_ERROR = (): OcspOutcome => failure(500, OcspStatus.internalError);
@@ -189,5 +191,5 @@ export async function answerOcsp(ctx: OcspContext, der: Uint8Array<ArrayBuffer> 
   // BasicOCSPResponse has the shape of a signed certificate: SEQUENCE { tbs, algorithm,
   // signature } (RFC 6960 §4.2.1); no certificates are embedded (upstream does not either).
   const basic = await signTbsCertificate(() => tbs, await signerFor(env, signer, key));
-  return { httpStatus: 200, body: successfulResponse(basic), thisUpdate, nextUpdate };
+  return { httpStatus: 200, body: successfulResponse(basic), thisUpdate, nextUpdate, nonce: request.nonce !== null };
 }

@@ -31,7 +31,7 @@
  * body's SHA-256), Last-Modified and `Cache-Control: public, max-age=N, no-transform,
  * must-revalidate`; If-None-Match (weak comparison, §13.1.2) answers 304 and, when absent,
  * If-Modified-Since does with the rule of pki-engine.md §1.6 (routes/common.ts notModified).
- * OCSP POST answers use layers 1 and 2 but are sent `no-store` (RFC 5019 §5: POST is not cached).
+ * OCSP POST answers use layer 1 only and are sent `no-store` (RFC 5019 §5: POST is not cached).
  */
 import type { Req } from "../../../core/route";
 import { bytesToHex, sha256 } from "../../../core/encoding";
@@ -156,7 +156,7 @@ export interface PublicRead {
   key: string;
   /** "crl" for CRL bodies (bounded separately, large ones not kept in the isolate). */
   size?: AnswerClass;
-  /** GET answers get HTTP validators and 304s; false for OCSP POST (sent no-store). */
+  /** GET answers: the Cache API, HTTP validators and 304s; false for OCSP POST (isolate only, sent no-store). */
   http: boolean;
   /** The D1 read and rendering: an answer, null (204), or a Response sent as is, uncached. */
   load(): Promise<PublicAnswer | null | Response>;
@@ -172,7 +172,7 @@ async function lookup(req: Req, r: PublicRead): Promise<Entry | Response> {
   const hit = cache.get(key, now);
   if (hit) return hit;
   const generation = generationOf("pki");
-  const shared = await fromColo(req, key, now);
+  const shared = r.http ? await fromColo(req, key, now) : null;
   if (shared) {
     cache.set(key, shared, shared.readAt, generation);
     return shared;
@@ -183,7 +183,7 @@ async function lookup(req: Req, r: PublicRead): Promise<Entry | Response> {
   const entry: Entry = { answer: loaded, readAt };
   const keep = !(r.size === "crl" && loaded && loaded.body.length > MAX_CACHED_CRL_BYTES);
   if (keep) cache.set(key, entry, readAt, generation);
-  if (generation === generationOf("pki")) toColo(req, key, entry);
+  if (r.http && generation === generationOf("pki")) toColo(req, key, entry);
   return entry;
 }
 

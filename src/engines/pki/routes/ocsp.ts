@@ -8,7 +8,10 @@
  * reads it was built from, and dropped at once in the isolate that revokes (or changes an issuer,
  * key or config/crl). RFC 5019 §6.2 would allow reuse until nextUpdate; our bound is shorter on
  * purpose (a revocation shows within CACHE_TTL_MS, issue 14). Only signed (successful) answers
- * are cached; malformedRequest, unauthorized and internalError are built each time.
+ * are cached; malformedRequest, unauthorized and internalError are built each time, and so is
+ * the answer to a request with a nonce (RFC 8954: a client never sends the same nonce twice, so
+ * keeping it would only push useful answers out; the revocation state it is built from is still
+ * cached). The Cache API holds GET answers only (RFC 5019 §5: POST is for what is not cached).
  */
 import type { Req } from "../../../core/route";
 import { bytesToBase64Url } from "../../../core/encoding";
@@ -48,7 +51,7 @@ async function cachedAnswer(req: Req, der: Uint8Array<ArrayBuffer>, http: boolea
     http,
     async load() {
       const o = await answer(req, der);
-      if (o.httpStatus !== 200 || !o.thisUpdate) return uncached(o);
+      if (o.httpStatus !== 200 || !o.thisUpdate || o.nonce) return uncached(o);
       return (await publicAnswer(o.body, OCSP_RESPONSE, o.thisUpdate.getTime())) ?? uncached(INTERNAL_ERROR());
     },
   });
