@@ -51,6 +51,23 @@ export interface Resolved {
   acl: Acl | null;
 }
 
+/**
+ * SHA-256 of presented tokens, per isolate (a pure function of the token: nothing to invalidate).
+ * Hashing cost more CPU than the cached lookup it keys (npm run bench profile). At most
+ * TOKEN_HASHES entries, cleared whole when full; never logged or read out.
+ */
+const tokenHashes = new Map<string, string>();
+const TOKEN_HASHES = 4096;
+
+async function tokenHashOf(token: string): Promise<string> {
+  const hit = tokenHashes.get(token);
+  if (hit) return hit;
+  const hash = await sha256Hex(token);
+  if (tokenHashes.size >= TOKEN_HASHES) tokenHashes.clear();
+  tokenHashes.set(token, hash);
+  return hash;
+}
+
 /** The namespace paths a request may be in: the header's, then each prefix of the path below it. */
 function namespaceCandidates(header: string | null, segs: string[]): { base: string; deeper: string[] } {
   const base = (header ?? "")
@@ -120,7 +137,7 @@ export async function resolveRequest(db: Db, rootToken: string, header: string |
   const now = Date.now();
   const { base, deeper } = namespaceCandidates(header, segs);
   const root = presented !== null && presented !== "" && isRootToken(rootToken, presented);
-  const tokenHash = presented && !root ? await sha256Hex(presented) : "";
+  const tokenHash = presented && !root ? await tokenHashOf(presented) : "";
 
   // What the read model already knows; each miss becomes one statement of one batch.
   let walked = walkNamespaces(base, deeper);

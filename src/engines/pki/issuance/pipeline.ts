@@ -91,8 +91,17 @@ export async function signingIssuer(ctx: IssueContext, ref: string): Promise<Sig
  * else method 1 over its public key.
  */
 export async function issuerKeyId(issuer: IssuerRow): Promise<Uint8Array> {
-  return subjectKeyIdOf(certDerFromPem(issuer.certificate)) ?? (await publicKeyFacts(base64ToBytes(issuer.publicKey))).ski;
+  const key = `${issuer.certificate}\n${issuer.publicKey}`;
+  const hit = issuerKeyIds.get(key);
+  if (hit) return hit;
+  const id = subjectKeyIdOf(certDerFromPem(issuer.certificate)) ?? (await publicKeyFacts(base64ToBytes(issuer.publicKey))).ski;
+  if (issuerKeyIds.size >= 256) issuerKeyIds.clear();
+  issuerKeyIds.set(key, id);
+  return id;
 }
+
+/** issuerKeyId by the certificate text it is read from (immutable input: nothing to invalidate). */
+const issuerKeyIds = new Map<string, Uint8Array>();
 
 // -- 1. validity --------------------------------------------------------------------------------
 
