@@ -18,6 +18,29 @@ async function hmac(key: Uint8Array<ArrayBuffer> | ArrayBuffer, data: string): P
   return crypto.subtle.sign("HMAC", k, enc.encode(data));
 }
 
+/**
+ * Derived signing keys, per isolate: AWS's key chain depends only on the secret key, the day,
+ * the region and the service, and AWS documents caching the result for the day. This memoises a
+ * pure function (nothing read from storage, so nothing can go stale: not a read-cache.ts cache);
+ * keyed by a digest of the secret key, never the key itself; at most MAX_SIGNING_KEYS entries.
+ */
+const signingKeys = new Map<string, CryptoKey>();
+const MAX_SIGNING_KEYS = 64;
+
+async function signingKey(secretAccessKey: string, day: string, region: string, service: string): Promise<CryptoKey> {
+  const id = `${day}\u0000${region}\u0000${service}\u0000${await sha256Hex(secretAccessKey)}`;
+  const hit = signingKeys.get(id);
+  if (hit) return hit;
+  let key = await hmac(new Uint8Array(enc.encode(`AWS4${secretAccessKey}`)), day);
+  key = await hmac(key, region);
+  key = await hmac(key, service);
+  key = await hmac(key, "aws4_request");
+  const k = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  if (signingKeys.size >= MAX_SIGNING_KEYS) signingKeys.clear();
+  signingKeys.set(id, k);
+  return k;
+}
+
 /** "20240101T000000Z" */
 export function amzDate(d: Date): string {
   return d.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}/, "");
@@ -53,11 +76,8 @@ export async function signature(creds: Pick<AwsCredentials, "secretAccessKey">, 
   const day = i.amzDate.slice(0, 8);
   const scope = `${day}/${i.region}/${i.service}/aws4_request`;
   const toSign = ["AWS4-HMAC-SHA256", i.amzDate, scope, await sha256Hex(canonical)].join("\n");
-  let key = await hmac(new Uint8Array(enc.encode(`AWS4${creds.secretAccessKey}`)), day);
-  key = await hmac(key, i.region);
-  key = await hmac(key, i.service);
-  key = await hmac(key, "aws4_request");
-  return { signature: bytesToHex(new Uint8Array(await hmac(key, toSign))), signedHeaders, scope };
+  const key = await signingKey(creds.secretAccessKey, day, i.region, i.service);
+  return { signature: bytesToHex(new Uint8Array(await crypto.subtle.sign("HMAC", key, enc.encode(toSign)))), signedHeaders, scope };
 }
 
 /** Headers of a signed request: the given ones plus X-Amz-Date, the token and Authorization. */
