@@ -24,7 +24,7 @@ import type { CrlKind, StoredCrl } from "../storage/revocation-store";
 import { authorityOf } from "../issuance/serials";
 import { getConfig, loadIssuanceState, putConfigStmt, runBatch, type IssuerRow } from "../storage/store";
 import { mountOf, notModified } from "./common";
-import { cachedValue, publicAnswer, servePublic, type PublicAnswer } from "./edge-cache";
+import { CRL_ENTRIES, MAX_CACHED_CRL_BYTES, cachedValue, publicAnswer, servePublic, type PublicAnswer } from "./edge-cache";
 
 type Shape = "der" | "pem" | "pem-newline" | "json-crl" | "json-certificate";
 
@@ -42,15 +42,23 @@ interface CrlRead {
   crl: StoredCrl | null;
 }
 
-/** The issuer and its stored CRL per mount, reference and kind (the JSON shapes read this). */
-const crlReads = new ReadCache<CrlRead>("pki", 64);
+/**
+ * The issuer and its stored CRL per mount, reference and kind (the JSON shapes read this), under
+ * the same caps as the rendered CRLs (edge-cache.ts): CRL_ENTRIES, none over MAX_CACHED_CRL_BYTES.
+ */
+const crlReads = new ReadCache<CrlRead>("pki", CRL_ENTRIES);
 
 async function readCrl(req: Req, ref: string | null, kind: CrlKind): Promise<CrlRead> {
   const mount = mountOf(req);
-  return cachedValue(crlReads, `${mount.id}\n${ref ?? ""}\n${kind}`, async () => {
-    const issuer = await issuerFor(req, ref);
-    return { issuer, crl: issuer ? await crlFor(req.env, req.db, mount, issuer, kind) : null };
-  });
+  return cachedValue(
+    crlReads,
+    `${mount.id}\n${ref ?? ""}\n${kind}`,
+    async () => {
+      const issuer = await issuerFor(req, ref);
+      return { issuer, crl: issuer ? await crlFor(req.env, req.db, mount, issuer, kind) : null };
+    },
+    (r) => (r.crl?.der.length ?? 0) <= MAX_CACHED_CRL_BYTES,
+  );
 }
 
 /** Renaming the issuer invalidates cached CRLs too (§1.6). */

@@ -56,11 +56,12 @@ interface Entry {
 
 /**
  * The isolate's answers. Two caches so large CRLs cannot push out small hot answers: CRL bodies
- * up to MAX_CACHED_CRL_BYTES, at most CRL_ENTRIES of them (≤ 32 MB per isolate, of 128 MB).
+ * up to MAX_CACHED_CRL_BYTES, at most CRL_ENTRIES of them (≤ 16 MB per isolate, of 128 MB; the
+ * CRL routes keep as many DER copies under the same cap, routes/crl.ts).
  */
 const SMALL_ENTRIES = 2048;
-const CRL_ENTRIES = 16;
-const MAX_CACHED_CRL_BYTES = 2 * 1024 * 1024;
+export const CRL_ENTRIES = 8;
+export const MAX_CACHED_CRL_BYTES = 2 * 1024 * 1024;
 const small = new ReadCache<Entry>("pki", SMALL_ENTRIES);
 const large = new ReadCache<Entry>("pki", CRL_ENTRIES);
 
@@ -218,14 +219,14 @@ export async function servePublic(req: Req, r: PublicRead): Promise<Response> {
 
 /**
  * A value read for a public answer (JSON shapes, the data under several raw shapes), cached in
- * the isolate only with the same bound and invalidation.
+ * the isolate only with the same bound and invalidation; `keep` can refuse a value (too large).
  */
-export async function cachedValue<V>(cache: ReadCache<V>, key: string, load: () => Promise<V>): Promise<V> {
+export async function cachedValue<V>(cache: ReadCache<V>, key: string, load: () => Promise<V>, keep: (v: V) => boolean = () => true): Promise<V> {
   const hit = cache.get(key);
   if (hit !== undefined) return hit;
   const readAt = Date.now();
   const generation = generationOf(cache.area);
   const value = await load();
-  cache.set(key, value, readAt, generation);
+  if (keep(value)) cache.set(key, value, readAt, generation);
   return value;
 }
