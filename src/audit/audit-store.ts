@@ -4,8 +4,9 @@
  * request path reads.
  *
  * The cache (issue 17 "no extra D1 round trip"): the device list is kept per isolate for at most
- * DEVICE_CACHE_MS (1 s). When it is stale, the dispatcher adds `deviceListQuery` to the request's
- * first D1 batch (src/app/dispatch.ts), which it sends anyway, and hands the rows to
+ * DEVICE_CACHE_MS (1 s), or CACHE_TTL_MS when that is shorter (src/core/read-cache.ts; 0: read on
+ * every request). When it is stale, the request pipeline adds `deviceListQuery` to the batch of
+ * its read-model misses (src/app/resolve.ts; alone when nothing else missed), and hands the rows to
  * `absorbDeviceRows`; so reading the devices never costs a round trip of its own, and with no
  * device enabled a request pays only the freshness check (and, once a second per isolate, one
  * extra statement in that batch). Enabling or disabling a device clears the cache of the
@@ -16,6 +17,7 @@
  * the 10.5 s they took (a loaded machine, ~200 ms a request). With one device the hook adds ~0.12 ms of CPU (two entries HMAC'd and serialized) plus
  * two awaited Queue sends (the request entry before the work, the response entry after).
  */
+import { cacheTtl } from "../core/read-cache";
 import { eq } from "drizzle-orm";
 import { loadConfig } from "../core/config";
 import { openDb, type Db } from "../core/db/client";
@@ -39,7 +41,7 @@ const salts = new Map<string, string>();
 
 /** The enabled devices if the isolate's copy is fresh, else undefined (then read them). */
 export function cachedDevices(now = Date.now()): AuditDevice[] | undefined {
-  return cache && now - cache.at < DEVICE_CACHE_MS ? cache.devices : undefined;
+  return cache && now - cache.at < Math.min(DEVICE_CACHE_MS, cacheTtl()) ? cache.devices : undefined;
 }
 
 /** The isolate's last copy however old, for refused requests that never reached the batch. */
