@@ -16,6 +16,8 @@
  * - **Values only, never promises**: workerd ties I/O to the request that started it, so one
  *   request must not await another's read.
  * - **Bounded size**: each cache holds at most `max` entries and is cleared whole when full.
+ * - **One re-read at a time**: past 3/4 of an entry's life one caller re-reads it while the
+ *   others keep using it (still inside the bound), so concurrent requests do not all miss at once.
  */
 
 /** The areas a write can invalidate; each cache belongs to one. */
@@ -26,6 +28,8 @@ export const DEFAULT_CACHE_TTL_MS = 1000;
 export const MAX_CACHE_TTL_MS = 60_000;
 
 let ttlMs = DEFAULT_CACHE_TTL_MS;
+/** The share of an entry's life after which one caller re-reads it ahead of its expiry. */
+const REFRESH_AT = 0.75;
 const generations = new Map<CacheArea, number>();
 const caches = new Map<CacheArea, Set<ReadCache<unknown>>>();
 
@@ -61,7 +65,7 @@ export function invalidate(area: CacheArea): void {
 }
 
 export class ReadCache<V> {
-  private readonly entries = new Map<string, { value: V; at: number }>();
+  private readonly entries = new Map<string, { value: V; at: number; refreshing: boolean }>();
 
   constructor(
     readonly area: CacheArea,
@@ -72,13 +76,23 @@ export class ReadCache<V> {
     caches.set(area, set);
   }
 
-  /** The value read for `key` less than CACHE_TTL_MS ago, else undefined. */
+  /**
+   * The value read for `key` less than CACHE_TTL_MS ago, else undefined. Past REFRESH_AT of its
+   * life, the first caller gets undefined (it reads again and `set`s the new value) while the
+   * others keep getting the value until it expires: one re-read per key and isolate instead of
+   * one per concurrent request at the moment of expiry.
+   */
   get(key: string, now = Date.now()): V | undefined {
     if (ttlMs === 0) return undefined;
     const e = this.entries.get(key);
     if (!e) return undefined;
-    if (now - e.at >= ttlMs) {
+    const age = now - e.at;
+    if (age >= ttlMs) {
       this.entries.delete(key);
+      return undefined;
+    }
+    if (age >= ttlMs * REFRESH_AT && !e.refreshing) {
+      e.refreshing = true;
       return undefined;
     }
     return e.value;
@@ -91,7 +105,7 @@ export class ReadCache<V> {
   set(key: string, value: V, readAt: number, generation: number): void {
     if (ttlMs === 0 || generation !== generationOf(this.area)) return;
     if (this.entries.size >= this.max && !this.entries.has(key)) this.entries.clear();
-    this.entries.set(key, { value, at: readAt });
+    this.entries.set(key, { value, at: readAt, refreshing: false });
   }
 
   delete(key: string): void {

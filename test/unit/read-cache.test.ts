@@ -15,8 +15,20 @@ describe("read caches", () => {
     configureCaches("1000");
     const c = new ReadCache<string>("tokens", 10);
     c.set("k", "v", 5_000, generationOf("tokens"));
-    expect(c.get("k", 5_999)).toBe("v");
+    expect(c.get("k", 5_700)).toBe("v");
     expect(c.get("k", 6_000)).toBeUndefined();
+  });
+
+  it("past 3/4 of its life one caller re-reads while the others keep the value", () => {
+    configureCaches("1000");
+    const c = new ReadCache<string>("tokens", 10);
+    c.set("k", "v", 10_000, generationOf("tokens"));
+    expect(c.get("k", 10_700)).toBe("v");
+    expect(c.get("k", 10_800)).toBeUndefined(); // this caller refreshes
+    expect(c.get("k", 10_810)).toBe("v"); // the others do not
+    c.set("k", "v2", 10_800, generationOf("tokens"));
+    expect(c.get("k", 11_500)).toBe("v2");
+    expect(c.get("k", 11_800)).toBeUndefined();
   });
 
   it("CACHE_TTL_MS = 0 keeps nothing", () => {
