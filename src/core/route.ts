@@ -124,6 +124,8 @@ export interface RouteDef<F extends FieldSchema = FieldSchema> {
 export interface CompiledRoute {
   def: RouteDef;
   regex: RegExp;
+  /** The pattern's first segment when it is a literal (else null): matchRoute's index. */
+  first: string | null;
 }
 
 const GENERIC_NAME = String.raw`\w(?:[\w.-]*\w)?`;
@@ -139,12 +141,38 @@ export function compileRoute(def: RouteDef): CompiledRoute {
   parts.forEach((p, i) => {
     src += i === 0 || p.startsWith("(?:/") ? p : `/${p}`;
   });
-  return { def, regex: new RegExp(`^${src}$`) };
+  const head = def.pattern.split("/")[0] ?? "";
+  return { def, regex: new RegExp(`^${src}$`), first: head.startsWith(":") || head.startsWith("*") ? null : head };
 }
 
 /** Declares a route while keeping its field types for the handlers. */
 export function route<const F extends FieldSchema = Record<string, never>>(def: RouteDef<F>): RouteDef {
   return def as unknown as RouteDef;
+}
+
+/**
+ * Route tables indexed by their literal first segment, so a match tries only the routes that can
+ * match (the PKI table has over a hundred; a linear scan of their regexes showed in the profile
+ * of every PKI request). Tables are module constants, so the WeakMap holds one index each.
+ */
+interface RouteIndex {
+  byFirst: Map<string, number[]>;
+  /** Routes whose first segment is a parameter: candidates for any path. */
+  anyFirst: number[];
+}
+const indexes = new WeakMap<CompiledRoute[], RouteIndex>();
+
+function indexOf(routes: CompiledRoute[]): RouteIndex {
+  let idx = indexes.get(routes);
+  if (idx) return idx;
+  idx = { byFirst: new Map(), anyFirst: [] };
+  for (let i = 0; i < routes.length; i++) {
+    const first = routes[i]?.first ?? null;
+    if (first === null) idx.anyFirst.push(i);
+    else idx.byFirst.set(first, [...(idx.byFirst.get(first) ?? []), i]);
+  }
+  indexes.set(routes, idx);
+  return idx;
 }
 
 export function matchRoute(
@@ -153,9 +181,20 @@ export function matchRoute(
 ): { route: CompiledRoute; params: Record<string, string> } | null {
   // Not `replace(/\/+$/, "")`: that regex is quadratic on a long run of "/" (src/core/text.ts).
   const p = trimEndChar(path, "/");
-  for (const r of routes) {
-    const m = r.regex.exec(p);
-    if (m) {
+  const slash = p.indexOf("/");
+  const idx = indexOf(routes);
+  const literal = idx.byFirst.get(slash < 0 ? p : p.slice(0, slash)) ?? [];
+  const any = idx.anyFirst;
+  // Both lists ascend: merged, the candidates keep the table's order (first match wins).
+  for (let a = 0, b = 0; a < literal.length || b < any.length; ) {
+    const la = literal[a] ?? Infinity;
+    const lb = any[b] ?? Infinity;
+    const i = la < lb ? la : lb;
+    if (la < lb) a++;
+    else b++;
+    const r = routes[i];
+    const m = r?.regex.exec(p);
+    if (r && m) {
       const params: Record<string, string> = {};
       for (const [k, v] of Object.entries(m.groups ?? {})) if (v !== undefined) params[k] = v;
       return { route: r, params };
