@@ -31,7 +31,22 @@ export function configProblem(env: Env): string | null {
   return `service is not configured: ${problems.join("; ")}`;
 }
 
+/**
+ * The last configuration read, by the values it was read from: loadConfig runs several times per
+ * request (the pipeline, the audit trail, unsealing), and checking the seal key decodes base64.
+ * Keyed by the values, not the env object, so a changed variable is read again.
+ */
+let last: { key: string; config: Config } | null = null;
+
 export function loadConfig(env: Env): Config {
+  const key = [env.ROOT_TOKEN, env.SEAL_KEY, env.SEAL_KEYS_PREVIOUS, env.ADMIN_NAMESPACE, env.MAX_REQUEST_BYTES, env.ENVIRONMENT, env.CACHE_TTL_MS].join("\u0000");
+  if (last?.key === key) return last.config;
+  const config = readConfig(env);
+  last = { key, config };
+  return config;
+}
+
+function readConfig(env: Env): Config {
   const problem = configProblem(env);
   if (problem) throw new ApiError(503, problem);
   configureCaches(env.CACHE_TTL_MS);
