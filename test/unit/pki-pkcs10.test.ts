@@ -127,3 +127,31 @@ describe("PKCS#10 requests", () => {
     expect(await problem(withInfo(der, info(spki?.raw ?? der, extReq)))).toMatch(/^certificate request has a malformed extension: /);
   });
 });
+
+describe("certificate signatures (isSignedBy)", () => {
+  it("accepts the signer's key only, and no altered certificate", async () => {
+    const { generateKeyPair, importSigner, isSignedBy, signCertificate } = await import("../../src/engines/pki/x509/x509");
+    for (const [type, bits] of [["ec", 256], ["ec", 224], ["rsa", 2048], ["ed25519", 0]] as const) {
+      const ca = await generateKeyPair(type, bits);
+      const other = await generateKeyPair(type, bits);
+      const name = encodeName({ commonName: `${type} CA` });
+      const der = await signCertificate({
+        serialHex: "0a",
+        subject: name,
+        issuer: name,
+        notBefore: new Date(0),
+        notAfter: new Date(86_400_000),
+        spki: ca.spki,
+        extensions: [],
+        signer: await importSigner(ca.pkcs8, ca.spki),
+      });
+      expect(await isSignedBy(der, ca.spki), `${type} ${bits}`).toBe(true);
+      expect(await isSignedBy(der, other.spki), `${type} ${bits} other key`).toBe(false);
+      const altered = der.slice();
+      const at = Buffer.from(der).indexOf(`${type} CA`);
+      altered[at] = (altered[at] ?? 0) ^ 0x01;
+      expect(await isSignedBy(altered, ca.spki), `${type} ${bits} altered`).toBe(false);
+      expect(await isSignedBy(concat([der, Uint8Array.of(0)]), ca.spki)).toBe(false);
+    }
+  });
+});

@@ -1,29 +1,28 @@
 /**
  * The one module that imports @peculiar/x509 (DESIGN.md): key generation and import through
- * WebCrypto, certificate and CSR signing, and parsing of certificates and CSRs. Everything it
- * returns is plain data (DER bytes, strings, numbers), so the engine never sees library types
- * and the hot path can be tuned or swapped here alone.
+ * WebCrypto, certificate and CSR signing, and parsing of certificates. Everything it returns is
+ * plain data (DER bytes, strings, numbers), so the engine never sees library types and the hot
+ * path can be tuned or swapped here alone. The hot paths no longer reach the library: leaves are
+ * encoded here by hand, CSRs are read by pkcs10.ts (re-exported below) and signatures checked by
+ * signature.ts; the library remains for RSA-PSS signing, intermediate CSRs and parseCertificate.
  */
 import * as x509 from "@peculiar/x509";
 import {
   CURVE_OID,
   OID,
-  parseGeneralNames,
   pkcs8Algorithm,
   publicKeyFacts,
   type ExtensionDer,
   type KeyType,
   type PublicKeyFacts,
-  type SanSpec,
 } from "./asn1";
-import { DerError, TAG, bitString, bool, children, concat, ctxCons, decodeOid, expectTag, int, nullValue, octets, oid, parse, readNode, seq, set, time, uintBytes } from "./der";
-import { unsupportedKeySize } from "./keytypes";
+import { TAG, bitString, bool, children, concat, ctxCons, expectTag, int, nullValue, octets, oid, parse, readNode, seq, set, time, uintBytes } from "./der";
 import { generateP224KeyPair, importP224PrivateKey, isP224Key, p224PublicKeyOf, verifyP224 } from "./p224";
+import { X509Error } from "./errors";
+import { verifySignature } from "./signature";
 
 // Use the runtime's WebCrypto (workers-stack.md pitfall 7).
 x509.cryptoProvider.set(crypto);
-
-import { X509Error } from "./errors";
 
 export { X509Error };
 export { parseCsr, type CsrInfo } from "./pkcs10";
@@ -328,35 +327,6 @@ async function signCsrDirect(subject: Uint8Array<ArrayBuffer>, extensions: Exten
   return seq(info, alg, bitString(signer.algorithm.name === "ECDSA" ? ecdsaSigDer(sig) : sig));
 }
 
-/** ECDSA signature algorithm OIDs (RFC 5758 §3.2, RFC 3279 §2.2.3) → their hash. */
-const ECDSA_HASH: Record<string, string> = {
-  "1.2.840.10045.4.1": "SHA-1",
-  "1.2.840.10045.4.3.1": "SHA-224",
-  "1.2.840.10045.4.3.2": "SHA-256",
-  "1.2.840.10045.4.3.3": "SHA-384",
-  "1.2.840.10045.4.3.4": "SHA-512",
-};
-
-/**
- * Verifies a signed structure (Certificate, CertificationRequest, CertificateList: all are
- * SEQUENCE { tbs, AlgorithmIdentifier, BIT STRING }) by an EC P-224 key, which WebCrypto
- * cannot import. False for anything malformed or not ECDSA.
- */
-function verifySignedByP224(der: Uint8Array<ArrayBuffer>, spki: Uint8Array<ArrayBuffer>): boolean {
-  try {
-    const [tbs, algId, sig] = children(expectTag(parse(der), TAG.SEQUENCE, "signed data"));
-    const algOid = children(expectTag(algId, TAG.SEQUENCE, "signature algorithm"))[0];
-    const hash = ECDSA_HASH[decodeOid(expectTag(algOid, TAG.OID, "signature algorithm").content)];
-    const bits = expectTag(sig, TAG.BIT_STRING, "signature").content;
-    if (!hash || !tbs || bits[0] !== 0) return false;
-    return verifyP224(spki, hash, tbs.raw, bits.subarray(1), "der");
-  } catch {
-    return false;
-  }
-}
-
-const isP224Spki = (facts: PublicKeyFacts): boolean => facts.type === "ec" && facts.bits === 224;
-
 export interface CertInfo {
   der: Uint8Array<ArrayBuffer>;
   serialHex: string;
@@ -441,12 +411,17 @@ export function parseCertificate(der: Uint8Array<ArrayBuffer>): CertInfo {
   };
 }
 
-/** Whether `childDer` carries a valid signature by the key in `parentSpki`. */
+/**
+ * Whether `childDer` (a Certificate, or any SEQUENCE { tbs, AlgorithmIdentifier, BIT STRING })
+ * carries a valid signature by the key in `parentSpki`. Read with the DER reader and verified
+ * through WebCrypto (signature.ts): revocation and CRL builds call this per certificate.
+ */
 export async function isSignedBy(childDer: Uint8Array<ArrayBuffer>, parentSpki: Uint8Array<ArrayBuffer>): Promise<boolean> {
   try {
-    if (isP224Spki(await publicKeyFacts(parentSpki))) return verifySignedByP224(childDer, parentSpki);
-    const child = new x509.X509Certificate(childDer);
-    return await child.verify({ publicKey: new x509.PublicKey(parentSpki), signatureOnly: true });
+    const [tbs, algorithm, signature, ...rest] = children(expectTag(parse(childDer), TAG.SEQUENCE, "signed data"));
+    if (!tbs || tbs.tag !== TAG.SEQUENCE || !algorithm || rest.length > 0) return false;
+    const bits = expectTag(signature, TAG.BIT_STRING, "signature").content;
+    return await verifySignature(tbs.raw, algorithm, bits, parentSpki, await publicKeyFacts(parentSpki));
   } catch {
     return false;
   }
