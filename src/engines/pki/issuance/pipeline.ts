@@ -26,9 +26,9 @@ import { effectiveTtls, type MountRow } from "../../../core/mount-store";
 import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
 import { publicKeyFacts, type ExtensionDer } from "../x509/asn1";
 import { colonHex } from "../x509/pem";
-import { subjectKeyIdOf } from "../x509/resign";
 import { importSigner, signCertificate, type Signer } from "../x509/x509";
-import { certDerFromPem, resolveIssuerIn } from "../ca/issuers";
+import { issuerKeyIdOf } from "../x509/issuer-facts";
+import { resolveIssuerIn } from "../ca/issuers";
 import { unsealPrivateKey } from "../storage/keystore";
 import {
   insertCertStmt,
@@ -91,17 +91,9 @@ export async function signingIssuer(ctx: IssueContext, ref: string): Promise<Sig
  * else method 1 over its public key.
  */
 export async function issuerKeyId(issuer: IssuerRow): Promise<Uint8Array> {
-  const key = `${issuer.certificate}\n${issuer.publicKey}`;
-  const hit = issuerKeyIds.get(key);
-  if (hit) return hit;
-  const id = subjectKeyIdOf(certDerFromPem(issuer.certificate)) ?? (await publicKeyFacts(base64ToBytes(issuer.publicKey))).ski;
-  if (issuerKeyIds.size >= 256) issuerKeyIds.clear();
-  issuerKeyIds.set(key, id);
-  return id;
+  // Cached by the certificate text (x509/issuer-facts.ts): immutable input, nothing to invalidate.
+  return issuerKeyIdOf(issuer.certificate, issuer.publicKey);
 }
-
-/** issuerKeyId by the certificate text it is read from (immutable input: nothing to invalidate). */
-const issuerKeyIds = new Map<string, Uint8Array>();
 
 // -- 1. validity --------------------------------------------------------------------------------
 
