@@ -3,7 +3,10 @@
  * table, src/core/db/schema/sync.ts). The engine (./engine.ts) decides; this module only reads and
  * writes, each write one statement (D1 has no interactive transactions) and every outcome write
  * conditional on the generation it was computed for, so a stale worker cannot overwrite a newer
- * intent.
+ * intent. Statements the engine needs together go in one D1 batch, one round trip (issue 14:
+ * `leaseAndLoad`, `finishRound`, and the `...Statement` builders for the engine's own batches);
+ * a batch runs its statements in order as one transaction, so each keeps its own condition, and
+ * the lease is released with an outcome only if that outcome was recorded.
  */
 import type { Db } from "../../core/db/client";
 import { trimChar } from "../../core/text";

@@ -10,6 +10,8 @@
  *   after a newer one does no harm: it makes the engine look again.
  * - One worker per association. `drive` holds a lease on the row while it talks to the provider;
  *   a second worker finds it busy and retries later. Leases expire, so a crash frees the row.
+ *   The lease is taken in the same D1 batch that reads the row, and released in the batch that
+ *   records the outcome, only when that outcome was recorded (issue 14: ~7 round trips a sync).
  * - Ordering per external secret. The outcome of generation N is recorded only if N is still
  *   the current generation (checked before the provider call by `markInFlight`, and after it by
  *   `recordOutcome`). If the generation moved while the provider call ran (say a remove arrived
