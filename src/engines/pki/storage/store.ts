@@ -232,6 +232,18 @@ export async function listRoles(db: Db, mountId: string): Promise<{ name: string
 export type CertInsert = typeof pkiCerts.$inferInsert;
 export const insertCertStmt = (db: Db, row: CertInsert): Stmt => db.insert(pkiCerts).values(row);
 
+/**
+ * Several certificate rows as multi-row INSERTs, CERT_ROWS_PER_INSERT rows each: D1 allows 100
+ * bound parameters per statement and a row binds 7. One statement per 14 rows instead of one
+ * per row costs the local D1 less per group commit (npm run bench).
+ */
+export const CERT_ROWS_PER_INSERT = 14;
+export function insertCertRowsStmts(db: Db, rows: CertInsert[]): Stmt[] {
+  const out: Stmt[] = [];
+  for (let i = 0; i < rows.length; i += CERT_ROWS_PER_INSERT) out.push(db.insert(pkiCerts).values(rows.slice(i, i + CERT_ROWS_PER_INSERT)));
+  return out;
+}
+
 export async function getCert(db: Db, mountId: string, serial: string): Promise<CertRow | null> {
   const rows = await db.select().from(pkiCerts).where(and(eq(pkiCerts.mountId, mountId), eq(pkiCerts.serial, serial)));
   return rows[0] ?? null;
