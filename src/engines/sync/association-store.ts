@@ -437,9 +437,14 @@ export interface Outcome {
  * current generation. Returns whether the generation was still current.
  */
 export async function recordOutcome(db: Db, id: string, gen: number, o: Outcome, now: number): Promise<boolean> {
-  const ext = JSON.stringify(o.external);
-  const [, res] = await db.$client.batch([
-    db.$client.prepare("UPDATE sync_associations SET external = ? WHERE id = ?").bind(ext, id),
+  const [, res] = await db.$client.batch(outcomeStmts(db, id, gen, o, now));
+  return (res?.meta.changes ?? 0) === 1;
+}
+
+/** The two statements of an outcome (recordOutcome, finishRound): `external` always, the rest only for `gen`. */
+function outcomeStmts(db: Db, id: string, gen: number, o: Outcome, now: number): D1PreparedStatement[] {
+  return [
+    db.$client.prepare("UPDATE sync_associations SET external = ? WHERE id = ?").bind(JSON.stringify(o.external), id),
     db.$client
       .prepare(
         `UPDATE sync_associations SET sync_status = ?, last_error = ?, updated_at = ?, attempts = attempts + 1,
@@ -448,8 +453,7 @@ export async function recordOutcome(db: Db, id: string, gen: number, o: Outcome,
          WHERE id = ? AND generation = ?`,
       )
       .bind(o.status, o.lastError, now, now, o.nextRetryAt, o.deadLetter ? 1 : 0, now, o.done ? 1 : 0, id, gen),
-  ]);
-  return (res?.meta.changes ?? 0) === 1;
+  ];
 }
 
 /**
@@ -468,18 +472,9 @@ export async function finishRound(
   token: string,
   before: D1PreparedStatement[] = [],
 ): Promise<{ current: boolean; assoc: Association | null }> {
-  const ext = JSON.stringify(o.external);
   const results = await db.$client.batch([
     ...before,
-    db.$client.prepare("UPDATE sync_associations SET external = ? WHERE id = ?").bind(ext, id),
-    db.$client
-      .prepare(
-        `UPDATE sync_associations SET sync_status = ?, last_error = ?, updated_at = ?, attempts = attempts + 1,
-           last_attempt_at = ?, next_retry_at = ?, dead_lettered_at = CASE WHEN ? THEN ? ELSE NULL END,
-           done_generation = CASE WHEN ? THEN generation ELSE done_generation END
-         WHERE id = ? AND generation = ?`,
-      )
-      .bind(o.status, o.lastError, now, now, o.nextRetryAt, o.deadLetter ? 1 : 0, now, o.done ? 1 : 0, id, gen),
+    ...outcomeStmts(db, id, gen, o, now),
     db.$client
       .prepare("UPDATE sync_associations SET lease_token = NULL, lease_until = NULL WHERE id = ? AND lease_token = ? AND generation = ?")
       .bind(id, token, gen),
