@@ -22,9 +22,18 @@ export function cachedNamespace(path: string): NamespaceRef | null | undefined {
   return path === "" ? ROOT_NAMESPACE : byPath.get(path);
 }
 
-/** Keeps the answers of one namespacesQuery over `paths` (taken at `readAt`, under `generation`). */
+/**
+ * Keeps the answers of one namespacesQuery over `paths`, a chain of prefixes from the shortest
+ * (taken at `readAt`, under `generation`). Only up to the first path that is not a namespace:
+ * nothing can nest below it, so the deeper answers are never asked for, and keeping them (one
+ * per distinct KV key path) would only crowd the cache.
+ */
 export function rememberNamespaces(paths: string[], rows: NamespaceRef[], readAt: number, generation: number): void {
-  for (const p of paths) byPath.set(p, rows.find((r) => r.path === p) ?? null, readAt, generation);
+  for (const p of paths) {
+    const found = rows.find((r) => r.path === p) ?? null;
+    byPath.set(p, found, readAt, generation);
+    if (!found) break;
+  }
   for (const r of rows) byId.set(r.id, r, readAt, generation);
 }
 
