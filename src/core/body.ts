@@ -1,12 +1,19 @@
 /**
- * Reading a response body from a service Lanyard calls (JWKS, TokenReview, ACME validation) with
- * a hard cap enforced while reading, so an endpoint that streams without end, or lies in
+ * Reading a body with a hard cap enforced while reading: responses of the services Lanyard calls
+ * (JWKS, TokenReview, ACME validation) and request bodies sent without a length, so an endpoint that streams without end, or lies in
  * Content-Length, cannot exhaust the isolate's memory.
  */
 import { concatBytes } from "./encoding";
 
-/** The body's bytes, or null when it is longer than `limit` (the rest is then cancelled). */
-export async function readCapped(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array<ArrayBuffer> | null> {
+/**
+ * The body's bytes, or null when it is longer than `limit`; the rest is then handed to
+ * `overflow` (default: cancelled; the request pipeline drains it instead, src/core/request.ts).
+ */
+export async function readCapped(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+  overflow: (reader: ReadableStreamDefaultReader<Uint8Array>, seen: number) => Promise<void> = (reader) => reader.cancel(),
+): Promise<Uint8Array<ArrayBuffer> | null> {
   if (!body) return new Uint8Array(0);
   const reader = body.getReader();
   const parts: Uint8Array[] = [];
@@ -16,7 +23,7 @@ export async function readCapped(body: ReadableStream<Uint8Array> | null, limit:
     if (done) break;
     size += value.byteLength;
     if (size > limit) {
-      await reader.cancel();
+      await overflow(reader, size);
       return null;
     }
     parts.push(value);

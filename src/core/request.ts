@@ -2,7 +2,7 @@
 import type { Operation } from "./caller";
 import { MAX_JSON_DEPTH, parseJsonLimited } from "./json";
 import { ApiError, badRequest } from "./errors";
-import { concatBytes } from "./encoding";
+import { readCapped } from "./body";
 
 export const DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024;
 
@@ -42,20 +42,9 @@ export async function readBody(request: Request, limit: number): Promise<Uint8Ar
   // A declared length is enforced by the runtime's HTTP framing, so such a body is read whole
   // (cheaper than the chunk loop below, which is for bodies sent without a length).
   if (request.headers.has("content-length") && !request.headers.has("transfer-encoding")) return new Uint8Array(await request.arrayBuffer());
-  const reader = request.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.byteLength;
-    if (size > limit) {
-      await drain(reader, size);
-      throw new ApiError(413, `request body too large: limit is ${limit} bytes`);
-    }
-    chunks.push(value);
-  }
-  return concatBytes(chunks);
+  const bytes = await readCapped(request.body, limit, drain);
+  if (!bytes) throw new ApiError(413, `request body too large: limit is ${limit} bytes`);
+  return bytes;
 }
 
 /** How much of an oversized body is read and discarded before the stream is cancelled. */
