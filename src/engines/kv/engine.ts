@@ -75,7 +75,7 @@ async function writeLoop(
   produce: (meta: KeyMetadata | null) => Promise<JsonObject>,
 ): Promise<JsonReply> {
   for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
-    const [config, meta] = await Promise.all([store.getConfig(ctx.db, ctx.mountId), store.getMetadata(ctx.db, ctx.mountId, path)]);
+    const { config, meta } = await store.getConfigAndMetadata(ctx.db, ctx.mountId, path);
     const current = meta?.currentVersion ?? 0;
     checkCas(cas, current, config.casRequired || (meta?.casRequired ?? false));
     const data = await produce(meta);

@@ -20,4 +20,4 @@ export const kvEngine = {
 
 export { onKvChange, type KvChangeEvent, type KvChangeKind, type KvEventContext } from "./events";
 export { isLive, type JsonObject, type KeyMetadata, type VersionInfo } from "./service";
-export { getMetadata, getVersion, openVersionData, type StoredVersion } from "./store";
+export { currentVersionOf, currentVersionStatement, getMetadata, getVersion, openVersionData, type StoredVersion } from "./store";

@@ -55,6 +55,23 @@ function toMeta(r: typeof kvMetadata.$inferSelect): KeyMetadata {
   };
 }
 
+/** A mount's settings and a key's metadata, in one D1 round trip (every write reads both). */
+export async function getConfigAndMetadata(db: Db, mountId: string, path: string): Promise<{ config: KvSettings; meta: KeyMetadata | null }> {
+  const [configRows, metaRows] = await db.batch([
+    db.select().from(kvConfig).where(eq(kvConfig.mountId, mountId)),
+    db
+      .select()
+      .from(kvMetadata)
+      .where(and(eq(kvMetadata.mountId, mountId), eq(kvMetadata.path, path))),
+  ]);
+  const c = configRows[0];
+  const m = metaRows[0];
+  return {
+    config: c ? { maxVersions: c.maxVersions, casRequired: c.casRequired, deleteVersionAfter: c.deleteVersionAfter } : { ...DEFAULT_SETTINGS },
+    meta: m ? toMeta(m) : null,
+  };
+}
+
 export async function getMetadata(db: Db, mountId: string, path: string): Promise<KeyMetadata | null> {
   const rows = await db
     .select()
@@ -86,6 +103,29 @@ export async function getVersion(db: Db, mountId: string, path: string, version:
   const r = rows[0];
   if (!r) return null;
   return { version: r.version, createdTime: r.createdTime, deletionTime: r.deletionTime, destroyed: r.destroyed, sealedData: r.sealedData };
+}
+
+/**
+ * The statement of `currentVersionOf`: a key's current version row, found through its metadata
+ * in one read (the sync engine batches it with the destination, issue 14).
+ */
+export function currentVersionStatement(db: Db, mountId: string, path: string): D1PreparedStatement {
+  return db.$client
+    .prepare(
+      `SELECT v.version, v.sealed_data, v.created_time, v.deletion_time, v.destroyed
+       FROM kv_metadata m JOIN kv_versions v ON v.mount_id = m.mount_id AND v.path = m.path AND v.version = m.current_version
+       WHERE m.mount_id = ? AND m.path = ?`,
+    )
+    .bind(mountId, path);
+}
+
+/** The current version read by `currentVersionStatement`; null when the key has none. */
+export function currentVersionOf(result: D1Result<unknown> | undefined): StoredVersion | null {
+  const r = result?.results[0] as
+    | { version: number; sealed_data: string | null; created_time: number; deletion_time: number | null; destroyed: number }
+    | undefined;
+  if (!r) return null;
+  return { version: r.version, createdTime: r.created_time, deletionTime: r.deletion_time, destroyed: Boolean(r.destroyed), sealedData: r.sealed_data };
 }
 
 /** Opens a version's data; null when it was destroyed. */

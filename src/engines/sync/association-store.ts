@@ -214,6 +214,28 @@ export function associationsOf(result: D1Result<unknown> | undefined): Associati
 }
 
 /**
+ * The statement that bumps every live association of a secret to PENDING, only while sync is
+ * enabled (no sync_config row = enabled), returning the ids it bumped: a KV write's whole
+ * sync bookkeeping in one statement, batched with the reads of ./operations.ts onSecretChanged.
+ */
+export function bumpSecretIfEnabledStatement(db: Db, mountId: string, secretName: string, now: number): D1PreparedStatement {
+  return db.$client
+    .prepare(
+      `UPDATE sync_associations SET generation = generation + 1, sync_status = 'PENDING', updated_at = ?, attempts = 0,
+         next_retry_at = NULL, dead_lettered_at = NULL
+       WHERE mount_id = ? AND secret_name = ? AND desired = 'synced'
+         AND coalesce((SELECT disabled FROM sync_config WHERE id = 'global'), 0) = 0
+       RETURNING id`,
+    )
+    .bind(now, mountId, secretName);
+}
+
+/** The ids `bumpSecretIfEnabledStatement` bumped. */
+export function bumpedIds(result: D1Result<unknown> | undefined): string[] {
+  return ((result?.results ?? []) as { id: string }[]).map((r) => r.id);
+}
+
+/**
  * `bump` of several associations to PENDING in one D1 batch (a KV change of a secret synced to
  * several destinations). Returns the ids still there.
  */

@@ -11,7 +11,12 @@
  * - One worker per association. `drive` holds a lease on the row while it talks to the provider;
  *   a second worker finds it busy and retries later. Leases expire, so a crash frees the row.
  *   The lease is taken in the same D1 batch that reads the row, and released in the batch that
- *   records the outcome, only when that outcome was recorded (issue 14: ~7 round trips a sync).
+ *   records the outcome, only when that outcome was recorded. A one-name sync is 4 D1 round
+ *   trips (issue 14): lease + row + switch; destination + secret; claims + in flight; the write
+ *   records + outcome + lease release. A write's record (ownership, digest) is therefore
+ *   committed with the outcome, not right after the provider call: a crash in between leaves
+ *   the claim without ownership, and the next round's write records it again (the ownership a
+ *   re-write finds is then "pre_existing", the safe side: never deleted, rule 2).
  * - Ordering per external secret. The outcome of generation N is recorded only if N is still
  *   the current generation (checked before the provider call by `markInFlight`, and after it by
  *   `recordOutcome`). If the generation moved while the provider call ran (say a remove arrived
@@ -61,7 +66,7 @@ import {
   heldRows,
   lostClaims,
   nameKey,
-  recordWrite,
+  recordWriteStatement,
   releaseAllExcept,
   releaseAllExceptStatement,
   releaseNames,
@@ -71,7 +76,7 @@ import { backoffSeconds } from "./messages";
 import { renderSecretName } from "./destinations/options";
 import { DESTINATIONS } from "./destinations/registry";
 import type { Granularity } from "./destinations/types";
-import { getApp, getDestination, getSyncConfig, type DestinationKey, type DestinationRecord } from "./store";
+import { destinationOf, destinationStatement, getApp, getSyncConfig, type DestinationKey, type DestinationRecord } from "./store";
 
 export interface EngineDeps {
   env: Env;
@@ -166,11 +171,21 @@ async function namespacePath(db: Db, id: string): Promise<string> {
   return r?.path ?? "";
 }
 
+/**
+ * The association's destination and the stored current version of its secret (when the intent
+ * is to sync it), in one D1 round trip.
+ */
+async function loadRound(deps: EngineDeps, a: Association, key: DestinationKey): Promise<{ dest: DestinationRecord | null; version: kvStore.StoredVersion | null }> {
+  const wantsData = a.desired === "synced";
+  const [destRow, versionRow] = await deps.db.$client.batch([
+    destinationStatement(deps.db, key),
+    ...(wantsData ? [kvStore.currentVersionStatement(deps.db, a.mountId, a.secretName)] : []),
+  ]);
+  return { dest: await destinationOf(deps.keys, key, destRow), version: wantsData ? kvStore.currentVersionOf(versionRow) : null };
+}
+
 /** The live data of the secret's current version, or null (deleted, destroyed, never written). */
-async function loadSecret(deps: EngineDeps, a: Association): Promise<JsonObject | null> {
-  const meta = await kvStore.getMetadata(deps.db, a.mountId, a.secretName);
-  if (!meta || meta.currentVersion === 0) return null;
-  const v = await kvStore.getVersion(deps.db, a.mountId, a.secretName, meta.currentVersion);
+async function openSecret(deps: EngineDeps, a: Association, v: kvStore.StoredVersion | null): Promise<JsonObject | null> {
   if (!v || !isLive(v, Date.now())) return null;
   return kvStore.openVersionData(deps.keys, a.mountId, a.secretName, v);
 }
@@ -204,6 +219,12 @@ interface Ledger {
    */
   tagsCurrent(name: string): boolean;
   written(p: PlannedPut, r: PutResult): Promise<void>;
+  /**
+   * The records of the writes made so far, as statements for the round's outcome batch
+   * (./association-store.ts finishRound runs them whatever the outcome): one round trip fewer
+   * per written name (issue 14). Taking them empties the list.
+   */
+  takeRecords(): D1PreparedStatement[];
   /** The name is gone from the provider, or (pre-existing) left there: its claim is released. */
   released(name: string): Promise<void>;
 }
@@ -296,6 +317,7 @@ async function claimAndLedger(
   // Names this association wrote before ownership was recorded (rows synced before issue 15)
   // are Lanyard's, as they were then: they keep being deleted on unsync.
   const legacy = new Set(Object.values(a.external).map((e) => nameKey(key.type, e.name)));
+  let records: D1PreparedStatement[] = [];
   const ledger: Ledger = {
     ownership(name) {
       const k = nameKey(key.type, name);
@@ -313,7 +335,8 @@ async function claimAndLedger(
       const ownership: Ownership = this.ownership(p.name) ?? (r.created ? "created_by_lanyard" : "pre_existing");
       held.set(k, ownership);
       writtenAt.set(k, roundStart);
-      await recordWrite(
+      records.push(
+        recordWriteStatement(
         deps.db,
         key,
         a.id,
@@ -326,7 +349,13 @@ async function claimAndLedger(
         },
         // written_at is the start of this round, before it read the destination (tagsCurrent).
         roundStart,
+        ),
       );
+    },
+    takeRecords() {
+      const taken = records;
+      records = [];
+      return taken;
     },
     async released(name) {
       await releaseNames(deps.db, key, a.id, [name]);
@@ -398,34 +427,43 @@ async function runOnce(deps: EngineDeps, a: Association, token: string, finalOnR
     const r = await finishRound(deps.db, a.id, gen, o, Date.now(), token, before);
     return { current: r.current, assoc: r.assoc };
   };
-  const dest = await getDestination(deps.db, deps.keys, { namespaceId: a.namespaceId, type: a.destinationType, name: a.destinationName });
-  if (!dest) {
-    const o: Outcome = { status: "INTERNAL_VAULT_ERROR", external: a.external, lastError: "the destination no longer exists", done: true, nextRetryAt: null, deadLetter: false };
-    return { ...(await finish(o)), retryable: false };
-  }
-  const key: DestinationKey = { namespaceId: a.namespaceId, type: a.destinationType, name: a.destinationName };
-  let plan: Plan;
-  let collision: string | null;
-  let ledger: Ledger;
-  let inFlight: boolean;
-  try {
-    const data = a.desired === "synced" ? await loadSecret(deps, a) : null;
-    const names = await externalNames(deps, a, dest, data);
-    ({ plan, collision, ledger, current: inFlight } = await claimAndLedger(deps, a, dest, roundStart, planOperation(a.desired, data, dest.options.granularity, names, a.external)));
-    if (only) plan = { ...plan, skip: new Set(plan.puts.map((p) => p.name).filter((n) => !only.has(n))) };
-  } catch (e) {
+  // Reading or preparing failed (D1, a stored value that does not open): retried with backoff.
+  const prepareFailed = async (e: unknown): Promise<RoundResult> => {
     console.error(`sync: preparing association ${a.id} failed:`, e instanceof Error ? `${e.name}: ${e.message}` : "unknown error");
-    const now = Date.now();
     const delay = backoffSeconds(a.attempts + 1);
     const o: Outcome = {
       status: "INTERNAL_VAULT_ERROR",
       external: a.external,
       lastError: failureMessage(e),
       done: finalOnRetryable,
-      nextRetryAt: finalOnRetryable ? null : now + delay * 1000,
+      nextRetryAt: finalOnRetryable ? null : Date.now() + delay * 1000,
       deadLetter: finalOnRetryable,
     };
     return { ...(await finish(o)), retryable: !finalOnRetryable, retryDelaySeconds: delay };
+  };
+  const key: DestinationKey = { namespaceId: a.namespaceId, type: a.destinationType, name: a.destinationName };
+  let loaded: Awaited<ReturnType<typeof loadRound>>;
+  try {
+    loaded = await loadRound(deps, a, key);
+  } catch (e) {
+    return prepareFailed(e);
+  }
+  const dest = loaded.dest;
+  if (!dest) {
+    const o: Outcome = { status: "INTERNAL_VAULT_ERROR", external: a.external, lastError: "the destination no longer exists", done: true, nextRetryAt: null, deadLetter: false };
+    return { ...(await finish(o)), retryable: false };
+  }
+  let plan: Plan;
+  let collision: string | null;
+  let ledger: Ledger;
+  let inFlight: boolean;
+  try {
+    const data = a.desired === "synced" ? await openSecret(deps, a, loaded.version) : null;
+    const names = await externalNames(deps, a, dest, data);
+    ({ plan, collision, ledger, current: inFlight } = await claimAndLedger(deps, a, dest, roundStart, planOperation(a.desired, data, dest.options.granularity, names, a.external)));
+    if (only) plan = { ...plan, skip: new Set(plan.puts.map((p) => p.name).filter((n) => !only.has(n))) };
+  } catch (e) {
+    return prepareFailed(e);
   }
   // The generation moved before anything was sent (claimAndLedger's markInFlight): look again.
   if (!inFlight) return { current: false, retryable: false };
@@ -435,7 +473,8 @@ async function runOnce(deps: EngineDeps, a: Association, token: string, finalOnR
   let retryable = false;
   let retryAfter: number | undefined;
   let retryDelaySeconds: number | undefined;
-  const before: D1PreparedStatement[] = [];
+  // The records of what was written go in the outcome's batch, whatever the outcome.
+  const before: D1PreparedStatement[] = ledger.takeRecords();
   if (error === null) {
     // Every name the association no longer writes is released (gone, left, or never written):
     // in the outcome's batch, unless it keeps more names than one statement can bind.

@@ -163,15 +163,19 @@ export interface WriteRecord {
 
 /** Records a successful write of a name the association holds; false when it no longer holds it. */
 export async function recordWrite(db: Db, k: DestinationKey, associationId: string, name: string, w: WriteRecord, now: number): Promise<boolean> {
-  const res = await db.$client
+  const res = await recordWriteStatement(db, k, associationId, name, w, now).run();
+  return (res.meta.changes ?? 0) === 1;
+}
+
+/** The statement of `recordWrite`, for a caller that batches it with the round's outcome (./engine.ts). */
+export function recordWriteStatement(db: Db, k: DestinationKey, associationId: string, name: string, w: WriteRecord, now: number): D1PreparedStatement {
+  return db.$client
     .prepare(
       `UPDATE sync_external_secrets SET ownership = coalesce(ownership, ?), value_hmac = ?, provider_version = ?,
          provider_updated_at = ?, written_at = ?, name = ?
        WHERE namespace_id = ? AND destination_type = ? AND destination_name = ? AND name_key = ? AND association_id = ?`,
     )
-    .bind(w.ownership, w.valueHmac, w.providerVersion, w.providerUpdatedAt, now, name, k.namespaceId, k.type, k.name, nameKey(k.type, name), associationId)
-    .run();
-  return (res.meta.changes ?? 0) === 1;
+    .bind(w.ownership, w.valueHmac, w.providerVersion, w.providerUpdatedAt, now, name, k.namespaceId, k.type, k.name, nameKey(k.type, name), associationId);
 }
 
 /** Releases names the association holds (after their removal at the provider, or when left there). */

@@ -13,6 +13,8 @@ import {
   associationsOfSecretStatement,
   bump,
   bumpPending,
+  bumpSecretIfEnabledStatement,
+  bumpedIds,
   countPending,
   deleteAssociationsOf,
   findAssociation,
@@ -91,14 +93,26 @@ async function affectsCurrent(deps: EngineDeps, e: KvChangeEvent): Promise<boole
 
 /**
  * KV change listener: every association of the secret converges again, through the queue. It
- * runs inside the KV write's request, so the common case (enabled) costs two D1 round trips: the
- * associations and the config in one batch, then every bump in one batch.
+ * runs inside the KV write's request, so the common case (a write, sync enabled) costs one D1
+ * round trip: the associations, the config and every bump in one batch.
  */
 export async function onSecretChanged(deps: EngineDeps, e: KvChangeEvent): Promise<void> {
-  const [found, config] = await deps.db.$client.batch([associationsOfSecretStatement(deps.db, e.mountId, e.path), syncConfigStatement(deps.db)]);
+  // A write always affects the current version: the associations, the switch and (if enabled)
+  // every bump go in one batch, the bump conditional on the switch in SQL.
+  const always = e.kind === "written" || e.kind === "metadata-deleted";
+  const [found, config, bumpedRows] = await deps.db.$client.batch([
+    associationsOfSecretStatement(deps.db, e.mountId, e.path),
+    syncConfigStatement(deps.db),
+    ...(always ? [bumpSecretIfEnabledStatement(deps.db, e.mountId, e.path, Date.now())] : []),
+  ]);
   const assocs = associationsOf(found);
-  if (assocs.length === 0 || !(await affectsCurrent(deps, e))) return;
   const cfg = syncConfigOf(config);
+  if (always && !cfg.disabled) {
+    const bumped = bumpedIds(bumpedRows);
+    if (bumped.length > 0) await enqueue(deps.env, bumped.map(assocMessage));
+    return;
+  }
+  if (assocs.length === 0 || !(await affectsCurrent(deps, e))) return;
   if (!cfg.disabled) {
     const bumped = await bumpPending(deps.db, assocs.map((a) => a.id), Date.now());
     if (bumped.length > 0) await enqueue(deps.env, bumped.map(assocMessage));

@@ -138,15 +138,18 @@ interface DestinationRow {
   updated_at: number;
 }
 
-/** One destination with its sealed members opened. Plain SQL: the engine reads it for every operation. */
-export async function getDestination(db: Db, keys: SealKeys, k: DestinationKey): Promise<DestinationRecord | null> {
-  const row = await db.$client
-    .prepare(
-      `SELECT connection, sealed_credentials, options, purge_initiated_at, purge_error, version, created_at, updated_at
-       FROM sync_destinations WHERE namespace_id = ? AND type = ? AND name = ?`,
-    )
-    .bind(k.namespaceId, k.type, k.name)
-    .first<DestinationRow>();
+const DESTINATION_COLUMNS = "connection, sealed_credentials, options, purge_initiated_at, purge_error, version, created_at, updated_at";
+
+/** The statement of `destinationOf`, for a caller that batches it (the engine reads it for every operation). */
+export function destinationStatement(db: Db, k: DestinationKey): D1PreparedStatement {
+  return db.$client
+    .prepare(`SELECT ${DESTINATION_COLUMNS} FROM sync_destinations WHERE namespace_id = ? AND type = ? AND name = ?`)
+    .bind(k.namespaceId, k.type, k.name);
+}
+
+/** The destination `destinationStatement` read, with its sealed members opened; null if there is none. */
+export async function destinationOf(keys: SealKeys, k: DestinationKey, result: D1Result<unknown> | undefined): Promise<DestinationRecord | null> {
+  const row = result?.results[0] as DestinationRow | undefined;
   if (!row) return null;
   const secret: unknown = JSON.parse(await unseal(keys, row.sealed_credentials, destinationContext(k)));
   const connection: unknown = JSON.parse(row.connection);
@@ -164,6 +167,11 @@ export async function getDestination(db: Db, keys: SealKeys, k: DestinationKey):
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
+}
+
+/** One destination with its sealed members opened. Plain SQL: the engine reads it for every operation. */
+export async function getDestination(db: Db, keys: SealKeys, k: DestinationKey): Promise<DestinationRecord | null> {
+  return destinationOf(keys, k, await destinationStatement(db, k).all());
 }
 
 async function split(keys: SealKeys, rec: DestinationKey & { connection: Connection }, sensitive: readonly string[]) {
