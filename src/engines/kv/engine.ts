@@ -36,7 +36,20 @@ export interface KvCtx {
   mountPath: string;
   namespaceId: string;
   events: KvEventContext;
+  /** What the request's existence check read (keyExists): a write's first attempt starts from it. */
+  checked?: CheckedKey;
 }
+
+/** A key's settings and metadata as the existence check of this request read them. */
+interface CheckedKey {
+  path: string;
+  config: KvSettings;
+  meta: KeyMetadata | null;
+}
+
+// Per request (the Req object): a write reads the key once for the create-vs-update check and
+// its first attempt, not twice (issue 14). A later attempt, after a lost race, reads again.
+const checkedKeys = new WeakMap<Req, CheckedKey>();
 
 export function kvCtx(req: Req): KvCtx {
   // The dispatcher only routes here through a kv mount; a missing mount is a wiring bug.
@@ -48,6 +61,7 @@ export function kvCtx(req: Req): KvCtx {
     mountPath: req.mount.path,
     namespaceId: req.ns.id,
     events: { env: req.env, db: req.db, waitUntil: (p) => req.waitUntil(p) },
+    checked: checkedKeys.get(req),
   };
 }
 
@@ -75,7 +89,8 @@ async function writeLoop(
   produce: (meta: KeyMetadata | null) => Promise<JsonObject>,
 ): Promise<JsonReply> {
   for (let attempt = 0; attempt < MAX_WRITE_ATTEMPTS; attempt++) {
-    const { config, meta } = await store.getConfigAndMetadata(ctx.db, ctx.mountId, path);
+    const checked = attempt === 0 && ctx.checked?.path === path ? ctx.checked : undefined;
+    const { config, meta } = checked ?? (await store.getConfigAndMetadata(ctx.db, ctx.mountId, path));
     const current = meta?.currentVersion ?? 0;
     checkCas(cas, current, config.casRequired || (meta?.casRequired ?? false));
     const data = await produce(meta);
@@ -146,11 +161,9 @@ interface ResolvedVersion {
 /** The requested version (0 = current) of a key, or 404 when the key or version does not exist. */
 async function resolveVersion(ctx: KvCtx, path: string, requested: number): Promise<ResolvedVersion> {
   if (requested < 0) throw badRequest("version: must not be negative");
-  const meta = await store.getMetadata(ctx.db, ctx.mountId, path);
-  if (!meta || meta.currentVersion === 0) throw notFound();
-  const version = await store.getVersion(ctx.db, ctx.mountId, path, requested > 0 ? requested : meta.currentVersion);
-  if (!version) throw notFound();
-  return { meta, version, live: isLive(version, Date.now()) };
+  const found = await store.getMetadataAndVersion(ctx.db, ctx.mountId, path, requested);
+  if (!found || found.meta.currentVersion === 0 || !found.version) throw notFound();
+  return { meta: found.meta, version: found.version, live: isLive(found.version, Date.now()) };
 }
 
 export async function readSecret(ctx: KvCtx, path: string, requested: number): Promise<JsonReply> {
@@ -195,10 +208,9 @@ export async function changeVersions(ctx: KvCtx, path: string, versions: number[
 }
 
 export async function readMetadata(ctx: KvCtx, path: string): Promise<JsonReply> {
-  const meta = await store.getMetadata(ctx.db, ctx.mountId, path);
-  if (!meta) throw notFound();
-  const versions = await store.listVersions(ctx.db, ctx.mountId, path);
-  return { data: metadataView(meta, versions) };
+  const found = await store.getMetadataAndVersions(ctx.db, ctx.mountId, path);
+  if (!found) throw notFound();
+  return { data: metadataView(found.meta, found.versions) };
 }
 
 export interface MetadataInput {
@@ -266,5 +278,7 @@ export async function writeConfig(ctx: KvCtx, input: Partial<KvSettings>): Promi
 /** Existence check for create-vs-update ACL decisions: a key exists once it has metadata. */
 export async function keyExists(req: Req, path: string): Promise<boolean> {
   if (!req.mount) return false;
-  return (await store.getMetadata(req.db, req.mount.id, path)) !== null;
+  const { config, meta } = await store.getConfigAndMetadata(req.db, req.mount.id, path);
+  checkedKeys.set(req, { path, config, meta });
+  return meta !== null;
 }

@@ -14,7 +14,7 @@
  * the last guard (a duplicate N+1 fails with UNIQUE and the whole batch rolls back). Callers get
  * `conflict` and decide: a cas write answers 400, a plain write re-reads and retries.
  */
-import { and, asc, eq, inArray, sql, type SQL } from "drizzle-orm";
+import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../core/db/client";
 import { kvConfig, kvMetadata, kvVersions } from "../../core/db/schema";
 import { seal, unseal, type SealKeys } from "../../core/db/seal";
@@ -41,58 +41,123 @@ export async function putConfig(db: Db, mountId: string, c: KvSettings): Promise
     .onConflictDoUpdate({ target: kvConfig.mountId, set: { ...c } });
 }
 
-function toMeta(r: typeof kvMetadata.$inferSelect): KeyMetadata {
+/** The columns of kv_metadata as D1 returns them (raw SQL on the hot paths: cheaper than Drizzle's mapping). */
+interface MetadataRow {
+  path: string;
+  current_version: number;
+  oldest_version: number;
+  max_versions: number;
+  cas_required: number;
+  delete_version_after: number;
+  custom_metadata: string;
+  created_time: number;
+  updated_time: number;
+}
+
+const METADATA_COLUMNS = "path, current_version, oldest_version, max_versions, cas_required, delete_version_after, custom_metadata, created_time, updated_time";
+
+function metaOfRow(r: MetadataRow): KeyMetadata {
+  const custom: unknown = JSON.parse(r.custom_metadata);
   return {
     path: r.path,
-    currentVersion: r.currentVersion,
-    oldestVersion: r.oldestVersion,
-    maxVersions: r.maxVersions,
-    casRequired: r.casRequired,
-    deleteVersionAfter: r.deleteVersionAfter,
-    customMetadata: r.customMetadata,
-    createdTime: r.createdTime,
-    updatedTime: r.updatedTime,
+    currentVersion: r.current_version,
+    oldestVersion: r.oldest_version,
+    maxVersions: r.max_versions,
+    casRequired: Boolean(r.cas_required),
+    deleteVersionAfter: r.delete_version_after,
+    customMetadata: typeof custom === "object" && custom !== null ? (custom as Record<string, string>) : {},
+    createdTime: r.created_time,
+    updatedTime: r.updated_time,
   };
 }
 
 /** A mount's settings and a key's metadata, in one D1 round trip (every write reads both). */
 export async function getConfigAndMetadata(db: Db, mountId: string, path: string): Promise<{ config: KvSettings; meta: KeyMetadata | null }> {
-  const [configRows, metaRows] = await db.batch([
-    db.select().from(kvConfig).where(eq(kvConfig.mountId, mountId)),
-    db
-      .select()
-      .from(kvMetadata)
-      .where(and(eq(kvMetadata.mountId, mountId), eq(kvMetadata.path, path))),
+  const d1 = db.$client;
+  const [configRows, metaRows] = await d1.batch([
+    d1.prepare("SELECT max_versions, cas_required, delete_version_after FROM kv_config WHERE mount_id = ?").bind(mountId),
+    d1.prepare(`SELECT ${METADATA_COLUMNS} FROM kv_metadata WHERE mount_id = ? AND path = ?`).bind(mountId, path),
   ]);
-  const c = configRows[0];
-  const m = metaRows[0];
+  const c = configRows?.results[0] as { max_versions: number; cas_required: number; delete_version_after: number } | undefined;
+  const m = metaRows?.results[0] as MetadataRow | undefined;
   return {
-    config: c ? { maxVersions: c.maxVersions, casRequired: c.casRequired, deleteVersionAfter: c.deleteVersionAfter } : { ...DEFAULT_SETTINGS },
-    meta: m ? toMeta(m) : null,
+    config: c ? { maxVersions: c.max_versions, casRequired: Boolean(c.cas_required), deleteVersionAfter: c.delete_version_after } : { ...DEFAULT_SETTINGS },
+    meta: m ? metaOfRow(m) : null,
   };
 }
 
 export async function getMetadata(db: Db, mountId: string, path: string): Promise<KeyMetadata | null> {
-  const rows = await db
-    .select()
-    .from(kvMetadata)
-    .where(and(eq(kvMetadata.mountId, mountId), eq(kvMetadata.path, path)));
-  const r = rows[0];
-  return r ? toMeta(r) : null;
+  const r = await db.$client.prepare(`SELECT ${METADATA_COLUMNS} FROM kv_metadata WHERE mount_id = ? AND path = ?`).bind(mountId, path).first<MetadataRow>();
+  return r ? metaOfRow(r) : null;
+}
+
+/**
+ * A key's metadata and one of its versions (`requested`, or the current one when 0) in one
+ * D1 round trip: every read of a secret needs both (issue 14). `version` is null when that
+ * version does not exist; the whole answer null when the key has no metadata.
+ */
+export async function getMetadataAndVersion(
+  db: Db,
+  mountId: string,
+  path: string,
+  requested: number,
+): Promise<{ meta: KeyMetadata; version: StoredVersion | null } | null> {
+  const r = await db.$client
+    .prepare(
+      `SELECT ${METADATA_COLUMNS.split(", ").map((c) => `m.${c}`).join(", ")},
+              v.version AS v_version, v.sealed_data AS v_sealed_data, v.created_time AS v_created_time,
+              v.deletion_time AS v_deletion_time, v.destroyed AS v_destroyed
+       FROM kv_metadata m
+       LEFT JOIN kv_versions v ON v.mount_id = m.mount_id AND v.path = m.path
+         AND v.version = (CASE WHEN ? > 0 THEN ? ELSE m.current_version END)
+       WHERE m.mount_id = ? AND m.path = ?`,
+    )
+    .bind(requested, requested, mountId, path)
+    .first<
+      MetadataRow & {
+      v_version: number | null;
+      v_sealed_data: string | null;
+      v_created_time: number | null;
+      v_deletion_time: number | null;
+      v_destroyed: number | null;
+    }
+    >();
+  if (!r) return null;
+  const meta = metaOfRow(r);
+  const version: StoredVersion | null =
+    r.v_version === null
+      ? null
+      : { version: r.v_version, createdTime: r.v_created_time ?? 0, deletionTime: r.v_deletion_time, destroyed: Boolean(r.v_destroyed), sealedData: r.v_sealed_data };
+  return { meta, version };
+}
+
+/** A key's metadata and its version rows (oldest first, without their data) in one D1 round trip; null without metadata. */
+export async function getMetadataAndVersions(db: Db, mountId: string, path: string): Promise<{ meta: KeyMetadata; versions: VersionInfo[] } | null> {
+  const d1 = db.$client;
+  const [metaRows, versionRows] = await d1.batch([
+    d1.prepare(`SELECT ${METADATA_COLUMNS} FROM kv_metadata WHERE mount_id = ? AND path = ?`).bind(mountId, path),
+    versionsStatement(db, mountId, path),
+  ]);
+  const m = metaRows?.results[0] as MetadataRow | undefined;
+  if (!m) return null;
+  return { meta: metaOfRow(m), versions: versionInfosOf(versionRows) };
+}
+
+const versionsStatement = (db: Db, mountId: string, path: string): D1PreparedStatement =>
+  db.$client.prepare("SELECT version, created_time, deletion_time, destroyed FROM kv_versions WHERE mount_id = ? AND path = ? ORDER BY version").bind(mountId, path);
+
+function versionInfosOf(result: D1Result<unknown> | undefined): VersionInfo[] {
+  return ((result?.results ?? []) as { version: number; created_time: number; deletion_time: number | null; destroyed: number }[]).map((v) => ({
+    version: v.version,
+    createdTime: v.created_time,
+    deletionTime: v.deletion_time,
+    destroyed: Boolean(v.destroyed),
+  }));
 }
 
 /** The version rows of a key, oldest first, without their data. */
 export async function listVersions(db: Db, mountId: string, path: string): Promise<VersionInfo[]> {
-  return db
-    .select({
-      version: kvVersions.version,
-      createdTime: kvVersions.createdTime,
-      deletionTime: kvVersions.deletionTime,
-      destroyed: kvVersions.destroyed,
-    })
-    .from(kvVersions)
-    .where(and(eq(kvVersions.mountId, mountId), eq(kvVersions.path, path)))
-    .orderBy(asc(kvVersions.version));
+  return versionInfosOf(await versionsStatement(db, mountId, path).all());
 }
 
 export async function getVersion(db: Db, mountId: string, path: string, version: number): Promise<StoredVersion | null> {

@@ -21,6 +21,7 @@
  */
 import { loadConfig } from "../../core/config";
 import { openDb } from "../../core/db/client";
+import { coalescingD1 } from "../../core/db/coalesce";
 import { drive, type EngineDeps } from "./engine";
 import { MAX_ATTEMPTS, backoffSeconds, parseMessage } from "./messages";
 import { processPurge, sweepUnfinished } from "./operations";
@@ -72,7 +73,8 @@ async function handle(deps: EngineDeps, msg: Message<unknown>): Promise<void> {
 export async function handleSyncBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   let deps: EngineDeps;
   try {
-    deps = { env, db: openDb(env.DB), keys: loadConfig(env).seal };
+    // The batch's messages run concurrently: their D1 batches of one turn go as one (issue 14).
+    deps = { env, db: openDb(coalescingD1(env.DB)), keys: loadConfig(env).seal };
   } catch (e) {
     // Not configured (production without SEAL_KEY): nothing can be done yet; try again later.
     console.error("sync consumer: service not configured:", e instanceof Error ? e.message : "unknown error");
