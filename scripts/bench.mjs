@@ -16,6 +16,7 @@
 // in-runtime WebCrypto floor (scripts/bench-floor-worker.ts).
 //   BENCH_SECONDS=5 (per load)  BENCH_RUNS=3  BENCH_CONCURRENCY=8 (comma list)  BENCH_RSA=1
 //   BENCH_TARGET=direct|proxy  BENCH_LOADGEN=autocannon (force it over hey)  BENCH_FLOOR_N=500
+//   BENCH_ROWS=<row ids, comma list: health,issue,nostore,sign,ocspGet,ocspPost,crl,rsa>
 //   BENCH_REV=<git revision> (bench that committed tree instead of the checkout's src/)
 import { rmSync } from "node:fs";
 import path from "node:path";
@@ -33,7 +34,7 @@ const RSA = process.env.BENCH_RSA === "1";
 const FLOOR_N = Number(process.env.BENCH_FLOOR_N ?? "500");
 
 /** Print order; `peer` names the cfssl request loaded right after the row, `ref` the row a ratio divides by. */
-const ROWS = [
+const ALL_ROWS = [
   { id: "health", name: "sys/health" },
   { id: "issue", name: "issue stored (EC P-256)", peer: "newcert", peerName: "cfssl newcert" },
   { id: "nostore", name: "issue no_store (EC P-256)", peer: "newcert", peerName: "cfssl newcert" },
@@ -43,6 +44,9 @@ const ROWS = [
   { id: "crl", name: "CRL GET (DER)", ref: "health" },
   ...(RSA ? [{ id: "rsa", name: "issue RSA-2048" }] : []),
 ];
+// BENCH_ROWS=sign,ocspGet loads only those rows (sys/health stays: the OCSP and CRL rows divide by it).
+const ONLY = (process.env.BENCH_ROWS ?? "").split(",").map((s) => s.trim()).filter((s) => s !== "");
+const ROWS = ONLY.length === 0 ? ALL_ROWS : ALL_ROWS.filter((r) => r.id === "health" || ONLY.includes(r.id));
 
 function fixed(x, d) {
   return Number.isFinite(x) ? x.toFixed(d) : "n/a";

@@ -164,7 +164,7 @@ export async function startBenchWorker(bindings = {}) {
       SEAL_KEY: { type: "plain_text", value: SEAL_KEY },
       ...bindings,
     },
-    dev: { persist: dir, server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: process.env.BENCH_LOG ?? "error" },
+    dev: { persist: dir, server: { hostname: "127.0.0.1", port: 0 }, inspector: process.env.BENCH_INSPECTOR ? { port: Number(process.env.BENCH_INSPECTOR) } : false, watch: false, logLevel: process.env.BENCH_LOG ?? "error" },
   });
   await worker.ready;
   const proxyUrl = (await worker.url).toString().replace(/\/$/, "");
