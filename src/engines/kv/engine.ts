@@ -7,7 +7,7 @@ import type { Db } from "../../core/db/client";
 import type { SealKeys } from "../../core/db/seal";
 import { ApiError, badRequest, notFound } from "../../core/errors";
 import type { JsonReply, Req } from "../../core/route";
-import { emitKvChange, type KvChangeEvent, type KvEventContext } from "./events";
+import { companionStatements, emitKvChange, type KvChangeEvent, type KvEventContext } from "./events";
 import {
   CAS_MISMATCH,
   checkCas,
@@ -65,8 +65,11 @@ export function kvCtx(req: Req): KvCtx {
   };
 }
 
-function emit(ctx: KvCtx, kind: KvChangeEvent["kind"], path: string, extra: Pick<KvChangeEvent, "version" | "versions"> = {}): void {
-  emitKvChange(ctx.events, { kind, namespaceId: ctx.namespaceId, mountId: ctx.mountId, mountPath: ctx.mountPath, path, ...extra });
+/** Emits the change to the listeners; returns the event. */
+function emit(ctx: KvCtx, kind: KvChangeEvent["kind"], path: string, extra: Pick<KvChangeEvent, "version" | "versions"> = {}): KvChangeEvent {
+  const event: KvChangeEvent = { kind, namespaceId: ctx.namespaceId, mountId: ctx.mountId, mountPath: ctx.mountPath, path, ...extra };
+  emitKvChange(ctx.events, event);
+  return event;
 }
 
 /**
@@ -98,7 +101,11 @@ async function writeLoop(
     const version = current + 1;
     const oldest = oldestAfterWrite(version, meta?.oldestVersion ?? 0, effectiveMaxVersions(config, meta));
     const deletionTime = deletionTimeFor(now, config, meta);
-    const res = await store.writeVersion(ctx.db, ctx.keys, {
+    const companions = companionStatements(ctx.db, { mountId: ctx.mountId, path }, now);
+    const res = await store.writeVersion(
+      ctx.db,
+      ctx.keys,
+      {
       mountId: ctx.mountId,
       path,
       expectedCurrent: current,
@@ -106,9 +113,11 @@ async function writeLoop(
       createdTime: now,
       deletionTime,
       oldestVersion: oldest,
-    });
+      },
+      companions.statements,
+    );
     if (res.ok) {
-      emit(ctx, "written", path, { version });
+      companions.committed(ctx.events, emit(ctx, "written", path, { version }), res.extra);
       return { data: versionView({ version, createdTime: now, deletionTime, destroyed: false }, meta?.customMetadata ?? {}) };
     }
     // Someone else wrote this version first: a cas write was conditional on exactly that state.

@@ -55,3 +55,52 @@ export function emitKvChange(ctx: KvEventContext, event: KvChangeEvent): void {
     ctx.waitUntil(run);
   }
 }
+
+/**
+ * A listener that rides in the batch that commits a write ("written" events), so that its
+ * bookkeeping costs no D1 round trip of its own (issue 14: a KV write with sync is 2 round
+ * trips, not 3). `statements` is asked before the write; its statements go after the write's
+ * own in the same D1 batch (one transaction). Once the write committed, `committed` gets their
+ * results, in waitUntil like any listener, errors contained. When the write loses its race the
+ * batch still runs them (without changing the key) and `committed` is not called, so they must
+ * be harmless alone: the sync engine's only one marks associations to look again.
+ */
+export interface KvWriteCompanion {
+  statements(db: Db, key: { mountId: string; path: string }, now: number): D1PreparedStatement[];
+  committed(event: KvChangeEvent, ctx: KvEventContext, results: D1Result<unknown>[]): Promise<void>;
+}
+
+const companions = new Set<KvWriteCompanion>();
+
+/** Registers a write companion; returns the unregister function. */
+export function addKvWriteCompanion(c: KvWriteCompanion): () => void {
+  companions.add(c);
+  return () => {
+    companions.delete(c);
+  };
+}
+
+/** The companions' statements for one write, and the call that hands each its results once it committed. */
+export function companionStatements(
+  db: Db,
+  key: { mountId: string; path: string },
+  now: number,
+): { statements: D1PreparedStatement[]; committed(ctx: KvEventContext, event: KvChangeEvent, results: D1Result<unknown>[]): void } {
+  const parts = [...companions].map((c) => ({ c, stmts: c.statements(db, key, now) }));
+  return {
+    statements: parts.flatMap((p) => p.stmts),
+    committed(ctx, event, results) {
+      const frozen = Object.freeze({ ...event });
+      let at = 0;
+      for (const { c, stmts } of parts) {
+        const mine = results.slice(at, at + stmts.length);
+        at += stmts.length;
+        const run = (async () => c.committed(frozen, ctx, mine))().catch((err: unknown) => {
+          console.error(`kv write companion failed for ${event.mountPath}${event.path}:`, err);
+        });
+        ctx.waitUntil(run);
+      }
+    },
+  };
+}
+

@@ -18,6 +18,6 @@ export const kvEngine = {
 
 // -- for other engines: reading secrets and following their changes ----------------------------
 
-export { onKvChange, type KvChangeEvent, type KvChangeKind, type KvEventContext } from "./events";
+export { addKvWriteCompanion, onKvChange, type KvChangeEvent, type KvChangeKind, type KvEventContext, type KvWriteCompanion } from "./events";
 export { isLive, type JsonObject, type KeyMetadata, type VersionInfo } from "./service";
 export { currentVersionOf, currentVersionStatement, getMetadata, getVersion, openVersionData, type StoredVersion } from "./store";

@@ -212,7 +212,8 @@ export interface WriteVersionInput {
   oldestVersion: number;
 }
 
-export type WriteVersionResult = { ok: true; version: number } | { ok: false; conflict: true };
+/** `extra`: the results of the caller's extra statements (./events.ts companions), in their order. */
+export type WriteVersionResult = { ok: true; version: number; extra: D1Result<unknown>[] } | { ok: false; conflict: true };
 
 function isUniqueViolation(err: unknown): boolean {
   for (let e: unknown = err, i = 0; e instanceof Error && i < 5; e = e.cause, i++) {
@@ -221,8 +222,11 @@ function isUniqueViolation(err: unknown): boolean {
   return false;
 }
 
-/** Writes version expectedCurrent+1 atomically (see the CAS invariant at the top of this file). */
-export async function writeVersion(db: Db, keys: SealKeys, w: WriteVersionInput): Promise<WriteVersionResult> {
+/**
+ * Writes version expectedCurrent+1 atomically (see the CAS invariant at the top of this file).
+ * `extra` statements run after the write's own in the same batch, whether or not it wins.
+ */
+export async function writeVersion(db: Db, keys: SealKeys, w: WriteVersionInput, extra: D1PreparedStatement[] = []): Promise<WriteVersionResult> {
   const version = w.expectedCurrent + 1;
   const sealed = await seal(keys, JSON.stringify(w.data), sealContext(w.mountId, w.path, version));
   const d1 = db.$client;
@@ -230,7 +234,7 @@ export async function writeVersion(db: Db, keys: SealKeys, w: WriteVersionInput)
   const ours = `EXISTS (SELECT 1 FROM kv_versions WHERE mount_id = ? AND path = ? AND version = ? AND sealed_data = ?)`;
   const oursArgs = [w.mountId, w.path, version, sealed];
   try {
-    const [inserted] = await d1.batch<{ version: number }>([
+    const [inserted, , , ...extraResults] = await d1.batch<{ version: number }>([
       d1
         .prepare(
           `INSERT INTO kv_versions (mount_id, path, version, sealed_data, created_time, deletion_time, destroyed)
@@ -254,8 +258,9 @@ export async function writeVersion(db: Db, keys: SealKeys, w: WriteVersionInput)
       d1
         .prepare(`DELETE FROM kv_versions WHERE mount_id = ? AND path = ? AND version < ? AND ${ours}`)
         .bind(w.mountId, w.path, w.oldestVersion, ...oursArgs),
+      ...extra,
     ]);
-    return inserted?.results.length === 1 ? { ok: true, version } : { ok: false, conflict: true };
+    return inserted?.results.length === 1 ? { ok: true, version, extra: extraResults } : { ok: false, conflict: true };
   } catch (err) {
     if (isUniqueViolation(err)) return { ok: false, conflict: true };
     throw err;

@@ -4,6 +4,7 @@
  * tries it at once (set, remove), or leaves it to the queue (./consumer.ts). While the sync
  * config is `disabled`, intents wait as PENDING, at most `queue_capacity` of them.
  */
+import type { Db } from "../../core/db/client";
 import { ApiError } from "../../core/errors";
 import type { KvChangeEvent } from "../kv";
 import * as kvStore from "../kv";
@@ -92,14 +93,15 @@ async function affectsCurrent(deps: EngineDeps, e: KvChangeEvent): Promise<boole
 }
 
 /**
- * KV change listener: every association of the secret converges again, through the queue. It
- * runs inside the KV write's request, so the common case (a write, sync enabled) costs one D1
- * round trip: the associations, the config and every bump in one batch.
+ * KV change listener: every association of the secret converges again, through the queue.
+ * Writes are not seen here: they go through the write companion below, whose statements commit
+ * with the write. Other changes run inside the change's request, after it (waitUntil); a
+ * metadata delete (like a write, it always affects the current version) costs one D1 round
+ * trip: the associations, the switch and every bump in one batch.
  */
 export async function onSecretChanged(deps: EngineDeps, e: KvChangeEvent): Promise<void> {
-  // A write always affects the current version: the associations, the switch and (if enabled)
-  // every bump go in one batch, the bump conditional on the switch in SQL.
-  const always = e.kind === "written" || e.kind === "metadata-deleted";
+  if (e.kind === "written") return;
+  const always = e.kind === "metadata-deleted";
   const [found, config, bumpedRows] = await deps.db.$client.batch([
     associationsOfSecretStatement(deps.db, e.mountId, e.path),
     syncConfigStatement(deps.db),
@@ -118,9 +120,34 @@ export async function onSecretChanged(deps: EngineDeps, e: KvChangeEvent): Promi
     if (bumped.length > 0) await enqueue(deps.env, bumped.map(assocMessage));
     return;
   }
-  // Disabled: each change is parked as PENDING (re-enabling queues it), up to queue_capacity.
+  await parkChanges(deps, assocs, cfg.queueCapacity);
+}
+
+/**
+ * The statements a KV write carries for sync (src/engines/kv/events.ts KvWriteCompanion): the
+ * switch, and the bump of every live association of the secret, conditional on the switch in
+ * SQL. Alone (a write that lost its race) they only make the engine look again.
+ */
+export function secretWriteStatements(db: Db, key: { mountId: string; path: string }, now: number): D1PreparedStatement[] {
+  return [syncConfigStatement(db), bumpSecretIfEnabledStatement(db, key.mountId, key.path, now)];
+}
+
+/** After the write committed: queue what was bumped, or (sync disabled) park the change. */
+export async function onSecretWritten(deps: EngineDeps, e: KvChangeEvent, results: D1Result<unknown>[]): Promise<void> {
+  const cfg = syncConfigOf(results[0]);
+  if (!cfg.disabled) {
+    const bumped = bumpedIds(results[1]);
+    if (bumped.length > 0) await enqueue(deps.env, bumped.map(assocMessage));
+    return;
+  }
+  const assocs = associationsOf(await associationsOfSecretStatement(deps.db, e.mountId, e.path).all());
+  await parkChanges(deps, assocs, cfg.queueCapacity);
+}
+
+/** Sync disabled: each change is parked as PENDING (re-enabling queues it), up to queue_capacity. */
+async function parkChanges(deps: EngineDeps, assocs: Association[], queueCapacity: number): Promise<void> {
   for (const a of assocs) {
-    if (a.status !== "PENDING" && (await countPending(deps.db, a.id)) >= cfg.queueCapacity) {
+    if (a.status !== "PENDING" && (await countPending(deps.db, a.id)) >= queueCapacity) {
       // Over capacity: not parked; the status says so and reconciliation picks it up later.
       await bump(deps.db, a.id, "INTERNAL_VAULT_ERROR", Date.now(), undefined, "the sync queue was full when the secret changed");
       continue;
