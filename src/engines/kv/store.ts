@@ -56,6 +56,10 @@ interface MetadataRow {
 
 const METADATA_COLUMNS = "path, current_version, oldest_version, max_versions, cas_required, delete_version_after, custom_metadata, created_time, updated_time";
 
+const METADATA_COLUMNS_OF_M = METADATA_COLUMNS.split(", ")
+  .map((c) => `m.${c}`)
+  .join(", ");
+
 function metaOfRow(r: MetadataRow): KeyMetadata {
   const custom: unknown = JSON.parse(r.custom_metadata);
   return {
@@ -91,6 +95,15 @@ export async function getMetadata(db: Db, mountId: string, path: string): Promis
   return r ? metaOfRow(r) : null;
 }
 
+/** The version columns `getMetadataAndVersion` joins onto the metadata (null: no such version). */
+interface VersionColumns {
+  v_version: number | null;
+  v_sealed_data: string | null;
+  v_created_time: number | null;
+  v_deletion_time: number | null;
+  v_destroyed: number | null;
+}
+
 /**
  * A key's metadata and one of its versions (`requested`, or the current one when 0) in one
  * D1 round trip: every read of a secret needs both (issue 14). `version` is null when that
@@ -104,7 +117,7 @@ export async function getMetadataAndVersion(
 ): Promise<{ meta: KeyMetadata; version: StoredVersion | null } | null> {
   const r = await db.$client
     .prepare(
-      `SELECT ${METADATA_COLUMNS.split(", ").map((c) => `m.${c}`).join(", ")},
+      `SELECT ${METADATA_COLUMNS_OF_M},
               v.version AS v_version, v.sealed_data AS v_sealed_data, v.created_time AS v_created_time,
               v.deletion_time AS v_deletion_time, v.destroyed AS v_destroyed
        FROM kv_metadata m
@@ -113,15 +126,7 @@ export async function getMetadataAndVersion(
        WHERE m.mount_id = ? AND m.path = ?`,
     )
     .bind(requested, requested, mountId, path)
-    .first<
-      MetadataRow & {
-      v_version: number | null;
-      v_sealed_data: string | null;
-      v_created_time: number | null;
-      v_deletion_time: number | null;
-      v_destroyed: number | null;
-    }
-    >();
+    .first<MetadataRow & VersionColumns>();
   if (!r) return null;
   const meta = metaOfRow(r);
   const version: StoredVersion | null =

@@ -335,22 +335,10 @@ async function claimAndLedger(
       const ownership: Ownership = this.ownership(p.name) ?? (r.created ? "created_by_lanyard" : "pre_existing");
       held.set(k, ownership);
       writtenAt.set(k, roundStart);
-      records.push(
-        recordWriteStatement(
-        deps.db,
-        key,
-        a.id,
-        p.name,
-        {
-          ownership,
-          valueHmac: await valueDigest(deps.keys, digestContext(key, p.name), p.value),
-          providerVersion: r.version ?? null,
-          providerUpdatedAt: r.updatedAt ?? null,
-        },
-        // written_at is the start of this round, before it read the destination (tagsCurrent).
-        roundStart,
-        ),
-      );
+      const valueHmac = await valueDigest(deps.keys, digestContext(key, p.name), p.value);
+      const record = { ownership, valueHmac, providerVersion: r.version ?? null, providerUpdatedAt: r.updatedAt ?? null };
+      // written_at is the start of this round, before it read the destination (tagsCurrent).
+      records.push(recordWriteStatement(deps.db, key, a.id, p.name, record, roundStart));
     },
     takeRecords() {
       const taken = records;
