@@ -34,9 +34,9 @@ describe("kv store: versioned writes", () => {
     const mountId = await newMount();
     expect(await writeVersion(db, keys, input(mountId, 0))).toEqual({ ok: true, version: 1, extra: [] });
     // A second writer that also read "no key" loses and leaves no trace.
-    expect(await writeVersion(db, keys, input(mountId, 0))).toEqual({ ok: false, conflict: true });
+    expect(await writeVersion(db, keys, input(mountId, 0))).toEqual({ ok: false, conflict: true, extra: [] });
     expect(await writeVersion(db, keys, input(mountId, 1))).toEqual({ ok: true, version: 2, extra: [] });
-    expect(await writeVersion(db, keys, input(mountId, 1))).toEqual({ ok: false, conflict: true });
+    expect(await writeVersion(db, keys, input(mountId, 1))).toEqual({ ok: false, conflict: true, extra: [] });
     expect((await getMetadata(db, mountId, "k"))?.currentVersion).toBe(2);
     expect((await listVersions(db, mountId, "k")).map((v) => v.version)).toEqual([1, 2]);
   });
@@ -48,7 +48,7 @@ describe("kv store: versioned writes", () => {
     await writeVersion(db, keys, input(mountId, 1));
     await deleteKey(db, mountId, "k");
     // This writer read current_version 2 before the delete.
-    expect(await writeVersion(db, keys, input(mountId, 2, 2))).toEqual({ ok: false, conflict: true });
+    expect(await writeVersion(db, keys, input(mountId, 2, 2))).toEqual({ ok: false, conflict: true, extra: [] });
     expect(await getMetadata(db, mountId, "k")).toBeNull();
     expect(await listVersions(db, mountId, "k")).toEqual([]);
   });
@@ -58,14 +58,14 @@ describe("kv store: versioned writes", () => {
     const mountId = await newMount();
     for (let n = 0; n < 3; n++) await writeVersion(db, keys, input(mountId, n));
     // A stale writer asking to prune everything below 3 loses: versions 1-3 stay.
-    expect(await writeVersion(db, keys, input(mountId, 1, 3))).toEqual({ ok: false, conflict: true });
+    expect(await writeVersion(db, keys, input(mountId, 1, 3))).toEqual({ ok: false, conflict: true, extra: [] });
     expect((await listVersions(db, mountId, "k")).map((v) => v.version)).toEqual([1, 2, 3]);
     expect(await writeVersion(db, keys, input(mountId, 3, 3))).toEqual({ ok: true, version: 4, extra: [] });
     expect((await listVersions(db, mountId, "k")).map((v) => v.version)).toEqual([3, 4]);
     expect((await getMetadata(db, mountId, "k"))?.oldestVersion).toBe(3);
   });
 
-  it("runs a companion's extra statements in the write's batch and returns their results", async () => {
+  it("runs a companion's extra statements in the write's batch, won or lost, and returns their results", async () => {
     const db = openDb(env.DB);
     const mountId = await newMount();
     const probe = () => env.DB.prepare("SELECT current_version AS v FROM kv_metadata WHERE mount_id = ? AND path = 'k'").bind(mountId);
@@ -73,6 +73,10 @@ describe("kv store: versioned writes", () => {
     // The extra statement ran after the write, in the same batch: it sees version 1.
     expect(won).toMatchObject({ ok: true, version: 1 });
     expect(won.ok && won.extra.map((r) => r.results)).toEqual([[{ v: 1 }]]);
+    // A losing write still runs them (the key unchanged), and says so.
+    const lost = await writeVersion(db, keys, input(mountId, 0), [probe()]);
+    expect(lost).toMatchObject({ ok: false, conflict: true });
+    expect(lost.extra.map((r) => r.results)).toEqual([[{ v: 1 }]]);
     // A failing extra statement fails the whole batch: the write is not kept.
     await expect(writeVersion(db, keys, input(mountId, 1), [env.DB.prepare("SELECT * FROM no_such_table")])).rejects.toThrow();
     expect((await getMetadata(db, mountId, "k"))?.currentVersion).toBe(1);

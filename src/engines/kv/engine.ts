@@ -65,11 +65,12 @@ export function kvCtx(req: Req): KvCtx {
   };
 }
 
-/** Emits the change to the listeners; returns the event. */
-function emit(ctx: KvCtx, kind: KvChangeEvent["kind"], path: string, extra: Pick<KvChangeEvent, "version" | "versions"> = {}): KvChangeEvent {
-  const event: KvChangeEvent = { kind, namespaceId: ctx.namespaceId, mountId: ctx.mountId, mountPath: ctx.mountPath, path, ...extra };
-  emitKvChange(ctx.events, event);
-  return event;
+function changeEvent(ctx: KvCtx, kind: KvChangeEvent["kind"], path: string, extra: Pick<KvChangeEvent, "version" | "versions"> = {}): KvChangeEvent {
+  return { kind, namespaceId: ctx.namespaceId, mountId: ctx.mountId, mountPath: ctx.mountPath, path, ...extra };
+}
+
+function emit(ctx: KvCtx, kind: KvChangeEvent["kind"], path: string, extra: Pick<KvChangeEvent, "version" | "versions"> = {}): void {
+  emitKvChange(ctx.events, changeEvent(ctx, kind, path, extra));
 }
 
 /**
@@ -116,8 +117,10 @@ async function writeLoop(
       },
       companions.statements,
     );
+    const event = changeEvent(ctx, "written", path, { version });
+    if (res.extra.length > 0) companions.ran(ctx.events, event, res.extra, res.ok);
     if (res.ok) {
-      companions.committed(ctx.events, emit(ctx, "written", path, { version }), res.extra);
+      emitKvChange(ctx.events, event);
       return { data: versionView({ version, createdTime: now, deletionTime, destroyed: false }, meta?.customMetadata ?? {}) };
     }
     // Someone else wrote this version first: a cas write was conditional on exactly that state.

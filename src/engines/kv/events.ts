@@ -60,14 +60,16 @@ export function emitKvChange(ctx: KvEventContext, event: KvChangeEvent): void {
  * A listener that rides in the batch that commits a write ("written" events), so that its
  * bookkeeping costs no D1 round trip of its own (issue 14: a KV write with sync is 2 round
  * trips, not 3). `statements` is asked before the write; its statements go after the write's
- * own in the same D1 batch (one transaction). Once the write committed, `committed` gets their
- * results, in waitUntil like any listener, errors contained. When the write loses its race the
- * batch still runs them (without changing the key) and `committed` is not called, so they must
- * be harmless alone: the sync engine's only one marks associations to look again.
+ * own in the same D1 batch (one transaction). Once the batch has run, `ran` gets their results,
+ * in waitUntil like any listener, errors contained, with `won` telling whether the write was
+ * kept. A write that loses its race still runs them (without changing the key), so they must be
+ * harmless alone, and `ran` must finish what they started either way: the sync engine's mark
+ * associations to look again, and its `ran` queues them. A batch that fails is rolled back
+ * whole, theirs included, and `ran` is not called.
  */
 export interface KvWriteCompanion {
   statements(db: Db, key: { mountId: string; path: string }, now: number): D1PreparedStatement[];
-  committed(event: KvChangeEvent, ctx: KvEventContext, results: D1Result<unknown>[]): Promise<void>;
+  ran(event: KvChangeEvent, ctx: KvEventContext, results: D1Result<unknown>[], won: boolean): Promise<void>;
 }
 
 const companions = new Set<KvWriteCompanion>();
@@ -80,22 +82,22 @@ export function addKvWriteCompanion(c: KvWriteCompanion): () => void {
   };
 }
 
-/** The companions' statements for one write, and the call that hands each its results once it committed. */
+/** The companions' statements for one write, and the call that hands each its results once the batch ran. */
 export function companionStatements(
   db: Db,
   key: { mountId: string; path: string },
   now: number,
-): { statements: D1PreparedStatement[]; committed(ctx: KvEventContext, event: KvChangeEvent, results: D1Result<unknown>[]): void } {
+): { statements: D1PreparedStatement[]; ran(ctx: KvEventContext, event: KvChangeEvent, results: D1Result<unknown>[], won: boolean): void } {
   const parts = [...companions].map((c) => ({ c, stmts: c.statements(db, key, now) }));
   return {
     statements: parts.flatMap((p) => p.stmts),
-    committed(ctx, event, results) {
+    ran(ctx, event, results, won) {
       const frozen = Object.freeze({ ...event });
       let at = 0;
       for (const { c, stmts } of parts) {
         const mine = results.slice(at, at + stmts.length);
         at += stmts.length;
-        const run = (async () => c.committed(frozen, ctx, mine))().catch((err: unknown) => {
+        const run = (async () => c.ran(frozen, ctx, mine, won))().catch((err: unknown) => {
           console.error(`kv write companion failed for ${event.mountPath}${event.path}:`, err);
         });
         ctx.waitUntil(run);
@@ -103,4 +105,3 @@ export function companionStatements(
     },
   };
 }
-

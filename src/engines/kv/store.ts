@@ -217,8 +217,11 @@ export interface WriteVersionInput {
   oldestVersion: number;
 }
 
-/** `extra`: the results of the caller's extra statements (./events.ts companions), in their order. */
-export type WriteVersionResult = { ok: true; version: number; extra: D1Result<unknown>[] } | { ok: false; conflict: true };
+/**
+ * `extra`: the results of the caller's extra statements (./events.ts companions), in their
+ * order; they ran whether or not the write won, and are empty when the batch was rolled back.
+ */
+export type WriteVersionResult = { ok: true; version: number; extra: D1Result<unknown>[] } | { ok: false; conflict: true; extra: D1Result<unknown>[] };
 
 function isUniqueViolation(err: unknown): boolean {
   for (let e: unknown = err, i = 0; e instanceof Error && i < 5; e = e.cause, i++) {
@@ -265,9 +268,10 @@ export async function writeVersion(db: Db, keys: SealKeys, w: WriteVersionInput,
         .bind(w.mountId, w.path, w.oldestVersion, ...oursArgs),
       ...extra,
     ]);
-    return inserted?.results.length === 1 ? { ok: true, version, extra: extraResults } : { ok: false, conflict: true };
+    return inserted?.results.length === 1 ? { ok: true, version, extra: extraResults } : { ok: false, conflict: true, extra: extraResults };
   } catch (err) {
-    if (isUniqueViolation(err)) return { ok: false, conflict: true };
+    // The batch was rolled back whole: the extra statements changed nothing either.
+    if (isUniqueViolation(err)) return { ok: false, conflict: true, extra: [] };
     throw err;
   }
 }

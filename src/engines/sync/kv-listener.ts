@@ -20,7 +20,7 @@ export function registerKvListener(): void {
   // Writes: the bump commits with the write itself (one D1 round trip fewer per write, issue 14).
   addKvWriteCompanion({
     statements: secretWriteStatements,
-    async committed(event, ctx, results) {
+    async ran(event, ctx, results) {
       await onSecretWritten({ env: ctx.env, db: ctx.db, keys: loadConfig(ctx.env).seal }, event, results);
     },
   });

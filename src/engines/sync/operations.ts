@@ -132,7 +132,11 @@ export function secretWriteStatements(db: Db, key: { mountId: string; path: stri
   return [syncConfigStatement(db), bumpSecretIfEnabledStatement(db, key.mountId, key.path, now)];
 }
 
-/** After the write committed: queue what was bumped, or (sync disabled) park the change. */
+/**
+ * After the write's batch ran: queue what was bumped, or (sync disabled) park the change. Also
+ * when the write lost its race: its bump happened all the same and must not be left without a
+ * message (the engine converges to whatever the secret holds, so the message is harmless).
+ */
 export async function onSecretWritten(deps: EngineDeps, e: KvChangeEvent, results: D1Result<unknown>[]): Promise<void> {
   const cfg = syncConfigOf(results[0]);
   if (!cfg.disabled) {
