@@ -103,20 +103,8 @@ async function writeLoop(
     const oldest = oldestAfterWrite(version, meta?.oldestVersion ?? 0, effectiveMaxVersions(config, meta));
     const deletionTime = deletionTimeFor(now, config, meta);
     const companions = companionStatements(ctx.db, { mountId: ctx.mountId, path }, now);
-    const res = await store.writeVersion(
-      ctx.db,
-      ctx.keys,
-      {
-      mountId: ctx.mountId,
-      path,
-      expectedCurrent: current,
-      data,
-      createdTime: now,
-      deletionTime,
-      oldestVersion: oldest,
-      },
-      companions.statements,
-    );
+    const input = { mountId: ctx.mountId, path, expectedCurrent: current, data, createdTime: now, deletionTime, oldestVersion: oldest };
+    const res = await store.writeVersion(ctx.db, ctx.keys, input, companions.statements);
     const event = changeEvent(ctx, "written", path, { version });
     if (res.extra.length > 0) companions.ran(ctx.events, event, res.extra, res.ok);
     if (res.ok) {

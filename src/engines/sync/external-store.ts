@@ -161,13 +161,10 @@ export interface WriteRecord {
   providerUpdatedAt: string | null;
 }
 
-/** Records a successful write of a name the association holds; false when it no longer holds it. */
-export async function recordWrite(db: Db, k: DestinationKey, associationId: string, name: string, w: WriteRecord, now: number): Promise<boolean> {
-  const res = await recordWriteStatement(db, k, associationId, name, w, now).run();
-  return (res.meta.changes ?? 0) === 1;
-}
-
-/** The statement of `recordWrite`, for a caller that batches it with the round's outcome (./engine.ts). */
+/**
+ * Records a successful write of a name the association holds (no change when it no longer
+ * holds it). A statement: the engine commits it with the round's outcome (./engine.ts).
+ */
 export function recordWriteStatement(db: Db, k: DestinationKey, associationId: string, name: string, w: WriteRecord, now: number): D1PreparedStatement {
   return db.$client
     .prepare(

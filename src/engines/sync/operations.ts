@@ -109,11 +109,7 @@ export async function onSecretChanged(deps: EngineDeps, e: KvChangeEvent): Promi
   ]);
   const assocs = associationsOf(found);
   const cfg = syncConfigOf(config);
-  if (always && !cfg.disabled) {
-    const bumped = bumpedIds(bumpedRows);
-    if (bumped.length > 0) await enqueue(deps.env, bumped.map(assocMessage));
-    return;
-  }
+  if (always && !cfg.disabled) return queueBumped(deps, bumpedRows);
   if (assocs.length === 0 || !(await affectsCurrent(deps, e))) return;
   if (!cfg.disabled) {
     const bumped = await bumpPending(deps.db, assocs.map((a) => a.id), Date.now());
@@ -139,13 +135,15 @@ export function secretWriteStatements(db: Db, key: { mountId: string; path: stri
  */
 export async function onSecretWritten(deps: EngineDeps, e: KvChangeEvent, results: D1Result<unknown>[]): Promise<void> {
   const cfg = syncConfigOf(results[0]);
-  if (!cfg.disabled) {
-    const bumped = bumpedIds(results[1]);
-    if (bumped.length > 0) await enqueue(deps.env, bumped.map(assocMessage));
-    return;
-  }
+  if (!cfg.disabled) return queueBumped(deps, results[1]);
   const assocs = associationsOf(await associationsOfSecretStatement(deps.db, e.mountId, e.path).all());
   await parkChanges(deps, assocs, cfg.queueCapacity);
+}
+
+/** Queues a message for each association `bumpSecretIfEnabledStatement` bumped. */
+async function queueBumped(deps: EngineDeps, bumpedRows: D1Result<unknown> | undefined): Promise<void> {
+  const bumped = bumpedIds(bumpedRows);
+  if (bumped.length > 0) await enqueue(deps.env, bumped.map(assocMessage));
 }
 
 /** Sync disabled: each change is parked as PENDING (re-enabling queues it), up to queue_capacity. */
