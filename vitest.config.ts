@@ -28,6 +28,7 @@ const NODE_UNIT_TESTS = [
   "pki-tidy",
   "pki-ttl",
   "policy-parser",
+  "public-answers",
   "request",
   "seal",
   "sync-connectors",

@@ -9,14 +9,15 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import autocannon from "autocannon";
-import { unstable_DevEnv } from "wrangler";
+import { Log, LogLevel, Miniflare } from "miniflare";
+import { unstable_DevEnv, unstable_getMiniflareWorkerOptions } from "wrangler";
 
 export const root = path.dirname(path.dirname(path.dirname(fileURLToPath(import.meta.url))));
 export const TOKEN = "bench-root-token-0123456789";
 export const SEAL_KEY = Buffer.alloc(32, 7).toString("base64");
 export const SECONDS = Number(process.env.BENCH_SECONDS ?? "5");
 export const CONCURRENCY = (process.env.BENCH_CONCURRENCY ?? "1,8").split(",").map(Number);
-export const TARGET = process.env.BENCH_TARGET === "proxy" ? "proxy" : "direct";
+export const TARGET = ["proxy", "direct"].includes(process.env.BENCH_TARGET) ? process.env.BENCH_TARGET : "worker";
 for (const [k, v] of Object.entries({ WRANGLER_SEND_METRICS: "false", CLOUDFLARE_CF_FETCH_ENABLED: "false", WRANGLER_HIDE_BANNER: "true" })) {
   process.env[k] = v;
 }
@@ -131,10 +132,19 @@ function bundle(tree, outdir) {
 }
 
 /**
- * Applies the migrations to a throwaway state directory, bundles the Worker and starts it in
- * development mode with the bench's token and seal key (plus `bindings`). Resolves with the
- * state directory, the proxy URL, the Worker's own workerd URL (taken from the dev environment's
- * reloadComplete event, which wrangler does not expose) and `base`, the one BENCH_TARGET picks.
+ * Applies the migrations to a throwaway state directory, bundles the Worker and starts it in the
+ * local runtime with the bench's token and seal key (plus `bindings`, in startWorker's
+ * {type, value} form). Resolves with {worker: {dispose}, dir, base}; `base` is the URL BENCH_TARGET
+ * picks:
+ * - "worker" (the default): the Worker's own socket in workerd (Miniflare's unsafeDirectSockets),
+ *   the Worker alone as it runs on Cloudflare. Miniflare's wrangler.toml reading
+ *   (unstable_getMiniflareWorkerOptions) gives the same D1, Durable Object, queue and R2 bindings
+ *   as `wrangler dev`.
+ * - "direct": the same runtime started by wrangler's dev environment, loaded on Miniflare's entry
+ *   socket: every request first passes Miniflare's entry Worker (a JavaScript proxy in the same
+ *   workerd that adds the dev-only headers and compresses), ~0.2 ms of CPU per request on this
+ *   machine, which Cloudflare does not run (docs/pki-issuance-benchmark.md).
+ * - "proxy": through wrangler's dev proxy (node), as `npm run dev` serves.
  */
 export async function startBenchWorker(bindings = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), "lanyard-bench-"));
@@ -142,6 +152,45 @@ export async function startBenchWorker(bindings = {}) {
   const tree = sourceTree(dir);
   execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir, "-c", path.join(tree, "wrangler.toml")], { cwd: tree, stdio: "ignore" });
   const entrypoint = bundle(tree, path.join(dir, "bundle"));
+  const vars = {
+    ENVIRONMENT: { type: "plain_text", value: "development" },
+    ROOT_TOKEN: { type: "plain_text", value: TOKEN },
+    SEAL_KEY: { type: "plain_text", value: SEAL_KEY },
+    ...bindings,
+  };
+  if (TARGET === "worker") return { ...(await startOnOwnSocket(tree, entrypoint, dir, vars)), dir };
+  return { ...(await startWithDevEnv(tree, entrypoint, dir, vars)), dir };
+}
+
+/** BENCH_TARGET=worker: Miniflare with the Worker on a socket of its own (no entry Worker). */
+async function startOnOwnSocket(tree, entrypoint, dir, vars) {
+  const { workerOptions } = unstable_getMiniflareWorkerOptions(path.join(tree, "wrangler.toml"));
+  const plain = Object.fromEntries(Object.entries(vars).map(([k, v]) => [k, v.value]));
+  const mf = new Miniflare({
+    ...workerOptions,
+    modules: true,
+    scriptPath: entrypoint,
+    modulesRoot: path.dirname(entrypoint),
+    bindings: { ...workerOptions.bindings, ...plain },
+    unsafeDirectSockets: [{ host: "127.0.0.1", port: 0 }],
+    // The layout `wrangler d1 migrations apply --persist-to dir` wrote (v3/<plugin>).
+    defaultPersistRoot: path.join(dir, "v3"),
+    host: "127.0.0.1",
+    port: 0,
+    log: new Log(LogLevel.ERROR),
+    // BENCH_INSPECTOR=<port>: workerd's own inspector (/json lists the Worker and its services).
+    ...(process.env.BENCH_INSPECTOR ? { inspectorPort: Number(process.env.BENCH_INSPECTOR) } : {}),
+  });
+  await mf.ready;
+  const base = (await mf.unsafeGetDirectURL()).toString().replace(/\/$/, "");
+  return { worker: { dispose: () => mf.dispose() }, base };
+}
+
+/**
+ * BENCH_TARGET=direct|proxy: wrangler's dev environment. Miniflare's entry URL comes from the
+ * dev environment's reloadComplete event, which wrangler does not expose.
+ */
+async function startWithDevEnv(tree, entrypoint, dir, bindings) {
   const devEnv = new unstable_DevEnv();
   let resolveDirect;
   const direct = new Promise((resolve) => (resolveDirect = resolve));
@@ -158,16 +207,10 @@ export async function startBenchWorker(bindings = {}) {
     entrypoint,
     // The runner watches its module root (else the project): the bundle's directory never changes.
     build: { bundle: false, moduleRoot: path.dirname(entrypoint) },
-    bindings: {
-      ENVIRONMENT: { type: "plain_text", value: "development" },
-      ROOT_TOKEN: { type: "plain_text", value: TOKEN },
-      SEAL_KEY: { type: "plain_text", value: SEAL_KEY },
-      ...bindings,
-    },
+    bindings,
     dev: { persist: dir, server: { hostname: "127.0.0.1", port: 0 }, inspector: process.env.BENCH_INSPECTOR ? { port: Number(process.env.BENCH_INSPECTOR) } : false, watch: false, logLevel: process.env.BENCH_LOG ?? "error" },
   });
   await worker.ready;
   const proxyUrl = (await worker.url).toString().replace(/\/$/, "");
-  const directUrl = await direct;
-  return { worker, dir, proxyUrl, directUrl, base: TARGET === "proxy" ? proxyUrl : directUrl };
+  return { worker, base: TARGET === "proxy" ? proxyUrl : await direct };
 }

@@ -73,7 +73,8 @@ export function lanyardRequests({ token, csr, ocspDer }) {
 
 /**
  * D1 round trips per request in steady state: sends `n` requests one after another and averages
- * their X-Lanyard-D1 header (the Worker's BENCH_COUNT_D1 flag; error answers lack it). Resolves
+ * their X-Lanyard-D1 header (the Worker's BENCH_COUNT_D1 flag, answered to requests sending
+ * X-Lanyard-Count-D1; error answers lack it). Resolves
  * with {d1, answered, failed, firstFailure} (d1 NaN when no answer carried the header;
  * firstFailure the first error answer's status and the start of its body).
  */
@@ -83,7 +84,7 @@ export async function d1PerRequest(base, req, n = 20) {
   let failed = 0;
   let firstFailure;
   for (let i = 0; i < n; i++) {
-    const res = await fetch(`${base}${req.path}`, { method: req.method, headers: req.headers, body: req.body });
+    const res = await fetch(`${base}${req.path}`, { method: req.method, headers: { ...req.headers, "x-lanyard-count-d1": "1" }, body: req.body });
     const text = await res.text();
     const h = res.headers.get("x-lanyard-d1");
     if (!res.ok) {

@@ -21,6 +21,8 @@ import { matchRoute, type Req, type RouteDef } from "../core/route";
 import { trimEndChar } from "../core/text";
 import { inspectPath } from "../core/path";
 import { parseDurationSeconds } from "../core/duration";
+import { answerSlot, servedAnswer, type AnswerSlot } from "../core/public-answers";
+import { cachedDevices } from "../audit/audit-store";
 import { AuditTrail } from "./audit-hook";
 import { resolveRequest } from "./resolve";
 
@@ -66,11 +68,18 @@ function capabilityResolver(acl: Acl | null, tokenNsPath: string | null, ns: Nam
  * is enabled) and rethrown for app.ts to render; an answer is logged before it is returned.
  */
 export async function dispatch(request: Request, cfg: DispatchConfig): Promise<Response> {
+  const url = new URL(request.url);
+  // Layer 0 (src/core/public-answers.ts): a public GET the pipeline answered before, while the
+  // areas that decided it are unchanged and nothing is audited.
+  const devices = cachedDevices();
+  const slot = answerSlot(request.method.toUpperCase(), url, namespaceHeader(request.headers), request.headers, devices !== undefined && devices.length === 0);
+  const early = slot ? servedAnswer(slot, request.headers, Date.now()) : null;
+  if (early) return early;
   const trail = new AuditTrail(cfg, request);
   const seen: Matched = {};
   let res: Response;
   try {
-    res = await pipeline(request, cfg, trail, seen);
+    res = await pipeline(request, url, cfg, trail, seen, slot);
   } catch (e) {
     // A route with its own error format (ACME's problem documents) answers the refusal itself.
     const render = seen.def?.renderError;
@@ -85,8 +94,7 @@ interface Matched {
   def?: RouteDef;
 }
 
-async function pipeline(request: Request, cfg: DispatchConfig, trail: AuditTrail, seen: Matched): Promise<Response> {
-  const url = new URL(request.url);
+async function pipeline(request: Request, url: URL, cfg: DispatchConfig, trail: AuditTrail, seen: Matched, slot: AnswerSlot | null): Promise<Response> {
   const { db, requestId } = cfg;
   const { segs, decoded, emptySegmentError } = inspectPath(url.pathname.replace(/^\/v1\/?/, ""));
   const method = request.method.toUpperCase();
@@ -153,6 +161,8 @@ async function pipeline(request: Request, cfg: DispatchConfig, trail: AuditTrail
     op,
     warnings,
     waitUntil: cfg.waitUntil,
+    // Only a read whose answer the token cannot change may be answered by layer 0 next time.
+    answerSlot: slot && isPublic && op === "read" && !def?.publicSeesToken ? slot : undefined,
   };
   if (op === "update" && def?.exists && def.handlers.create) {
     if (!(await def.exists(req))) op = "create";

@@ -3,6 +3,7 @@
  * which of them are public or need `sudo`. Engines export arrays of these; the dispatcher
  * (src/app/dispatch.ts) matches, authorizes, coerces fields and calls the handler.
  */
+import type { AnswerSlot } from "./public-answers";
 import type { Capability, Operation, TokenEntry } from "./caller";
 import type { Db } from "./db/client";
 import type { MountRow, NamespaceRef } from "./mount-store";
@@ -45,6 +46,11 @@ export interface Req<F extends FieldSchema = FieldSchema> {
   op: Operation;
   warnings: string[];
   waitUntil(p: Promise<unknown>): void;
+  /**
+   * Set by the dispatcher on a public GET that layer 0 may answer next time
+   * (src/core/public-answers.ts); the route that serves a cacheable answer hands it over.
+   */
+  answerSlot?: AnswerSlot;
 }
 
 export interface AuthBlock {

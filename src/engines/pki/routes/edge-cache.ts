@@ -1,6 +1,8 @@
 /**
  * Caching of the public PKI reads (issue 14; docs/pki-ocsp.md and docs/pki-revocation-crl.md
- * "Caching"): OCSP answers, CRLs, CA certificates and chains. Three layers, tried in order:
+ * "Caching"): OCSP answers, CRLs, CA certificates and chains. Layer 0 is in front of the
+ * pipeline (src/core/public-answers.ts: a repeated GET answered by its request line, fed from
+ * servePublic below); then three layers, tried in order:
  *
  * 1. **The isolate** (`ReadCache`, area "pki", src/core/read-cache.ts): rendered answers keyed by
  *    mount id and what was asked. No D1 round trip while an entry is younger than CACHE_TTL_MS.
@@ -30,23 +32,17 @@
  * HTTP (RFC 9110 §8.8, §13; RFC 9111 §5.2; RFC 5019 §6.2): GET answers carry a strong ETag (the
  * body's SHA-256), Last-Modified and `Cache-Control: public, max-age=N, no-transform,
  * must-revalidate`; If-None-Match (weak comparison, §13.1.2) answers 304 and, when absent,
- * If-Modified-Since does with the rule of pki-engine.md §1.6 (routes/common.ts notModified).
+ * If-Modified-Since does with the rule of pki-engine.md §1.6 (core/public-answers.ts renderAnswer,
+ * shared with layer 0).
  * OCSP POST answers use layer 1 only and are sent `no-store` (RFC 5019 §5: POST is not cached).
  */
 import type { Req } from "../../../core/route";
 import { bytesToHex, sha256 } from "../../../core/encoding";
+import { rememberAnswer, renderAnswer, type PublicAnswer } from "../../../core/public-answers";
 import { cacheTtl, generationOf, ReadCache } from "../../../core/read-cache";
-import { mountOf, notModified } from "./common";
+import { mountOf } from "./common";
 
-/** One cacheable answer: a non-empty body, its type and its validators. */
-export interface PublicAnswer {
-  body: Uint8Array<ArrayBuffer>;
-  contentType: string;
-  /** Milliseconds; 0 when the object has no modification time. */
-  lastModified: number;
-  /** Strong entity tag, quoted. */
-  etag: string;
-}
+export type { PublicAnswer };
 
 /** A cached result: an answer, or `null` for "nothing to serve" (204, pki-engine.md §1.6). */
 interface Entry {
@@ -188,33 +184,19 @@ async function lookup(req: Req, r: PublicRead): Promise<Entry | Response> {
   return entry;
 }
 
-/** Cache-Control of a GET answer: public, for what is left of its staleness bound. */
-function cacheControl(readAt: number, now: number): string {
-  const left = Math.max(0, Math.floor((readAt + cacheTtl() - now) / 1000));
-  return `public, max-age=${left}, no-transform, must-revalidate`;
-}
-
-/** RFC 9110 §13.1.2: "*" or any listed tag equal to ours under weak comparison. */
-export function noneMatch(header: string, etag: string): boolean {
-  if (header.trim() === "*") return true;
-  const ours = etag.replace(/^W\//, "");
-  return header.split(",").some((t) => t.trim().replace(/^W\//, "") === ours);
-}
-
-/** Serves one public read through the caches; 304 when the client's copy is current. */
+/**
+ * Serves one public read through the caches; 304 when the client's copy is current. A GET answer
+ * is also handed to layer 0 (src/core/public-answers.ts) under the request line the pipeline
+ * gave it (Req.answerSlot), so the next identical GET skips the pipeline.
+ */
 export async function servePublic(req: Req, r: PublicRead): Promise<Response> {
   const got = await lookup(req, r);
   if (got instanceof Response) return got;
   const a = got.answer;
   if (!a) return new Response(null, { status: 204 });
   if (!r.http) return new Response(a.body, { status: 200, headers: { "content-type": a.contentType, "cache-control": "no-store" } });
-  const headers: Record<string, string> = { etag: a.etag, "cache-control": cacheControl(got.readAt, Date.now()) };
-  if (a.lastModified) headers["last-modified"] = new Date(Math.floor(a.lastModified / 1000) * 1000).toUTCString();
-  // RFC 9110 §13.1.3: If-None-Match, when present, decides alone.
-  const inm = req.headers.get("if-none-match");
-  const unchanged = inm !== null ? noneMatch(inm, a.etag) : notModified(req, a.lastModified) !== null;
-  if (unchanged) return new Response(null, { status: 304, headers });
-  return new Response(a.body, { status: 200, headers: { ...headers, "content-type": a.contentType } });
+  if (req.answerSlot) rememberAnswer(req.answerSlot, a, got.readAt);
+  return renderAnswer(a, got.readAt, req.headers, Date.now());
 }
 
 /**

@@ -43,14 +43,14 @@ function uncached(o: OcspOutcome): Response {
  * A decoded request, answered through the caches. GET answers carry ETag, Last-Modified
  * (thisUpdate) and Cache-Control (edge-cache.ts); POST answers are sent no-store.
  */
-async function cachedAnswer(req: Req, der: Uint8Array<ArrayBuffer>, http: boolean): Promise<Response> {
+async function cachedAnswer(req: Req, key: string, der: () => Uint8Array<ArrayBuffer> | null, http: boolean): Promise<Response> {
   return servePublic(req, {
-    // The request itself (base64url, under 2,732 characters: requests are < 2048 bytes), not a
-    // digest of it: no hashing on the hot path.
-    key: `ocsp/${bytesToBase64Url(der)}`,
+    key,
     http,
     async load() {
-      const o = await answer(req, der);
+      const request = der();
+      if (!request) return uncached(await answer(req, null));
+      const o = await answer(req, request);
       if (o.httpStatus !== 200 || !o.thisUpdate || o.nonce) return uncached(o);
       return (await publicAnswer(o.body, OCSP_RESPONSE, o.thisUpdate.getTime())) ?? uncached(INTERNAL_ERROR());
     },
@@ -79,7 +79,9 @@ export const ocspRoutes = [
       // The raw DER body; another content type would not be an OCSP request (§6.8).
       async update(req) {
         if (req.contentType !== OCSP_REQUEST || req.rawBody.length === 0) return uncached(await answer(req, null));
-        return cachedAnswer(req, req.rawBody, false);
+        // The request itself (base64url, < 2,732 characters: requests are < 2048 bytes), not a
+        // digest of it: no hashing on the hot path.
+        return cachedAnswer(req, `ocsp/${bytesToBase64Url(req.rawBody)}`, () => req.rawBody, false);
       },
     },
   }),
@@ -90,8 +92,12 @@ export const ocspRoutes = [
     opaqueRest: true,
     handlers: {
       async read(req) {
-        const der = decodePath(req.params.rest ?? "");
-        return der ? cachedAnswer(req, der, true) : uncached(await answer(req, null));
+        // Keyed by the path as sent: a hit needs no base64 or DER decoding. Only answers are kept,
+        // so a kept key decoded, hence is < MAX_OCSP_REQUEST_BYTES (decodeGetRequest); an
+        // undecodable path is answered malformedRequest, uncached (load answers a Response).
+        // Another spelling of the same request is another entry.
+        const rest = req.params.rest ?? "";
+        return cachedAnswer(req, `ocsp-get/${rest}`, () => decodePath(rest), true);
       },
     },
   }),
