@@ -9,9 +9,9 @@
 // Reference rows give the floor: the HTTP stack alone (sys/health, no D1), the /v1 pipeline's
 // lookups with one config read (a malformed OCSP request), and a public PKI read (ca/pem).
 // Same method as scripts/bench.mjs: the Worker is bundled once first (edits to src/ during a run
-// cannot reload it), and the load goes straight to the Worker's workerd socket, bypassing
-// wrangler's dev proxy (BENCH_TARGET=proxy measures through it).
-//   BENCH_SECONDS=5 (per run)   BENCH_CONCURRENCY=1,8   BENCH_TARGET=direct|proxy
+// cannot reload it), and the load goes to the Worker's own workerd socket (BENCH_TARGET=direct
+// through Miniflare's entry Worker, proxy through wrangler's dev proxy too).
+//   BENCH_SECONDS=5 (per run)   BENCH_CONCURRENCY=1,8   BENCH_TARGET=worker|direct|proxy
 import { execFileSync } from "node:child_process";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
@@ -79,7 +79,7 @@ async function main() {
       }
     }
     console.log(
-      `\nLanyard OCSP benchmark (local workerd, this machine; target >= ${TARGET_RPS} resp/s at concurrency 8; load by autocannon ${TARGET === "proxy" ? "through wrangler's dev proxy" : "straight to the Worker's workerd socket"})\n`,
+      `\nLanyard OCSP benchmark (local workerd, this machine; target >= ${TARGET_RPS} resp/s at concurrency 8; load by autocannon ${TARGET === "proxy" ? "through wrangler's dev proxy" : TARGET === "direct" ? "through Miniflare's entry Worker" : "on the Worker's own workerd socket"})\n`,
     );
     console.table(rows);
     const c8 = rows.filter((r) => r.concurrency === 8 && !r.scenario.startsWith("(ref)"));

@@ -2,8 +2,8 @@
 // PKI benchmark (`npm run bench -- issue`; scripts/run-bench.mjs runs every bench), the table of
 // issue 14 ("Targets"): Lanyard and its peer, cfssl, side by side in the same run.
 // Lanyard: the Worker bundled once (edits to src/ during a run cannot reload it), run in the local
-// runtime with BENCH_COUNT_D1 on, loaded straight on its workerd socket (BENCH_TARGET=proxy goes
-// through wrangler's dev proxy). Set-up with the root token, load with a non-root token whose
+// runtime with BENCH_COUNT_D1 on (answered to the D1 probes only), loaded on the Worker's own
+// socket (BENCH_TARGET=direct: Miniflare's entry Worker first; proxy: wrangler's dev proxy too). Set-up with the root token, load with a non-root token whose
 // policy grants exactly the bench paths (scripts/lib/bench-pki.mjs). Rows: sys/health, issue
 // stored, issue no_store, sign an EC P-256 CSR, OCSP GET, OCSP POST, CRL GET (+ RSA-2048 issue
 // with BENCH_RSA=1). Peer: `cfssl serve` with an EC P-256 CA (scripts/lib/bench-cfssl.mjs),
@@ -15,7 +15,7 @@
 // The table gives median (min–max) over the runs (scripts/lib/bench-report.mjs), then the
 // in-runtime WebCrypto floor (scripts/bench-floor-worker.ts).
 //   BENCH_SECONDS=5 (per load)  BENCH_RUNS=3  BENCH_CONCURRENCY=8 (comma list)  BENCH_RSA=1
-//   BENCH_TARGET=direct|proxy  BENCH_LOADGEN=autocannon (force it over hey)  BENCH_FLOOR_N=500
+//   BENCH_TARGET=worker|direct|proxy  BENCH_LOADGEN=autocannon (force it over hey)  BENCH_FLOOR_N=500
 //   BENCH_ROWS=<row ids, comma list: health,issue,nostore,sign,ocspGet,ocspPost,crl,rsa>
 //   BENCH_REV=<git revision> (bench that committed tree instead of the checkout's src/)
 import { rmSync } from "node:fs";
@@ -112,7 +112,7 @@ async function main() {
       }
     }
 
-    const where = TARGET === "proxy" ? "through wrangler's dev proxy" : "straight to the Worker's workerd socket";
+    const where = TARGET === "proxy" ? "through wrangler's dev proxy" : TARGET === "direct" ? "through Miniflare's entry Worker" : "on the Worker's own workerd socket";
     console.log(
       `\nLanyard PKI vs cfssl (local workerd, this machine; load by ${gen.name} ${where}; non-root token; ` +
         `${RUNS} run(s) × ${SECONDS} s; median (min–max); CPU = server process utime+stime from /proc ÷ requests)\n`,
