@@ -62,6 +62,21 @@ describe("layer 0: repeated public GETs", () => {
     expect(crl.entries.map((e) => e.serialNumber.toLowerCase().replace(/^0+/, ""))).toContain(serial.replace(/:/g, "").replace(/^0+/, ""));
   });
 
+  it("holds only public reads: a read that needs a token always goes through the pipeline", async () => {
+    const { path, serial } = await setup();
+    await warm(`${path}/ca/pem`);
+    expect(inLayer0(`${path}/ca/pem`)).toBe(true);
+    // A public read that is not cached (its revocation fields are read each time) is not held.
+    await warm(`${path}/cert/${serial}`);
+    expect(inLayer0(`${path}/cert/${serial}`)).toBe(false);
+    for (const p of [`${path}/roles/r`, `${path}/config/crl`, `${path}/keys?list=true`]) {
+      for (let i = 0; i < 2; i++) expect((await read(p)).status, p).toBe(200);
+      expect(inLayer0(p), p).toBe(false);
+      // Without a token the pipeline refuses it, whatever was answered before.
+      expect((await get(p)).status, p).toBe(403);
+    }
+  });
+
   it("answers 304 to If-None-Match from layer 0 with the ETag the pipeline gave", async () => {
     const { path } = await setup();
     await warm(`${path}/ca`);
