@@ -106,7 +106,7 @@ function cacheControl(readAt: number, now: number): string {
 }
 
 /** RFC 9110 §13.1.2: "*" or any listed tag equal to ours under weak comparison. */
-export function noneMatch(header: string, etag: string): boolean {
+function noneMatch(header: string, etag: string): boolean {
   if (header.trim() === "*") return true;
   const ours = etag.replace(/^W\//, "");
   return header.split(",").some((t) => t.trim().replace(/^W\//, "") === ours);
@@ -114,9 +114,10 @@ export function noneMatch(header: string, etag: string): boolean {
 
 /**
  * pki-engine.md §1.6: unchanged when the object's last modification is strictly before
- * If-Modified-Since. HTTP dates carry whole seconds, so the comparison does too.
+ * If-Modified-Since. HTTP dates carry whole seconds, so the comparison does too. Also the rule
+ * of the PKI's uncached conditional reads (engines/pki/routes/common.ts notModified).
  */
-function notModifiedSince(headers: Headers, lastModifiedMs: number): boolean {
+export function notModifiedSince(headers: Headers, lastModifiedMs: number): boolean {
   const header = headers.get("if-modified-since");
   if (!header || !lastModifiedMs) return false;
   const since = Date.parse(header);

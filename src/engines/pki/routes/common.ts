@@ -1,6 +1,7 @@
 /** Helpers shared by the PKI route files. */
 import { ApiError } from "../../../core/errors";
 import type { Req } from "../../../core/route";
+import { notModifiedSince } from "../../../core/public-answers";
 import type { MountRow } from "../../../core/mount-store";
 import type { IssueContext } from "../issuance/pipeline";
 
@@ -35,12 +36,8 @@ export function paginate(keys: string[], req: Req): string[] {
  * strictly before If-Modified-Since. HTTP dates carry whole seconds, so the comparison does too.
  */
 export function notModified(req: Req, lastModifiedMs: number): Response | null {
-  const header = req.headers.get("if-modified-since");
-  if (!header || !lastModifiedMs) return null;
-  const since = Date.parse(header);
-  if (Number.isNaN(since)) return null;
+  if (!notModifiedSince(req.headers, lastModifiedMs)) return null;
   const last = Math.floor(lastModifiedMs / 1000) * 1000;
-  if (last >= since) return null;
   return new Response(null, { status: 304, headers: { "last-modified": new Date(last).toUTCString() } });
 }
 

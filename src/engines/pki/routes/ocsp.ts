@@ -40,7 +40,8 @@ function uncached(o: OcspOutcome): Response {
 }
 
 /**
- * A decoded request, answered through the caches. GET answers carry ETag, Last-Modified
+ * A request answered through the caches under `key`; `der` decodes it only on a miss (null:
+ * undecodable, answered malformedRequest uncached). GET answers carry ETag, Last-Modified
  * (thisUpdate) and Cache-Control (edge-cache.ts); POST answers are sent no-store.
  */
 async function cachedAnswer(req: Req, key: string, der: () => Uint8Array<ArrayBuffer> | null, http: boolean): Promise<Response> {
