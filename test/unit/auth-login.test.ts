@@ -50,9 +50,15 @@ describe("loginLifetime", () => {
 });
 
 describe("loginPolicies", () => {
-  it("adds default unless refused, never to root, and sorts", () => {
+  it("adds default unless refused, and sorts", () => {
     expect(loginPolicies(params({ policies: ["web", "app"] }))).toEqual(["app", "default", "web"]);
     expect(loginPolicies(params({ policies: ["web"], noDefaultPolicy: true }))).toEqual(["web"]);
-    expect(loginPolicies(params({ policies: ["root"] }))).toEqual(["root"]);
+  });
+
+  it("never gives root: a role holding it is refused with Vault's 400", () => {
+    for (const policies of [["root"], ["web", "root"], [" Root "]]) {
+      expect(() => loginPolicies(params({ policies }))).toThrow("auth methods cannot create root tokens");
+      expect(() => loginPolicies(params({ policies, noDefaultPolicy: true }))).toThrow("auth methods cannot create root tokens");
+    }
   });
 });

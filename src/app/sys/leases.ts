@@ -5,7 +5,7 @@
  * only with team1 as the namespace (X-Vault-Namespace, or a team1/ path prefix), never from the
  * root namespace or a sibling.
  */
-import { badRequest, notFound } from "../../core/errors";
+import { badRequest, notFound, permissionDenied } from "../../core/errors";
 import { defineFields } from "../../core/fields";
 import { getLease, leasesUnder } from "../../core/lease-store";
 import { liveLease, type LeaseRow } from "../../core/leases";
@@ -86,20 +86,39 @@ async function leasesForPrefix(req: Req, raw: string): Promise<LeaseRow[]> {
   return leasesUnder(req.db, req.ns.id, raw.endsWith("/") ? raw : `${raw}/`);
 }
 
-/** The lease a renew or revoke names: the body's lease_id wins over the path's (Vault's handlers). */
-function leaseIdOf(f: { lease_id?: string; url_lease_id?: string }): string {
-  const id = f.lease_id || f.url_lease_id || "";
+type LeaseIdFields = { lease_id: string; url_lease_id?: string };
+
+/**
+ * The lease a renew or revoke acts on, which the caller must have been allowed. Vault's handlers
+ * let the body's lease_id win over the path's, so the dispatcher's check of
+ * `sys/leases/revoke/<lease in the path>` would say nothing about the lease acted on: a token
+ * allowed only `sys/leases/revoke/pki/issue/a/*` could revoke team b's certificate. Here a lease
+ * id in the path is the one acted on and a body naming another is a 400; a lease named only in
+ * the body (hvac's revoke_lease and renew_lease post to the bare path) is checked as its path
+ * form `<aclBase>/<lease_id>` would be, with the same `update` capability (docs/security.md).
+ */
+function leaseIdOf(req: Req, fields: LeaseIdFields, aclBase: string): string {
+  const inPath = req.params.url_lease_id ?? "";
+  if (inPath !== "") {
+    if (fields.lease_id !== "" && fields.lease_id !== inPath) {
+      throw badRequest("lease_id: names another lease than the request path; send the lease in one place only");
+    }
+    return inPath;
+  }
+  // A body's url_lease_id is body data too: it is held to the same check.
+  const id = fields.lease_id || fields.url_lease_id || "";
   if (id === "") throw badRequest(LEASE_ID_REQUIRED);
+  if (!req.capabilities(`${aclBase}/${id}`).has("update")) throw permissionDenied();
   return id;
 }
 
-function renewRoute(pattern: string): RouteDef {
+function renewRoute(pattern: string, aclBase: string): RouteDef {
   return route({
     pattern,
     fields: renewFields,
     handlers: {
       async update(req) {
-        const id = leaseIdOf(req.fields);
+        const id = leaseIdOf(req, req.fields, aclBase);
         // Vault's leaseEntry.renewable(): unknown → not found; past expiry → expired; PKI
         // certificates have no Renew callback → not renewable.
         const lease = await getLease(req.db, req.ns.id, id);
@@ -111,13 +130,13 @@ function renewRoute(pattern: string): RouteDef {
   });
 }
 
-function revokeRoute(pattern: string): RouteDef {
+function revokeRoute(pattern: string, aclBase: string): RouteDef {
   return route({
     pattern,
     fields: revokeFields,
     handlers: {
       async update(req) {
-        const id = leaseIdOf(req.fields);
+        const id = leaseIdOf(req, req.fields, aclBase);
         // An unknown lease is still a 204 (Revoke of a missing entry is no error).
         const lease = await getLease(req.db, req.ns.id, id);
         return revokeReply(req, req.fields.sync, () => revokeLeases({ env: req.env, db: req.db }, lease ? [lease] : []));
@@ -163,10 +182,10 @@ export const leaseRoutes: RouteDef[] = [
     handlers: { list: (req) => listUnder(req, req.params.prefix ?? "") },
   }),
   ...["leases/", ""].flatMap((base) => [
-    renewRoute(`${base}renew`),
-    renewRoute(`${base}renew/*url_lease_id`),
-    revokeRoute(`${base}revoke`),
-    revokeRoute(`${base}revoke/*url_lease_id`),
+    renewRoute(`${base}renew`, `sys/${base}renew`),
+    renewRoute(`${base}renew/*url_lease_id`, `sys/${base}renew`),
+    revokeRoute(`${base}revoke`, `sys/${base}revoke`),
+    revokeRoute(`${base}revoke/*url_lease_id`, `sys/${base}revoke`),
     revokePrefixRoute(`${base}revoke-prefix/*prefix`, false),
     revokePrefixRoute(`${base}revoke-force/*prefix`, true),
   ]),

@@ -13,7 +13,7 @@
  */
 import { ipInCidrs } from "../../core/cidr";
 import { sha256Hex } from "../../core/encoding";
-import { permissionDenied } from "../../core/errors";
+import { badRequest, permissionDenied } from "../../core/errors";
 import { effectiveTtls, type MountRow } from "../../core/mount-store";
 import type { JsonReply, Req } from "../../core/route";
 import { insertToken, type TokenRow } from "../token-store";
@@ -86,10 +86,15 @@ export function loginLifetime(now: number, p: TokenParams, mount: MountRow): Log
   return { ttl, expireTime: now + ttl * 1000, maxExpireTime: now + max * 1000, warnings };
 }
 
-/** Policies of a login token: the role's, plus `default` unless token_no_default_policy (or root). */
+/**
+ * Policies of a login token: the role's, plus `default` unless token_no_default_policy. Never
+ * `root`: role writes refuse it (token-params.ts sanitizePolicies), and a role stored before that
+ * rule, or edited behind the API, is refused here with Vault's 400 for the same case.
+ */
 export function loginPolicies(p: TokenParams): string[] {
-  const set = new Set(p.policies);
-  if (!p.noDefaultPolicy && !set.has("root")) set.add("default");
+  const set = new Set(p.policies.map((name) => name.trim().toLowerCase()));
+  if (set.has("root")) throw badRequest("auth methods cannot create root tokens");
+  if (!p.noDefaultPolicy) set.add("default");
   return [...set].sort();
 }
 
@@ -97,6 +102,7 @@ export async function loginReply(req: Req, grant: LoginGrant): Promise<JsonReply
   const mount = req.mount;
   // Only auth mounts route to login handlers (src/app/dispatch.ts); a missing mount is a bug.
   if (!mount) throw new Error("loginReply: the request has no auth mount");
+  const policies = loginPolicies(grant.params);
   const cidrs = grant.boundCidrs && grant.boundCidrs.length > 0 ? grant.boundCidrs : grant.params.boundCidrs;
   if (!addressAllowed(req, cidrs)) throw permissionDenied();
   const now = Date.now();
@@ -108,7 +114,7 @@ export async function loginReply(req: Req, grant: LoginGrant): Promise<JsonReply
     accessor: newAccessor(),
     namespaceId: mount.namespaceId,
     parentAccessor: null,
-    policies: loginPolicies(grant.params),
+    policies,
     displayName: grant.displayName ? `${name}-${grant.displayName}` : name,
     meta: grant.metadata,
     numUses: grant.params.numUses,

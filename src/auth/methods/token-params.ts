@@ -58,10 +58,17 @@ export const DEFAULT_TOKEN_PARAMS: TokenParams = {
   type: "",
 };
 
-/** Vault's policyutil.SanitizePolicies: trimmed, lower-cased, deduplicated, sorted. */
-export function sanitizePolicies(list: string[]): string[] {
+/**
+ * Vault's policyutil.SanitizePolicies (trimmed, lower-cased, deduplicated, sorted), refusing
+ * `root`. Vault stores such a role and refuses each of its logins ("auth methods cannot create
+ * root tokens", its request handling of login responses); Lanyard refuses the write itself, so
+ * whoever may write a role (a token allowed only `auth/<mount>/role/*`) learns at once that it
+ * cannot lead to root, and login.ts's loginPolicies still refuses a role stored before the rule.
+ */
+export function sanitizePolicies(list: string[], field = "token_policies"): string[] {
   const out = [...new Set(list.map((p) => p.trim().toLowerCase()).filter((p) => p !== ""))].sort();
-  if (out.length > MAX_TOKEN_POLICIES) throw badRequest(`token_policies: at most ${MAX_TOKEN_POLICIES} policies, ${out.length} were given`);
+  if (out.length > MAX_TOKEN_POLICIES) throw badRequest(`${field}: at most ${MAX_TOKEN_POLICIES} policies, ${out.length} were given`);
+  if (out.includes("root")) throw badRequest(`${field}: the "root" policy cannot be given to login tokens; auth methods cannot create root tokens`);
   return out;
 }
 
@@ -89,7 +96,7 @@ export function tokenParamsFrom(req: Req, prev: TokenParams | null): TokenParams
   const p: TokenParams = { ...(prev ?? DEFAULT_TOKEN_PARAMS) };
 
   const policies = pick<string[]>("token_policies", "policies");
-  if (policies !== undefined) p.policies = sanitizePolicies(policies);
+  if (policies !== undefined) p.policies = sanitizePolicies(policies, has("token_policies") ? "token_policies" : "policies");
   const ttl = pick<number>("token_ttl", "ttl");
   if (ttl !== undefined) p.ttl = nonNegative("token_ttl", ttl);
   const maxTtl = pick<number>("token_max_ttl", "max_ttl");
