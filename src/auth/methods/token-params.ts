@@ -61,7 +61,7 @@ export const DEFAULT_TOKEN_PARAMS: TokenParams = {
 /**
  * Vault's policyutil.SanitizePolicies (trimmed, lower-cased, deduplicated, sorted), refusing
  * `root`. Vault stores such a role and refuses each of its logins ("auth methods cannot create
- * root tokens", its request handling of login responses); Lanyard refuses the write itself, so
+ * root tokens", vault/request_handling.go handleLoginRequest); Lanyard refuses the write itself, so
  * whoever may write a role (a token allowed only `auth/<mount>/role/*`) learns at once that it
  * cannot lead to root, and login.ts's loginPolicies still refuses a role stored before the rule.
  */
