@@ -42,7 +42,11 @@ export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: 
   if (devices.length === 0 || entries.length === 0) return hashed;
   const results = await Promise.allSettled(
     devices.map(async (device) => {
-      const own = await Promise.all(entries.map((e) => hashEntry(device, device.elideListResponses ? elideList(e) : e)));
+      const own = await Promise.all(entries.map(async (e) => {
+        // Elided after hashing: the counts are the server's numbers, not data to HMAC (as Vault's formatter).
+        const hashed = await hashEntry(device, e);
+        return device.elideListResponses ? elideList(hashed) : hashed;
+      }));
       hashed.set(device.id, own);
       if (device.type === "stdout") {
         for (const e of own) console.log(JSON.stringify(e));

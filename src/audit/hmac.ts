@@ -7,10 +7,13 @@
  * What is hashed (unless the device has `log_raw`): `client_token` everywhere, accessors when
  * `hmac_accessor` (the default), every string leaf of `request.data` and `response.data` (nested
  * maps and arrays too) except strings that parse as RFC3339 timestamps (Vault's exception), and
- * the secret part of request paths that carry one (below). Numbers, booleans and null stay; so
- * do `path` otherwise, `metadata`, `display_name`, `policies`, `remote_address` and `error`, as
- * in Vault. Entries are built from JSON (data went through JSON on the way in), so only plain
- * objects, arrays and primitives are met here.
+ * the secret part of request paths that carry one (below). Numbers are HMAC'd by their JSON
+ * text: Vault decodes bodies with Go's `json.Number`, a string type that its hashstructure walk
+ * hashes, so a KV value `{"pin": 471336}` never reaches a sink in the clear. A number's text here
+ * is JavaScript's (`JSON.stringify`: `1e21`, `0.5`), the body having been parsed already.
+ * Booleans and null stay; so do `path` otherwise, `metadata`, `display_name`, `policies`,
+ * `remote_address` and `error`, as in Vault. Entries are built from JSON (data went through JSON
+ * on the way in), so only plain objects, arrays and primitives are met here.
  */
 import { bytesToHex } from "../core/encoding";
 import type { AuditAuth, AuditDevice, AuditEntry } from "./types";
@@ -47,9 +50,10 @@ export function isTimestamp(s: string): boolean {
   return RFC3339.test(s) && !Number.isNaN(Date.parse(s));
 }
 
-/** Every string leaf of a JSON value replaced by its HMAC, except timestamps. */
+/** Every string and number leaf of a JSON value replaced by its HMAC, except timestamps. */
 export async function hashData(salt: string, value: unknown): Promise<unknown> {
   if (typeof value === "string") return isTimestamp(value) ? value : hmacValue(salt, value);
+  if (typeof value === "number") return hmacValue(salt, JSON.stringify(value));
   if (Array.isArray(value)) return Promise.all(value.map((v) => hashData(salt, v)));
   if (value !== null && typeof value === "object") {
     const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await hashData(salt, v)] as const));
@@ -79,6 +83,16 @@ function secretsInPath(path: string, clientToken: string | undefined): string[] 
 async function replaceSecrets(salt: string, text: string, secrets: string[]): Promise<string> {
   let out = text;
   for (const s of [...secrets].sort((a, b) => b.length - a.length)) if (out.includes(s)) out = out.split(s).join(await hmacValue(salt, s));
+  return out;
+}
+
+/**
+ * Response data HMAC'd as request data is, except a raw answer's `http_status_code`: a status the
+ * server set (Vault's `logical.HTTPStatusCode`, a Go int its walk leaves alone), not caller data.
+ */
+async function hashResponseData(salt: string, data: Record<string, unknown>): Promise<Record<string, unknown>> {
+  const out = (await hashData(salt, data)) as Record<string, unknown>;
+  if ("http_raw_body" in data && typeof data.http_status_code === "number") out.http_status_code = data.http_status_code;
   return out;
 }
 
@@ -113,7 +127,7 @@ export async function hashEntry(device: Pick<AuditDevice, "salt" | "logRaw" | "h
   if (entry.response) {
     const response = { ...entry.response };
     if (response.auth) response.auth = await hashAuth(salt, response.auth, hmacAccessor);
-    if (response.data) response.data = (await hashData(salt, response.data)) as Record<string, unknown>;
+    if (response.data) response.data = await hashResponseData(salt, response.data);
     out.response = response;
   }
   return out;

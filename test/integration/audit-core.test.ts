@@ -251,6 +251,21 @@ describe("entries", () => {
     expect(queuedEntries().some((e) => e.type === "response" && e.request.id === missing.headers.get("x-request-id") && e.response?.status_code === 404)).toBe(true);
   });
 
+  it("numbers are HMAC'd by their JSON text; booleans, null and timestamps stay in the clear", async () => {
+    reset();
+    const kv = await mount("kv");
+    const stamp = "2026-11-28T08:00:00Z";
+    const w = await write(`${kv}/data/pin`, { data: { pin: 4713369021, ratio: 0.5, list: [7], on: true, off: null, at: stamp } });
+    const r = await read(`${kv}/data/pin`);
+    const hashOn = async (input: string) => (await write(`sys/audit-hash/${http}`, { input })).body.hash as string;
+    const req = queuedEntries().find((e) => e.type === "request" && e.request.id === w.body.request_id);
+    const resp = queuedEntries().find((e) => e.type === "response" && e.request.id === r.body.request_id);
+    const want = { pin: await hashOn("4713369021"), ratio: await hashOn("0.5"), list: [await hashOn("7")], on: true, off: null, at: stamp };
+    expect((req?.request.data as { data: unknown }).data).toEqual(want);
+    expect(((resp?.response?.data as { data: unknown }).data)).toEqual(want);
+    expect(JSON.stringify([captured.stdout, captured.queued])).not.toContain("4713369021");
+  });
+
   it("raw answers are logged as Vault's http_raw_body, HMAC'd", async () => {
     reset();
     const pki = await pkiWithRoot();
