@@ -236,13 +236,13 @@ describe("repohost", () => {
 });
 
 describe("webhost-project", () => {
-  it("creates, reads with the token masked, and lists environments in a fixed order", async () => {
+  it("creates, reads with the token masked, and lists environments in the order given", async () => {
     const name = `v-${uid()}`;
     const r = await write(path("webhost-project", name), { ...BODIES["webhost-project"], team_id: "team_1" });
     expect(r.body.data).toEqual({
       type: "webhost-project",
       name,
-      connection_details: { access_token: "*****", project_id: "prj_abc123", team_id: "team_1", deployment_environments: ["preview", "production"] },
+      connection_details: { access_token: "*****", project_id: "prj_abc123", team_id: "team_1", deployment_environments: ["production", "preview"] },
       options: {
         granularity_level: "secret-key",
         secret_name_template: "VAULT_{{ .MountAccessor | uppercase }}_{{ .SecretPath | uppercase }}_{{ .SecretKey | uppercase }}",

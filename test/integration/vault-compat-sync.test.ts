@@ -58,7 +58,7 @@ describe("webhost-project read form", () => {
     const name = `v-${uid()}`;
     await write(`sys/sync/destinations/vercel-project/${name}`, { ...BODIES["webhost-project"], deployment_environments: "production,development" });
     const r = await read(`sys/sync/destinations/webhost-project/${name}`);
-    expect(r.body.data.connection_details).toMatchObject({ access_token: "*****", project_id: "prj_abc123", deployment_environments: ["development", "production"] });
+    expect(r.body.data.connection_details).toMatchObject({ access_token: "*****", project_id: "prj_abc123", deployment_environments: ["production", "development"] });
   });
 });
 

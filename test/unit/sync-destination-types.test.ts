@@ -251,9 +251,9 @@ describe("repohost rules", () => {
 describe("webhost-project rules", () => {
   const base: Connection = { access_token: "tok", project_id: "prj_123", team_id: "", deployment_environments: ["production", "preview", "production"] };
 
-  it("normalises the environment list", async () => {
+  it("keeps the environment list in the order given, without duplicates", async () => {
     const out = await DESTINATIONS["webhost-project"].validate(base, ctx());
-    expect(out.deployment_environments).toEqual(["preview", "production"]);
+    expect(out.deployment_environments).toEqual(["production", "preview"]);
   });
 
   it("refuses unknown or no environments and a bad project", async () => {

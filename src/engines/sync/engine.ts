@@ -218,6 +218,8 @@ interface Ledger {
    * is that round's start, below), so the custom tags it set are the current ones.
    */
   tagsCurrent(name: string): boolean;
+  /** What the name's last write recorded as the provider's version; undefined before it. */
+  version(name: string): string | undefined;
   written(p: PlannedPut, r: PutResult): Promise<void>;
   /**
    * The records of the writes made so far, as statements for the round's outcome batch
@@ -248,9 +250,12 @@ async function execute(
       // A rename under the same sub-key keeps the old name on record (key "<sub>\0old") until
       // the removes below delete it at the provider, so a failure in between orphans nothing.
       const ownership = ledger.ownership(p.name);
+      const version = ledger.version(p.name);
       const r = await connector.put(
         ctx,
-        ownership === undefined ? { name: p.name, value: p.value } : { name: p.name, value: p.value, ownership, tagsCurrent: ledger.tagsCurrent(p.name) },
+        ownership === undefined
+          ? { name: p.name, value: p.value }
+          : { name: p.name, value: p.value, ownership, tagsCurrent: ledger.tagsCurrent(p.name), ...(version === undefined ? {} : { version }) },
       );
       await ledger.written(p, r);
       const old = external[p.subKey];
@@ -259,8 +264,11 @@ async function execute(
     }
     for (const r of plan.removes) {
       // Never delete what Lanyard did not create (issue 15 rule 2): a pre-existing secret stays.
-      if (ledger.ownership(r.name) === "pre_existing") left.push(r.name);
-      else await connector.remove(ctx, r.name);
+      // A connector whose names are several objects deletes only the ones Lanyard recorded.
+      const ownership = ledger.ownership(r.name);
+      const version = ledger.version(r.name);
+      if (ownership === "pre_existing") left.push(r.name);
+      if (ownership !== "pre_existing" || connector.removesOnlyOwnParts) await connector.remove(ctx, r.name, { ownership, ...(version === undefined ? {} : { version }) });
       await ledger.released(r.name);
       // r.name is not wanted any more, so no entry written above carries it.
       for (const [k, e] of Object.entries(external)) if (e.name === r.name) delete external[k];
@@ -310,9 +318,11 @@ async function claimAndLedger(
   }
   const held = new Map<string, Ownership | null>();
   const writtenAt = new Map<string, number | null>();
+  const versions = new Map<string, string | null>();
   for (const r of heldRows(results[claims.length])) {
     held.set(r.nameKey, r.ownership);
     writtenAt.set(r.nameKey, r.writtenAt);
+    versions.set(r.nameKey, r.providerVersion);
   }
   // Names this association wrote before ownership was recorded (rows synced before issue 15)
   // are Lanyard's, as they were then: they keep being deleted on unsync.
@@ -330,13 +340,18 @@ async function claimAndLedger(
       const at = writtenAt.get(k);
       return Boolean(held.get(k)) && at !== undefined && at !== null && at > dest.updatedAt;
     },
+    version(name) {
+      return versions.get(nameKey(key.type, name)) ?? undefined;
+    },
     async written(p, r) {
       const k = nameKey(key.type, p.name);
-      const ownership: Ownership = this.ownership(p.name) ?? (r.created ? "created_by_lanyard" : "pre_existing");
+      // Objects under the name that Lanyard did not create make it pre-existing, whenever found.
+      const ownership: Ownership = r.foreign ? "pre_existing" : (this.ownership(p.name) ?? (r.created ? "created_by_lanyard" : "pre_existing"));
       held.set(k, ownership);
       writtenAt.set(k, roundStart);
+      versions.set(k, r.version ?? null);
       const valueHmac = await valueDigest(deps.keys, digestContext(key, p.name), p.value);
-      const record = { ownership, valueHmac, providerVersion: r.version ?? null, providerUpdatedAt: r.updatedAt ?? null };
+      const record = { ownership, forceOwnership: r.foreign === true, valueHmac, providerVersion: r.version ?? null, providerUpdatedAt: r.updatedAt ?? null };
       // written_at is the start of this round, before it read the destination (tagsCurrent).
       records.push(recordWriteStatement(deps.db, key, a.id, p.name, record, roundStart));
     },

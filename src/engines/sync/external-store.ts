@@ -156,6 +156,11 @@ export async function externalSecretsOfDestination(db: Db, k: DestinationKey): P
 export interface WriteRecord {
   /** What this write found; kept only if the name's ownership is not known yet (the first write decides). */
   ownership: Ownership;
+  /**
+   * `ownership` replaces the recorded one: only ever `pre_existing`, when the write found objects
+   * under the name Lanyard did not create (./connectors/types.ts PutResult.foreign).
+   */
+  forceOwnership?: boolean;
   valueHmac: string;
   providerVersion: string | null;
   providerUpdatedAt: string | null;
@@ -168,11 +173,11 @@ export interface WriteRecord {
 export function recordWriteStatement(db: Db, k: DestinationKey, associationId: string, name: string, w: WriteRecord, now: number): D1PreparedStatement {
   return db.$client
     .prepare(
-      `UPDATE sync_external_secrets SET ownership = coalesce(ownership, ?), value_hmac = ?, provider_version = ?,
-         provider_updated_at = ?, written_at = ?, name = ?
+      `UPDATE sync_external_secrets SET ownership = CASE WHEN ? = 1 THEN 'pre_existing' ELSE coalesce(ownership, ?) END, value_hmac = ?,
+         provider_version = ?, provider_updated_at = ?, written_at = ?, name = ?
        WHERE namespace_id = ? AND destination_type = ? AND destination_name = ? AND name_key = ? AND association_id = ?`,
     )
-    .bind(w.ownership, w.valueHmac, w.providerVersion, w.providerUpdatedAt, now, name, k.namespaceId, k.type, k.name, nameKey(k.type, name), associationId);
+    .bind(w.forceOwnership === true && w.ownership === "pre_existing" ? 1 : 0, w.ownership, w.valueHmac, w.providerVersion, w.providerUpdatedAt, now, name, k.namespaceId, k.type, k.name, nameKey(k.type, name), associationId);
 }
 
 /** Releases names the association holds (after their removal at the provider, or when left there). */

@@ -33,6 +33,18 @@ export interface ExternalSecret {
    * TagResource, issue 14: a sync is then one write against the provider's cap, not two).
    */
   tagsCurrent?: boolean;
+  /**
+   * What the name's last write recorded as the provider's version (`PutResult.version`); absent
+   * before the first write. The web host keeps there the ids of the variables Lanyard created.
+   */
+  version?: string;
+}
+
+/** What the engine recorded about a name it asks a connector to remove. */
+export interface HeldSecret {
+  ownership?: Ownership;
+  /** `PutResult.version` of the name's last write. */
+  version?: string;
 }
 
 /** The tag (Key Vault, the AWS-like store) or label (the Google-like store) on what Lanyard created. */
@@ -47,13 +59,25 @@ export interface PutResult {
   version?: string;
   /** The provider's updated_at of the write, as the provider renders it, when it returns one. */
   updatedAt?: string;
+  /**
+   * The name also holds provider objects Lanyard did not create (the web host: variables with
+   * the key that it found, on any deployment environment): recorded as `pre_existing` whatever
+   * the first write found, so unsync and purge warn about them.
+   */
+  foreign?: boolean;
 }
 
 export interface Connector {
   /** Creates or overwrites one external secret (idempotent) and says which it did. */
   put(ctx: ConnectorContext, secret: ExternalSecret): Promise<PutResult>;
   /** Deletes one external secret; succeeds when it is already gone (idempotent). */
-  remove(ctx: ConnectorContext, name: string): Promise<void>;
+  remove(ctx: ConnectorContext, name: string, held?: HeldSecret): Promise<void>;
+  /**
+   * The name is several provider objects, each made by someone (the web host's variables, one
+   * per set of deployment environments), and `remove` deletes only those the record says Lanyard
+   * created: it is then called for a pre-existing name too, which keeps what it found.
+   */
+  readonly removesOnlyOwnParts?: boolean;
 }
 
 /**

@@ -45,7 +45,8 @@ export const webhostProject: DestinationDef = {
         throw invalid("deployment_environments", `"${e}" is not one of development, preview, production`);
       }
     }
-    // Stored in a fixed order without duplicates, so reads and comparisons are stable.
-    return { ...conn, deployment_environments: DEPLOYMENT_ENVIRONMENTS.filter((e) => envs.includes(e)) };
+    // Stored as given, without duplicates: a read returns the list in the caller's order, so a
+    // Terraform list does not show a change on every plan. Comparisons use sets.
+    return { ...conn, deployment_environments: [...new Set(envs)] };
   },
 };

@@ -202,9 +202,13 @@ export const associationRoutes: RouteDef[] = [
         const link = await resolveLink(req, false);
         const removed = await removeAssociation(engineDeps(req), link);
         // Never delete what Lanyard did not create (issue 15 rule 2): say what stays.
+        // On the web host a name is several variables: only those Lanyard created were deleted.
+        const webhost = link.destinationType === "webhost-project";
         for (const name of removed?.left ?? []) {
           req.warnings.push(
-            `the external secret "${name}" existed at the destination before Lanyard first wrote it, so it was left in place (with the last value Lanyard wrote); delete it at the provider if it is no longer needed`,
+            webhost
+              ? `the external secret "${name}" existed at the destination before Lanyard first wrote it, or has variables Lanyard did not create on other deployment environments: only the variables Lanyard created were deleted, the others were left in place; delete them at the provider if they are no longer needed`
+              : `the external secret "${name}" existed at the destination before Lanyard first wrote it, so it was left in place (with the last value Lanyard wrote); delete it at the provider if it is no longer needed`,
           );
         }
         return destinationView(req, link.destinationType, link.destinationName, removed?.assoc ?? null);

@@ -19,14 +19,18 @@ function keyOf(req: Req, def: DestinationDef) {
   return { namespaceId: req.ns.id, type: def.type, name: req.params.name ?? "" };
 }
 
-/** The purge's warning about the secrets it leaves (at most 20 names, then a count). */
-function leftWarning(names: string[]): string {
+/**
+ * The purge's warning about the secrets it leaves (at most 20 names, then a count). On the web
+ * host a name is several variables: the purge deletes those Lanyard created and leaves the others.
+ */
+function leftWarning(names: string[], type: string): string {
   const shown = names.slice(0, 20).map((n) => `"${n}"`).join(", ");
   const more = names.length > 20 ? ` and ${names.length - 20} more` : "";
-  return (
-    `the purge leaves ${names.length} secret${names.length === 1 ? "" : "s"} at the destination that existed before Lanyard first wrote ` +
-    `${names.length === 1 ? "it" : "them"} (Lanyard only deletes what it created; they keep the last value it wrote): ${shown}${more}`
-  );
+  const why =
+    type === "webhost-project"
+      ? "or have variables Lanyard did not create on other deployment environments (Lanyard only deletes the variables it created; the others stay as they are)"
+      : "(Lanyard only deletes what it created; they keep the last value it wrote)";
+  return `the purge leaves ${names.length} secret${names.length === 1 ? "" : "s"} at the destination that existed before Lanyard first wrote ${names.length === 1 ? "it" : "them"} ${why}: ${shown}${more}`;
 }
 
 function purgeFlag(req: Req): boolean {
@@ -78,7 +82,7 @@ function typeRoute(def: DestinationDef, pathType: string = def.type): RouteDef {
           // A purge leaves what Lanyard did not create (issue 15 rule 2); with such secrets the
           // answer is 200 with a warning listing them instead of 204.
           const left = await requestPurge(engineDeps(req), key);
-          if (left.length > 0) req.warnings.push(leftWarning(left));
+          if (left.length > 0) req.warnings.push(leftWarning(left, def.type));
         }
         return null;
       },

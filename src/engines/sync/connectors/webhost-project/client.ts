@@ -13,7 +13,12 @@ export function apiBase(env: Env): string {
   return (envVar(env, "WEBHOST_ENDPOINT") ?? "https://api.vercel.com").replace(/\/+$/, "");
 }
 
-export function projectPath(ctx: ConnectorContext, version: "v9" | "v10", rest = ""): string {
+/**
+ * A path of the project's variables. Each route answers under the version Vercel's REST API
+ * reference documents for it ("Projects"): list and create `v10`, the decrypted read of one
+ * variable `v1`, edit and delete `v9`; another version is an unknown route (404).
+ */
+export function projectPath(ctx: ConnectorContext, version: "v1" | "v9" | "v10", rest = ""): string {
   const team = str(ctx.dest.connection, "team_id");
   const [p, query = ""] = rest.split("?");
   const qs = [query, team ? `teamId=${encodeURIComponent(team)}` : ""].filter((x) => x !== "").join("&");

@@ -1,32 +1,25 @@
 /**
  * Reading a `webhost-project` variable back (issue 15 rule 3; reference §2.5): the list finds the
- * variables with the key on the destination's targets, and the single-variable read returns each
- * one decrypted. No variable is absent; a target of the destination no longer covered is a
+ * variables with the key on the destination's targets, and the decrypted read of one variable
+ * (`GET /v1/projects/{id}/env/{envId}`, the only version the host documents for it: another
+ * answers 404, which failed the whole check, so no drift of the association was ever repaired)
+ * returns each one. No variable is absent; a target of the destination no longer covered is a
  * change; a variable the host will not decrypt (type `sensitive`) is compared by its updatedAt.
  */
-import { list } from "../../destinations/types";
 import type { ReadBack } from "../read-back";
-import { ConnectorError, type ConnectorContext } from "../types";
+import type { ConnectorContext } from "../types";
 import { projectPath, request } from "./client";
-
-interface EnvVar {
-  id: string;
-  key: string;
-  target?: string[];
-  updatedAt?: unknown;
-}
+import { targetsOf, variablesOf, wantedTargets } from "./variables";
 
 export async function readWebhost(ctx: ConnectorContext, name: string): Promise<ReadBack> {
-  const targets = list(ctx.dest.connection, "deployment_environments");
-  const res = (await request(ctx, "GET", projectPath(ctx, "v10"))) as { envs?: EnvVar[] } | null;
-  if (!res || !Array.isArray(res.envs)) throw new ConnectorError("external", "MalformedResponse", "web host: unexpected list answer");
-  const mine = res.envs.filter((e) => e.key === name && (!Array.isArray(e.target) || e.target.some((t) => targets.includes(t))));
+  const targets = wantedTargets(ctx);
+  const mine = (await variablesOf(ctx, name)).filter((e) => targetsOf(e).some((t) => targets.includes(t)));
   if (mine.length === 0) return { kind: "absent" };
-  const covered = new Set(mine.flatMap((e) => (Array.isArray(e.target) ? e.target : targets)));
+  const covered = new Set(mine.flatMap(targetsOf));
   if (!targets.every((t) => covered.has(t))) return { kind: "changed" };
   let value: string | undefined;
   for (const e of mine) {
-    const one = (await request(ctx, "GET", projectPath(ctx, "v9", `/${encodeURIComponent(e.id)}`))) as { value?: unknown; decrypted?: unknown; updatedAt?: unknown } | null;
+    const one = (await request(ctx, "GET", projectPath(ctx, "v1", `/${encodeURIComponent(e.id)}`))) as { value?: unknown; decrypted?: unknown; updatedAt?: unknown } | null;
     if (one?.decrypted === false || typeof one?.value !== "string") {
       return typeof one?.updatedAt === "number" ? { kind: "meta", updatedAt: String(one.updatedAt) } : { kind: "changed" };
     }
