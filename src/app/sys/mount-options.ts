@@ -38,8 +38,8 @@ const any = (description: string): FieldDef => ({ type: "any", description });
  */
 export const tuneSettingFields = defineFields({
   force_no_cache: any("Accepted at false; true is answered with a warning (no per-mount cache bypass)."),
-  audit_non_hmac_request_keys: any("Accepted empty; audit devices HMAC every value, so keys warn."),
-  audit_non_hmac_response_keys: any("Accepted empty; audit devices HMAC every value, so keys warn."),
+  audit_non_hmac_request_keys: any("Accepted empty; no key is exempted from audit hashing, so keys warn."),
+  audit_non_hmac_response_keys: any("Accepted empty; no key is exempted from audit hashing, so keys warn."),
   listing_visibility: any('"" or "hidden"; "unauth" warns (mounts are never listed without a token).'),
   passthrough_request_headers: any("Vault's ACME guide's headers are accepted silently; others warn."),
   allowed_response_headers: any("Vault's ACME guide's headers are accepted silently; others warn."),
@@ -114,7 +114,7 @@ function checkSetting(key: string, field: string, v: unknown, target: MountTarge
       return coerce(field, { type: "bool", description: "" }, v) === true ? `${field}: there is no per-mount cache bypass; the mount's reads use the same short-lived caches as every other` : null;
     case "audit_non_hmac_request_keys":
     case "audit_non_hmac_response_keys":
-      return list(field, v).length > 0 ? `${field}: audit devices HMAC every string and number value of every mount; no key is exempted` : null;
+      return list(field, v).length > 0 ? `${field}: audit devices hash values by the same rules on every mount; no key is exempted` : null;
     case "listing_visibility": {
       const s = text(field, v);
       if (s === "" || s === "hidden") return null;
