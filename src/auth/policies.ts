@@ -33,10 +33,15 @@ path "sys/capabilities-self" {
 // Parsed policies keyed by their text: immutable, so sharing them across requests is safe.
 const parsedCache = new Map<string, ParsedPolicy>();
 
+/**
+ * A stored policy as the ACL uses it. Identity-templated rules (refused at write since, but
+ * possibly stored earlier) are left out, as Vault leaves out a path whose template it cannot fill
+ * in: matched literally they would grant one shared path to every holder (./policy-parser.ts).
+ */
 export function parseCached(text: string): ParsedPolicy {
   let p = parsedCache.get(text);
   if (!p) {
-    p = parsePolicy(text);
+    p = parsePolicy(text, { templatedPaths: "skip" });
     if (parsedCache.size > 500) parsedCache.clear();
     parsedCache.set(text, p);
   }

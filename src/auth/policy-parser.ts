@@ -7,6 +7,13 @@
  * Errors carry the line and the reason. The legacy `policy = "read"` shorthand is accepted.
  * Parameter constraints (allowed_parameters, …) are refused rather than silently ignored, so a
  * policy never reads as stricter than it is.
+ *
+ * Identity templates in paths (`path "kv/data/{{identity.entity.name}}/*"`, Vault's "Templated
+ * policies", developer.hashicorp.com/vault/docs/concepts/policies) are refused at write: Lanyard
+ * has no identity entities, so no template could ever be filled in, and matched literally such a
+ * rule would hand one shared path to every holder. A policy stored before that refusal is read
+ * with its templated rules left out, which is what Vault does with a path whose template cannot
+ * be resolved for the token (one without an entity).
  */
 import { MAX_JSON_DEPTH, parseJsonLimited } from "../core/json";
 
@@ -24,6 +31,18 @@ export interface ParsedPolicy {
 }
 
 export class PolicyParseError extends Error {}
+
+export interface ParseOptions {
+  /** "refuse" (a write: PolicyParseError) or "skip" (a stored policy: the rule is left out). */
+  templatedPaths: "refuse" | "skip";
+}
+
+const REFUSE: ParseOptions = { templatedPaths: "refuse" };
+
+/** Whether a policy path holds an identity template (`{{…}}`). */
+export function isTemplatedPath(path: string): boolean {
+  return path.includes("{{");
+}
 
 // Legacy shorthand of the engine's first policy syntax.
 const LEGACY: Record<string, Capability[]> = {
@@ -210,9 +229,15 @@ function toCapabilities(path: string, raw: unknown, where: string): Capability[]
   return out;
 }
 
-function ruleFrom(path: string, settings: Record<string, unknown>, where: string): PathRule {
+function ruleFrom(path: string, settings: Record<string, unknown>, where: string, opts: ParseOptions): PathRule | null {
   if (path === "" && settings.capabilities === undefined) {
     throw new PolicyParseError(`${where}: empty path`);
+  }
+  if (isTemplatedPath(path)) {
+    if (opts.templatedPaths === "skip") return null;
+    throw new PolicyParseError(
+      `${where}: path "${path}": identity templating is not supported (Lanyard has no identity entities, so the template could never be filled in)`,
+    );
   }
   const caps = new Set<Capability>();
   for (const [key, v] of Object.entries(settings)) {
@@ -240,7 +265,7 @@ function blockToObject(b: Block): Record<string, unknown> {
   return o;
 }
 
-function parseJsonPolicy(src: string): ParsedPolicy {
+function parseJsonPolicy(src: string, opts: ParseOptions): ParsedPolicy {
   // The parser's own message would quote the policy text; say only what is wrong (issue 18 #10).
   const parsed = parseJsonLimited(src);
   if (!parsed.ok) {
@@ -257,23 +282,30 @@ function parseJsonPolicy(src: string): ParsedPolicy {
       if (typeof settings !== "object" || settings === null || Array.isArray(settings)) {
         throw new PolicyParseError(`path "${p}" must map to an object`);
       }
-      rules.push(ruleFrom(p, settings as Record<string, unknown>, "json"));
+      const rule = ruleFrom(p, settings as Record<string, unknown>, "json", opts);
+      if (rule) rules.push(rule);
     }
   }
   return { rules };
 }
 
-/** Parses a policy text (HCL or JSON). Throws PolicyParseError with the line and the reason. */
-export function parsePolicy(src: string): ParsedPolicy {
-  if (src.trimStart().startsWith("{")) return parseJsonPolicy(src);
+/**
+ * Parses a policy text (HCL or JSON). Throws PolicyParseError with the line and the reason.
+ * Writes use the default options (templated paths refused); loading a stored policy skips them.
+ */
+export function parsePolicy(src: string, opts: ParseOptions = REFUSE): ParsedPolicy {
+  if (src.trimStart().startsWith("{")) return parseJsonPolicy(src, opts);
   const block = new Parser(tokenize(src)).body(false);
   const rules: PathRule[] = [];
+  const add = (rule: PathRule | null) => {
+    if (rule) rules.push(rule);
+  };
   for (const e of block.entries) {
     const where = `line ${e.line}`;
     if (e.key === "name" && typeof e.value === "string") continue;
     if (e.key !== "path") throw new PolicyParseError(`${where}: unsupported top-level key "${e.key}"`);
     if (e.labels.length === 1 && typeof e.value === "object" && !Array.isArray(e.value)) {
-      rules.push(ruleFrom(e.labels[0] as string, blockToObject(e.value), where));
+      add(ruleFrom(e.labels[0] as string, blockToObject(e.value), where, opts));
     } else if (e.labels.length === 0 && typeof e.value === "object" && !Array.isArray(e.value)) {
       // `path = { "a/*" = { ... } }` or `path { "a/*" { ... } }`
       for (const inner of e.value.entries) {
@@ -282,7 +314,7 @@ export function parsePolicy(src: string): ParsedPolicy {
         if (typeof settings !== "object" || Array.isArray(settings)) {
           throw new PolicyParseError(`line ${inner.line}: path "${p}" must be a block`);
         }
-        rules.push(ruleFrom(p, blockToObject(settings), `line ${inner.line}`));
+        add(ruleFrom(p, blockToObject(settings), `line ${inner.line}`, opts));
       }
     } else {
       throw new PolicyParseError(`${where}: expected path "<glob>" { ... }`);

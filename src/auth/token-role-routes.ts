@@ -6,7 +6,10 @@
  * `token_period`, `token_explicit_max_ttl`, `token_no_default_policy`, `token_num_uses`,
  * `token_type`, `token_bound_cidrs` (legacy `period`, `explicit_max_ttl`, `bound_cidrs`). Vault's
  * roles take no `token_ttl`, `token_max_ttl` or `token_policies`: like any unknown field they are
- * ignored with the "unrecognized parameters" warning.
+ * ignored with the "unrecognized parameters" warning. `path_suffix` is appended to the tokens' path
+ * (./token-routes.ts). Lanyard has no identity entities, so `allowed_entity_aliases` is stored and
+ * read back but no token is ever created with an alias: an empty list (Terraform's provider always
+ * sends one) passes silently, a value is answered with a warning naming the field.
  */
 import { badRequest, notFound } from "../core/errors";
 import { defineFields } from "../core/fields";
@@ -22,7 +25,7 @@ const roleFields = defineFields({
   orphan: { type: "bool", description: "Tokens are orphans (no sudo needed)." },
   renewable: { type: "bool", description: "Tokens may be renewed (default true)." },
   path_suffix: { type: "string", description: "Appended to the token's creation path." },
-  allowed_entity_aliases: { type: "comma-string-slice", description: "Entity aliases tokens may be created with." },
+  allowed_entity_aliases: { type: "comma-string-slice", description: "Stored; Lanyard has no identity entities, so a value warns." },
   token_period: { type: "duration", description: "Tokens are periodic with this period." },
   period: { type: "duration", description: "Deprecated name of token_period." },
   token_explicit_max_ttl: { type: "duration", description: "Hard limit of the tokens' lifetime." },
@@ -60,7 +63,12 @@ function applyWrite(req: Req<typeof roleFields>, current: TokenRole): TokenRole 
   if (req.has("disallowed_policies")) next.disallowed_policies = lower(f.disallowed_policies);
   if (req.has("allowed_policies_glob")) next.allowed_policies_glob = lower(f.allowed_policies_glob);
   if (req.has("disallowed_policies_glob")) next.disallowed_policies_glob = lower(f.disallowed_policies_glob);
-  if (req.has("allowed_entity_aliases")) next.allowed_entity_aliases = f.allowed_entity_aliases ?? [];
+  if (req.has("allowed_entity_aliases")) {
+    next.allowed_entity_aliases = f.allowed_entity_aliases ?? [];
+    if (next.allowed_entity_aliases.length > 0) {
+      req.warnings.push("allowed_entity_aliases: Lanyard has no identity entities; tokens of this role are never created with an entity alias");
+    }
+  }
   if (req.has("orphan")) next.orphan = f.orphan === true;
   if (req.has("renewable")) next.renewable = f.renewable === true;
   if (req.has("path_suffix")) {

@@ -35,6 +35,9 @@ const createFields = defineFields({
   // Vault's Go client (TokenCreateRequest: Terraform's provider, the CLI) always sends "type",
   // empty when unset; empty means the default, as upstream's token store reads it.
   type: { type: "string", description: "Token type; only \"service\" (empty or \"default\" mean it).", default: "service", allowed: ["service", "default", ""] },
+  // TokenCreateRequest's entity_alias has no omitempty either: the empty value asks for nothing.
+  // Lanyard has no identity entities, so a value is refused rather than dropped.
+  entity_alias: { type: "string", description: "Must be empty: Lanyard has no identity entities.", default: "" },
 });
 
 /**
@@ -53,6 +56,7 @@ async function createToken(req: Req<typeof createFields>, orphan: boolean, role:
   if (parent.numUses > 0) throw badRequest("restricted use token cannot generate child tokens");
   const f = req.fields;
   if (f.num_uses < 0) throw badRequest("num_uses: must be zero or positive");
+  if (f.entity_alias.trim() !== "") throw badRequest("entity_alias: not supported; Lanyard has no identity entities or aliases");
   if (f.no_parent && !role) {
     // req.path is relative to the request's namespace; req.capabilities resolves it as the
     // dispatcher does (issue 18 #1: a root token without sudo made orphans in team1).
@@ -87,8 +91,8 @@ async function createToken(req: Req<typeof createFields>, orphan: boolean, role:
     creationTime: now,
     expireTime: life.expireTime,
     maxExpireTime: life.maxExpireTime,
-    // Vault's token paths: auth/token/create, create-orphan, create/<role>.
-    path: roleName ? `auth/token/create/${roleName}` : orphan ? "auth/token/create-orphan" : "auth/token/create",
+    // Vault's token paths: auth/token/create, create-orphan, create/<role>[/<path_suffix>].
+    path: roleName ? rolePath(roleName, role?.path_suffix ?? "") : orphan ? "auth/token/create-orphan" : "auth/token/create",
     period: role && role.token_period > 0 ? role.token_period : 0,
     authMountId: null,
     roleName,
@@ -100,6 +104,9 @@ async function createToken(req: Req<typeof createFields>, orphan: boolean, role:
   if (!(await insertToken(req.db, row, now))) throw permissionDenied();
   return { data: null, auth: authBlock(row, text, now), warnings: life.warnings };
 }
+
+/** A role's token path: Vault appends the role's path_suffix, so tokens can be revoked by prefix. */
+const rolePath = (roleName: string, suffix: string): string => (suffix ? `auth/token/create/${roleName}/${suffix}` : `auth/token/create/${roleName}`);
 
 const minNonZero = (a: number, b: number): number => (a > 0 && b > 0 ? Math.min(a, b) : a || b);
 

@@ -127,7 +127,9 @@ describe("config", () => {
   it("discovery with an OIDC client: the secret is stored sealed and never read back", async () => {
     await write("sys/auth/jwt-oidc", { type: "oidc" }, {}, 204);
     const secret = "client-secret-value-9f8e7d";
-    await write("auth/jwt-oidc/config", { oidc_discovery_url: GITHUB, oidc_client_id: "lanyard", oidc_client_secret: secret }, {}, 204);
+    // 200: warnings name the browser flow's fields (stored, not served).
+    const w = await write("auth/jwt-oidc/config", { oidc_discovery_url: GITHUB, oidc_client_id: "lanyard", oidc_client_secret: secret }, {}, 200);
+    expect(w.text).not.toContain(secret);
     const r = await read("auth/jwt-oidc/config");
     expect(r.body.data).toMatchObject({ oidc_discovery_url: GITHUB, oidc_client_id: "lanyard" });
     expect(r.text).not.toContain(secret);
@@ -204,7 +206,8 @@ describe("roles", () => {
     await write("auth/jwt/role/flip", { role_type: "jwt", user_claim: "sub", bound_subject: "svc-1", expiration_leeway: -1 }, {}, 204);
     expectError(await role("flip", { bound_subject: "svc-2" }), 400, "'allowed_redirect_uris' must be set if 'role_type' is 'oidc' or unspecified.");
     expect((await read("auth/jwt/role/flip")).body.data).toMatchObject({ role_type: "jwt", bound_subject: "svc-1", expiration_leeway: -1 });
-    await write("auth/jwt/role/flip", { allowed_redirect_uris: "https://app.example/cb" }, {}, 204);
+    // 200: the answer warns that an oidc role cannot log in here.
+    await write("auth/jwt/role/flip", { allowed_redirect_uris: "https://app.example/cb" }, {}, 200);
     expect((await read("auth/jwt/role/flip")).body.data.role_type).toBe("oidc");
     expectError(await login("jwt", { role: "flip", jwt: await mint(rs, claims()) }), 400, "role with oidc role_type is not allowed");
     await del("auth/jwt/role/flip");

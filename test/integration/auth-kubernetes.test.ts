@@ -72,7 +72,8 @@ beforeAll(async () => {
   });
   caPem = cert.toString("pem");
   await write("sys/auth/kubernetes", { type: "kubernetes" }, {}, 204);
-  await write("auth/kubernetes/config", { kubernetes_host: "https://k8s.test/", kubernetes_ca_cert: caPem, token_reviewer_jwt: REVIEWER }, {}, 204);
+  // 200: the write warns that kubernetes_ca_cert is stored, not used (the platform trust store is).
+  await write("auth/kubernetes/config", { kubernetes_host: "https://k8s.test/", kubernetes_ca_cert: caPem, token_reviewer_jwt: REVIEWER }, {}, 200);
   await write("auth/kubernetes/role/cert-manager", { bound_service_account_names: "cert-manager", bound_service_account_namespaces: "cert-manager", token_policies: "pki-issuer", token_ttl: "20m" });
 });
 afterAll(() => uninstall());
@@ -95,7 +96,7 @@ describe("config", () => {
 
   it("a write replaces the whole config; disable_local_ca_jwt is stored", async () => {
     await write("sys/auth/k8s-replace", { type: "kubernetes" }, {}, 204);
-    await write("auth/k8s-replace/config", { kubernetes_host: "https://k8s.test", kubernetes_ca_cert: caPem, token_reviewer_jwt: REVIEWER, issuer: "x" }, {}, 204);
+    await write("auth/k8s-replace/config", { kubernetes_host: "https://k8s.test", kubernetes_ca_cert: caPem, token_reviewer_jwt: REVIEWER, issuer: "x" }, {}, 200);
     await write("auth/k8s-replace/config", { kubernetes_host: "https://k8s.test", disable_local_ca_jwt: true }, {}, 204);
     const r = await read("auth/k8s-replace/config");
     expect(r.body.data).toMatchObject({ kubernetes_ca_cert: "", issuer: "", token_reviewer_jwt_set: false, disable_local_ca_jwt: true });

@@ -58,3 +58,17 @@ describe("parsePolicy (JSON)", () => {
     expect(() => parsePolicy('{"paths": {}}')).toThrow("unsupported top-level key");
   });
 });
+
+describe("parsePolicy (identity templates)", () => {
+  const src = 'path "kv/data/{{identity.entity.name}}/*" { capabilities = ["read"] }\npath "kv/data/shared" { capabilities = ["read"] }';
+
+  it("refuses a templated path by default (a write), naming it", () => {
+    expect(() => parsePolicy(src)).toThrow(PolicyParseError);
+    expect(() => parsePolicy(src)).toThrow('line 1: path "kv/data/{{identity.entity.name}}/*": identity templating is not supported');
+    expect(() => parsePolicy(JSON.stringify({ path: { "a/{{identity.entity.id}}": { capabilities: ["read"] } } }))).toThrow('path "a/{{identity.entity.id}}"');
+  });
+
+  it("leaves templated rules out of a stored policy, keeping the others", () => {
+    expect(parsePolicy(src, { templatedPaths: "skip" }).rules).toEqual([{ path: "kv/data/shared", capabilities: ["read"] }]);
+  });
+});

@@ -19,6 +19,7 @@ import { deleteMountRow, effectiveTtls, getMount, insertMountIfFree, listMounts,
 import { route, type Req } from "../../core/route";
 import { AUTH_METHODS } from "../auth-methods";
 import { BUILTIN_MOUNT_FLAGS, checkEnableTtls, checkTuneTtls, normalizeMountPath, ttlFrom } from "./mounts";
+import { checkEnableFlags, checkEngineOptions, checkMountConfig, enableFlagFields, tuneSettingFields, tuneSettings } from "./mount-options";
 
 /** Vault's mountInfo for an auth mount: TTLs as configured (0 = system), token_type. */
 export function authMountView(m: MountRow): Record<string, unknown> {
@@ -62,9 +63,8 @@ const enableFields = defineFields({
   type: { type: "string", description: "approle, jwt, oidc or kubernetes.", default: "" },
   description: { type: "string", description: "Human-friendly description.", default: "" },
   config: { type: "map", description: "default_lease_ttl, max_lease_ttl.", default: {} },
-  options: { type: "map", description: "Method options (none are used).", default: {} },
-  local: { type: "bool", description: "Accepted for compatibility (Lanyard has one cluster).", default: false },
-  seal_wrap: { type: "bool", description: "Accepted for compatibility.", default: false },
+  options: { type: "map", description: "Method options (none are used; each key is named in a warning).", default: {} },
+  ...enableFlagFields,
 });
 
 const tuneFields = defineFields({
@@ -72,7 +72,8 @@ const tuneFields = defineFields({
   default_lease_ttl: { type: "string", description: "Default token TTL (seconds, duration or \"system\")." },
   max_lease_ttl: { type: "string", description: "Maximum token TTL (seconds, duration or \"system\")." },
   description: { type: "string", description: "Human-friendly description." },
-  token_type: { type: "string", description: "default-service or service (batch tokens are not supported)." },
+  // token_type (default-service or service) and Vault's other tune settings: ./mount-options.ts.
+  ...tuneSettingFields,
 });
 
 async function enable(req: Req<typeof enableFields>): Promise<null> {
@@ -82,6 +83,10 @@ async function enable(req: Req<typeof enableFields>): Promise<null> {
   if (f.type === "") throw badRequest("backend type must be specified as a string");
   if (f.type === "token") throw badRequest("token credential backend cannot be instantiated");
   if (!AUTH_METHODS[f.type]) throw badRequest(`type: unknown auth method type "${f.type}" (supported: ${Object.keys(AUTH_METHODS).join(", ")})`);
+  const target = { kind: "auth", type: f.type } as const;
+  checkEnableFlags(f, f.type, req.warnings);
+  checkEngineOptions("options", f.options, target, req.warnings);
+  checkMountConfig(f.config, target, "config.", ["default_lease_ttl", "max_lease_ttl"], req.warnings);
   const defaultTtl = ttlFrom(f.config, "default_lease_ttl");
   const maxTtl = ttlFrom(f.config, "max_lease_ttl");
   checkEnableTtls(defaultTtl, maxTtl);
@@ -148,9 +153,7 @@ export const authRoutes = [
       async update(req) {
         const m = await requireAuthMount(req, req.fields.path);
         const f = req.fields;
-        if (f.token_type !== undefined && !["", "default-service", "service"].includes(f.token_type)) {
-          throw badRequest("token_type: Lanyard issues service tokens only (default-service, service)");
-        }
+        checkMountConfig(tuneSettings(req.body), { kind: "auth", type: m.type }, "", [], req.warnings);
         const raw = { default_lease_ttl: f.default_lease_ttl, max_lease_ttl: f.max_lease_ttl };
         const defaultTtl = req.has("default_lease_ttl") ? ttlFrom(raw, "default_lease_ttl") : m.defaultLeaseTtl;
         const maxTtl = req.has("max_lease_ttl") ? ttlFrom(raw, "max_lease_ttl") : m.maxLeaseTtl;

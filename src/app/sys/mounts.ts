@@ -22,6 +22,7 @@ import { isUniqueViolation, MOUNT_DISABLING } from "../../core/lifecycle";
 import { deleteMountRow, effectiveTtls, findMountForPath, getMount, insertMountIfFree, listMounts, markMountDisabling, overlappingMount, updateMount, type MountRow } from "../../core/mount-store";
 
 import { MAX_MOUNT_PATH_SEGMENTS, SYSTEM_MAX_TTL } from "../../core/limits";
+import { checkEnableFlags, checkEngineOptions, checkMountConfig, enableFlagFields, tuneSettingFields, tuneSettings } from "./mount-options";
 
 export { SYSTEM_MAX_TTL };
 
@@ -123,7 +124,11 @@ const enableFields = defineFields({
   description: { type: "string", description: "Human-friendly description.", default: "" },
   config: { type: "map", description: "default_lease_ttl, max_lease_ttl.", default: {} },
   options: { type: "map", description: "Engine options; kv takes version \"2\".", default: {} },
+  ...enableFlagFields,
 });
+
+/** The enable's `config` keys the route acts on; every other one is checked by ./mount-options.ts. */
+const ENABLE_CONFIG_HANDLED = ["default_lease_ttl", "max_lease_ttl"] as const;
 
 async function requireMount(req: Req, raw: string): Promise<MountRow> {
   const mount = await getMount(req.db, req.ns.id, normalizeMountPath(raw));
@@ -136,11 +141,11 @@ const tuneFields = defineFields({
   default_lease_ttl: { type: "string", description: "Default lease TTL (seconds, duration or \"system\")." },
   max_lease_ttl: { type: "string", description: "Maximum lease TTL (seconds, duration or \"system\")." },
   description: { type: "string", description: "Human-friendly description." },
-  // Vault's ACME guide tunes these on the PKI mount so that its HTTP layer lets ACME's headers
-  // through. Lanyard's routes set Replay-Nonce, Location, Link and Retry-After themselves
-  // (docs/pki-acme.md), so the values are accepted without a warning and change nothing.
-  allowed_response_headers: { type: "comma-string-slice", description: "Accepted for Vault's ACME guide; Lanyard always sends the ACME headers." },
-  passthrough_request_headers: { type: "comma-string-slice", description: "Accepted for Vault's ACME guide; Lanyard always reads the ACME headers." },
+  // Vault's ACME guide tunes allowed_response_headers and passthrough_request_headers on the PKI
+  // mount so that its HTTP layer lets ACME's headers through. Lanyard's routes set Replay-Nonce,
+  // Location, Link and Retry-After themselves (docs/pki-acme.md), so those values are accepted
+  // without a warning; the other settings of Vault's tune are checked by ./mount-options.ts.
+  ...tuneSettingFields,
 });
 
 export const mountRoutes = [
@@ -175,6 +180,7 @@ export const mountRoutes = [
       async update(req) {
         const m = await requireMount(req, req.fields.path);
         const f = req.fields;
+        checkMountConfig(tuneSettings(req.body), { kind: "secret", type: m.type }, "", [], req.warnings);
         const raw = { default_lease_ttl: f.default_lease_ttl, max_lease_ttl: f.max_lease_ttl };
         const defaultTtl = req.has("default_lease_ttl") ? ttlFrom(raw, "default_lease_ttl") : m.defaultLeaseTtl;
         const maxTtl = req.has("max_lease_ttl") ? ttlFrom(raw, "max_lease_ttl") : m.maxLeaseTtl;
@@ -207,6 +213,9 @@ export const mountRoutes = [
         const f = req.fields;
         const path = normalizeMountPath(f.path);
         const { type, options } = engineType(f.type, f.options);
+        checkEnableFlags(f, f.type, req.warnings);
+        checkEngineOptions("options", f.options, { kind: "secret", type }, req.warnings);
+        checkMountConfig(f.config, { kind: "secret", type }, "config.", ENABLE_CONFIG_HANDLED, req.warnings);
         const defaultTtl = ttlFrom(f.config, "default_lease_ttl");
         const maxTtl = ttlFrom(f.config, "max_lease_ttl");
         checkEnableTtls(defaultTtl, maxTtl);

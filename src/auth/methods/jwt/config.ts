@@ -10,9 +10,11 @@
  * cache; PEM keys must parse; `jwt_supported_algs` must be known algorithms.
  *
  * `jwks_ca_pem` / `oidc_discovery_ca_pem` are validated (PEM certificates) and stored, but a
- * Worker's fetch cannot use a custom CA: the platform trust store is used (see ./keys.ts).
- * `oidc_client_secret` is sealed in storage and never read back. The browser OIDC flow is not
- * served by this module; its fields are kept so a Vault config round-trips.
+ * Worker's fetch cannot use a custom CA: the platform trust store is used (see ./keys.ts), and the
+ * write says so in a warning. `oidc_client_secret` is sealed in storage and never read back. The
+ * browser OIDC flow is not served by this module; its fields are kept so a Vault config
+ * round-trips, with a warning naming each one set. `provider_config` (provider-specific group
+ * fetching) is refused. docs/security.md "Fields Lanyard does not act on".
  */
 import { badRequest } from "../../../core/errors";
 import { decodePemBlocks, PemError } from "../../../core/encoding";
@@ -35,9 +37,9 @@ export const configFields = defineFields({
   jwt_supported_algs: { type: "comma-string-slice", description: "Accepted signing algorithms (empty: RS*, ES*, PS*, EdDSA)." },
   bound_issuer: { type: "string", description: "The iss claim tokens must carry." },
   default_role: { type: "string", description: "Role used when a login names none." },
-  provider_config: { type: "map", description: "Provider-specific settings (stored, unused)." },
-  namespace_in_state: { type: "bool", description: "Kept for compatibility (browser flow)." },
-  unsupported_critical_cert_extensions: { type: "comma-string-slice", description: "Stored for compatibility." },
+  provider_config: { type: "map", description: "Not supported (provider-specific group fetching); must be empty." },
+  namespace_in_state: { type: "bool", description: "Kept for compatibility (browser flow); false warns." },
+  unsupported_critical_cert_extensions: { type: "comma-string-slice", description: "Stored for compatibility; a value warns (the platform's TLS checks apply)." },
 });
 
 export interface JwtConfig {
@@ -122,6 +124,9 @@ export async function configFromWrite(
 ): Promise<JwtConfig> {
   const f = req.fields;
   if (sentNonEmpty(f.jwks_pairs)) throw badRequest("jwks_pairs: not supported; configure one jwks_url");
+  if (f.provider_config !== undefined && Object.keys(f.provider_config).length > 0) {
+    throw badRequest("provider_config: not supported; Lanyard fetches no groups or claims from identity providers");
+  }
   const c: JwtConfig = {
     oidc_discovery_url: (f.oidc_discovery_url ?? "").trim(),
     oidc_discovery_ca_pem: f.oidc_discovery_ca_pem ?? "",
@@ -188,5 +193,26 @@ export async function configFromWrite(
   if (c.oidc_response_mode === "query" && c.oidc_response_types.includes("id_token")) {
     throw badRequest("query response_mode may not be used with an id_token response_type");
   }
+  req.warnings.push(...configWarnings(c, req.has("namespace_in_state")));
   return c;
+}
+
+const BROWSER_FLOW = "the browser OIDC flow (oidc/auth_url, oidc/callback) is not served; stored so the configuration reads back";
+const TRUST_STORE = "stored but not used: a Worker's fetch cannot be given a CA, so the platform trust store verifies the server";
+
+/** A warning naming each stored field that changes nothing here (none for a plain JWT config). */
+export function configWarnings(c: JwtConfig, sentNamespaceInState: boolean): string[] {
+  const out: string[] = [];
+  if (c.jwks_ca_pem.trim() !== "") out.push(`jwks_ca_pem: ${TRUST_STORE}`);
+  if (c.oidc_discovery_ca_pem.trim() !== "") out.push(`oidc_discovery_ca_pem: ${TRUST_STORE}`);
+  if (c.unsupported_critical_cert_extensions.length > 0) {
+    out.push("unsupported_critical_cert_extensions: stored but not used: the platform's TLS checks apply unchanged");
+  }
+  if (c.oidc_client_id !== "") out.push(`oidc_client_id: ${BROWSER_FLOW}`);
+  if (c.oidc_client_secret !== "") out.push(`oidc_client_secret: ${BROWSER_FLOW}`);
+  // Vault's defaults ("query", ["code"]) ask for nothing.
+  if (c.oidc_response_mode !== "" && c.oidc_response_mode !== "query") out.push(`oidc_response_mode: ${BROWSER_FLOW}`);
+  if (c.oidc_response_types.some((t) => t !== "code")) out.push(`oidc_response_types: ${BROWSER_FLOW}`);
+  if (sentNamespaceInState && !c.namespace_in_state) out.push(`namespace_in_state: ${BROWSER_FLOW}`);
+  return out;
 }

@@ -9,7 +9,9 @@
  *   (./claims.ts).
  * - A jwt role needs at least one bound constraint (audiences, subject, claims or token CIDRs), so
  *   a role cannot accept every token its issuer ever signs for anyone.
- * Everything else changes only when sent.
+ * Everything else changes only when sent. What is stored but cannot act here (an oidc role, the
+ * browser flow's fields on a jwt role, groups_claim without identity groups) is named in a
+ * warning (roleWarnings; docs/security.md "Fields Lanyard does not act on").
  */
 import { parseDurationSeconds } from "../../../core/duration";
 import { badRequest, fieldError } from "../../../core/errors";
@@ -174,12 +176,31 @@ export function applyRoleWrite(req: Req, f: RoleWriteFields, prev: JwtRole | nul
     if (!bound) throw badRequest("must have at least one bound constraint when creating/updating a role");
   }
   if (r.token.maxTtl > 0 && r.token.ttl > r.token.maxTtl) throw badRequest("ttl should not be greater than max ttl");
+  req.warnings.push(...roleWarnings(r));
   if (r.verboseOidcLogging) {
     req.warnings.push(
       "verbose_oidc_logging has been enabled for this role. This setting should only be used for debugging purposes. Lanyard never logs tokens or claims, so it has no effect here.",
     );
   }
   return r;
+}
+
+const BROWSER_ONLY = "used only by the browser OIDC flow, which Lanyard does not serve; stored so the role reads back";
+
+/** A warning naming each setting of the role that cannot act here (none for a plain jwt role). */
+export function roleWarnings(r: JwtRole): string[] {
+  const out: string[] = [];
+  if (r.roleType === "oidc") {
+    out.push('role_type: an "oidc" role cannot log in here: the browser OIDC flow (oidc/auth_url, oidc/callback) is not served, and `login` takes "jwt" roles only');
+  } else {
+    if (r.allowedRedirectUris.length > 0) out.push(`allowed_redirect_uris: ${BROWSER_ONLY}`);
+    if (r.oidcScopes.length > 0) out.push(`oidc_scopes: ${BROWSER_ONLY}`);
+    if (r.maxAge > 0) out.push(`max_age: ${BROWSER_ONLY}`);
+  }
+  if (r.groupsClaim !== "") {
+    out.push("groups_claim: Lanyard has no identity groups: a login needs the claim (a list of strings), but group membership grants no policies");
+  }
+  return out;
 }
 
 const strings = (v: unknown): string[] => (Array.isArray(v) ? v.filter((x): x is string => typeof x === "string") : []);

@@ -10,11 +10,11 @@
  *   bare host[:port].
  * - `kubernetes_ca_cert` is checked (at least one parseable certificate, as Go's
  *   AppendCertsFromPEM) and stored, but fetch() cannot trust a custom CA: the platform's trust
- *   store verifies the API server.
+ *   store verifies the API server. The write says so in a warning.
  * - `disable_local_ca_jwt` is stored and shown; a Worker runs in no pod, so there is no local CA or
- *   service-account token to default to either way.
+ *   service-account token to default to either way: both values behave as Vault outside a pod.
  * - `use_annotations_as_alias_metadata` is stored and shown; Lanyard has no identity aliases, so it
- *   has no effect.
+ *   has no effect, and true is answered with a warning.
  */
 import { pemArmor, pemBodyBytes } from "../../../core/encoding";
 import { badRequest } from "../../../core/errors";
@@ -113,6 +113,18 @@ export async function configFrom(env: Env, input: ConfigInput): Promise<KubeConf
     disable_local_ca_jwt: input.disable_local_ca_jwt,
     use_annotations_as_alias_metadata: input.use_annotations_as_alias_metadata,
   };
+}
+
+/** A warning naming each stored setting that changes nothing here (docs/security.md). */
+export function configWarnings(c: KubeConfig): string[] {
+  const out: string[] = [];
+  if (c.kubernetes_ca_cert !== "") {
+    out.push("kubernetes_ca_cert: stored but not used: a Worker's fetch cannot be given a CA, so the platform trust store verifies the API server");
+  }
+  if (c.use_annotations_as_alias_metadata) {
+    out.push("use_annotations_as_alias_metadata: Lanyard has no identity aliases; service-account annotations are not read");
+  }
+  return out;
 }
 
 const asString = (v: unknown): string => (typeof v === "string" ? v : "");

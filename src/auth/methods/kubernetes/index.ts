@@ -31,7 +31,7 @@ import { addressAllowed, loginReply } from "../login";
 import type { AuthMethod } from "../method";
 import { deleteRole, getMethodConfig, getRole, putMethodConfig, putRole } from "../method-store";
 import { checkBindings, validateServiceAccountJwt } from "./claims";
-import { configFields, configFrom, configView, kubeConfigOf, SEALED_KEYS } from "./config";
+import { configFields, configFrom, configView, configWarnings, kubeConfigOf, SEALED_KEYS } from "./config";
 import { kubeRoleOf, roleDocument, roleFields, roleFrom, roleView } from "./role";
 import { reviewToken } from "./token-review";
 
@@ -122,6 +122,7 @@ export const kubernetesMethod: AuthMethod = {
         async update(req) {
           const config = await configFrom(req.env, req.fields);
           await putMethodConfig(req.db, req.env, mountIdOf(req), { ...config }, SEALED_KEYS);
+          req.warnings.push(...configWarnings(config));
           return null;
         },
       },

@@ -22,8 +22,8 @@ export const roleFields = defineFields({
   max_ttl: { type: "duration", description: "Maximum TTL (0: mount maximum).", default: D.max_ttl },
   allow_localhost: flag("Allow localhost/localdomain names.", D.allow_localhost),
   allowed_domains: css("Domains the role may issue for.", D.allowed_domains),
-  allowed_domains_template: flag("Identity templating in allowed_domains (not supported: names are literal).", D.allowed_domains_template),
-  allow_globs_in_identity_templates: flag("Allow * in template substitutions.", D.allow_globs_in_identity_templates),
+  allowed_domains_template: flag("Identity templating in allowed_domains (not supported: names are literal; true warns).", D.allowed_domains_template),
+  allow_globs_in_identity_templates: flag("Allow * in template substitutions (not supported; true warns).", D.allow_globs_in_identity_templates),
   allow_bare_domains: flag("Allow the allowed domains themselves.", D.allow_bare_domains),
   allow_subdomains: flag("Allow subdomains of the allowed domains, any depth.", D.allow_subdomains),
   allow_glob_domains: flag("Treat allowed domains containing * as globs.", D.allow_glob_domains),
@@ -33,7 +33,7 @@ export const roleFields = defineFields({
   allow_ip_sans: flag("Allow IP SANs.", D.allow_ip_sans),
   allowed_ip_sans_cidr: css("CIDRs IP SANs must fall in (empty: no restriction).", D.allowed_ip_sans_cidr),
   allowed_uri_sans: css("Allowed URI SANs (globs).", D.allowed_uri_sans),
-  allowed_uri_sans_template: flag("Identity templating in allowed_uri_sans.", D.allowed_uri_sans_template),
+  allowed_uri_sans_template: flag("Identity templating in allowed_uri_sans (not supported: patterns are literal; true warns).", D.allowed_uri_sans_template),
   allowed_other_sans: css("Allowed other SANs, <oid>;UTF8:<value glob>, or *.", D.allowed_other_sans),
   allowed_serial_numbers: css("Allowed subject serial numbers (globs).", D.allowed_serial_numbers),
   allowed_user_ids: css("Allowed user ids (globs).", D.allowed_user_ids),
@@ -119,6 +119,21 @@ function validateCnValidations(list: string[]): string[] {
   return out.length === 0 ? ["email", "hostname"] : out;
 }
 
+/**
+ * The identity-templating flags (Vault's API docs, /pki/roles/:name): Lanyard has no identity
+ * entities, so `{{identity.…}}` in allowed_domains or allowed_uri_sans is never filled in and
+ * matches only itself (never a valid DNS name). Terraform's provider always sends the flags, so
+ * false passes silently and true is answered with a warning naming the flag.
+ */
+function identityTemplateWarnings(f: Pick<RoleFieldValues, "allowed_domains_template" | "allowed_uri_sans_template" | "allow_globs_in_identity_templates">): string[] {
+  const why = "Lanyard has no identity entities, so templates are not filled in and match only their literal text";
+  const out: string[] = [];
+  if (f.allowed_domains_template) out.push(`allowed_domains_template: ${why}`);
+  if (f.allowed_uri_sans_template) out.push(`allowed_uri_sans_template: ${why}`);
+  if (f.allow_globs_in_identity_templates) out.push(`allow_globs_in_identity_templates: ${why}`);
+  return out;
+}
+
 function validateBound(field: string, v: string, allowed: string[], allowTimestamp: boolean): void {
   if (allowed.includes(v)) return;
   if (allowTimestamp && /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/.test(v) && !Number.isNaN(Date.parse(v))) return;
@@ -166,6 +181,7 @@ export function buildRole(f: Omit<RoleFieldValues, "name">): { role: Role; warni
   }
   const policies = parsePolicyIdentifiers(f.policy_identifiers);
   const cnValidations = validateCnValidations(f.cn_validations);
+  warnings.push(...identityTemplateWarnings(f));
   const role: Role = {
     allow_any_name: f.allow_any_name,
     allow_bare_domains: f.allow_bare_domains,
