@@ -14,6 +14,7 @@ import * as x509 from "@peculiar/x509";
 import { exportSPKI, generateKeyPair } from "jose";
 import { beforeAll, describe, expect, it } from "vitest";
 import { api, mount, read, write, type ApiResult } from "../helpers/api";
+import { generateKey, nowSeconds, signJwt } from "../helpers/jwt-issuer";
 
 x509.cryptoProvider.set(crypto);
 
@@ -184,6 +185,19 @@ describe("JWT auth config and roles", () => {
     expectWarned(await post(`auth/${path}/role/ci2`, { role_type: "jwt", user_claim: "sub", bound_audiences: ["x"], oidc_scopes: ["openid"] }), "oidc_scopes");
     expectWarned(await post(`auth/${path}/role/ci3`, { role_type: "jwt", user_claim: "sub", bound_audiences: ["x"], max_age: "5m" }), "max_age");
     expectWarned(await post(`auth/${path}/role/ci4`, { role_type: "jwt", user_claim: "sub", bound_audiences: ["x"], groups_claim: "groups" }), "groups_claim");
+  });
+
+  it("login: distributed_claim_access_token is named in a warning, not silently dropped", async () => {
+    const key = await generateKey("ES256");
+    const jwtPath = `jwt-${uid()}`;
+    await write(`sys/auth/${jwtPath}`, { type: "jwt" }, {}, 204);
+    await write(`auth/${jwtPath}/config`, { jwt_validation_pubkeys: [key.pem] }, {}, 204);
+    await write(`auth/${jwtPath}/role/ci`, { role_type: "jwt", user_claim: "sub", bound_audiences: ["lanyard"], token_policies: ["p"] }, {}, 204);
+    const jwt = await signJwt(key, { sub: "ci", aud: "lanyard", iat: nowSeconds(), exp: nowSeconds() + 60 });
+    const plain = await post(`auth/${jwtPath}/login`, { role: "ci", jwt });
+    expect(plain.status, plain.text).toBe(200);
+    expect(plain.body.warnings ?? null).toBeNull();
+    expectWarned(await post(`auth/${jwtPath}/login`, { role: "ci", jwt, distributed_claim_access_token: "graph-token" }), "distributed_claim_access_token");
   });
 });
 

@@ -49,7 +49,7 @@ const roleFields = defineFields({
 const loginFields = defineFields({
   role: { type: "string", description: "Role to log in with (default: the config's default_role)." },
   jwt: { type: "string", description: "The signed JWT." },
-  distributed_claim_access_token: { type: "string", description: "Not supported (Azure distributed claims); ignored." },
+  distributed_claim_access_token: { type: "string", description: "Not supported (Azure distributed claims): a non-empty value is answered with a warning naming it." },
 });
 
 async function loadConfig(req: Req) {
@@ -69,6 +69,11 @@ async function login(req: Req<typeof loginFields>) {
   if (role.roleType === "oidc") throw badRequest("role with oidc role_type is not allowed");
   const token = (req.fields.jwt ?? "").trim();
   if (token === "") throw badRequest("missing token");
+  // Azure's distributed group claims need a Graph call Lanyard does not make: say so rather than
+  // log in as if the groups had been read.
+  if ((req.fields.distributed_claim_access_token ?? "") !== "") {
+    req.warnings.push("distributed_claim_access_token: distributed claims are not fetched; the token's own groups claim is used");
+  }
   if (!addressAllowed(req, role.token.boundCidrs)) throw permissionDenied();
 
   const claims = await verifyJwt(req.env, token, keySetOf(config, keyCache), config.jwt_supported_algs);
