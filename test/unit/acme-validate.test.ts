@@ -29,7 +29,8 @@ import {
   type DnsRecord,
 } from "../../src/engines/pki/acme/validate-dns-wire";
 import { buildHttpRequest, parseHttpResponse, redirectTarget } from "../../src/engines/pki/acme/validate-http";
-import { isDnsName, isIPv6, splitHostPort, ValidationFailure, type ByteSocket } from "../../src/engines/pki/acme/validate-net";
+import { isIpv6 as isIPv6 } from "../../src/core/ip";
+import { isDnsName, splitHostPort, ValidationFailure, type ByteSocket } from "../../src/engines/pki/acme/validate-net";
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
@@ -95,7 +96,8 @@ describe("DNS wire codec (RFC 1035 §4)", () => {
     expect(decodeTxtRdata(encodeTxtRdata([long]))).toBe(long);
     expect(encodeTxtRdata([long])[0]).toBe(255);
     expect(decodeAddressRdata(DNS_TYPE.A, Uint8Array.from([127, 0, 0, 1]))).toBe("127.0.0.1");
-    expect(decodeAddressRdata(DNS_TYPE.AAAA, Uint8Array.from([0x20, 0x01, 0x0d, 0xb8, ...Array(11).fill(0), 1]))).toBe("2001:db8:0:0:0:0:0:1");
+    expect(decodeAddressRdata(DNS_TYPE.AAAA, Uint8Array.from([0x20, 0x01, 0x0d, 0xb8, ...Array(11).fill(0), 1]))).toBe("2001:db8::1");
+    expect(decodeAddressRdata(DNS_TYPE.AAAA, Uint8Array.from([...Array(10).fill(0), 0xff, 0xff, 127, 0, 0, 1]))).toBe("::ffff:127.0.0.1");
     expect(() => decodeAddressRdata(DNS_TYPE.A, Uint8Array.from([1, 2, 3]))).toThrow(DnsWireError);
     const framed = frameTcp(Uint8Array.from([1, 2, 3]));
     expect(Array.from(framed)).toEqual([0, 3, 1, 2, 3]);

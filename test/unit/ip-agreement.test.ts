@@ -44,8 +44,12 @@ function pkiRoleCidrs(list: string[]): string[] {
 describe.each(IP_CASES.map((c) => [c.text, c] as const))("%j", (_, c) => {
   if (c.canonical === null) {
     it("is refused by every caller", () => {
-      expect(errorOf(() => parseCidrs("token_bound_cidrs", [c.text]))).toMatch(/^400 token_bound_cidrs: invalid CIDR block/);
-      expect(ipInCidrs(c.text, ["0.0.0.0/0", "::/0"])).toBe(false);
+      // List entries are trimmed and blank ones dropped by every list reader (core/fields.ts for
+      // the PKI's, parseCidrs for the auth methods'), so only the address reader sees white space.
+      if (c.text.trim() === c.text && c.text !== "") {
+        expect(errorOf(() => parseCidrs("token_bound_cidrs", [c.text]))).toMatch(/^400 token_bound_cidrs: invalid CIDR block/);
+        expect(ipInCidrs(c.text, ["0.0.0.0/0", "::/0"])).toBe(false);
+      }
       expect(errorOf(() => applyRole(pkiRole([]), request([c.text]), null))).toMatch(/^400 .*not a valid IP address/);
       expect(errorOf(() => pkiRoleCidrs([`${c.text}/32`]))).toMatch(/^400 .*allowed_ip_sans_cidr/);
       expect(isIpIdentifier(c.text)).toBe(false);
