@@ -21,6 +21,8 @@ const NODE_UNIT_TESTS = [
   "duration",
   "fields",
   "glob",
+  "ip",
+  "ip-agreement",
   "json-limits",
   "kv-service",
   "pki-crl-der",

@@ -1,6 +1,8 @@
 /**
  * Worker configuration (CONTRACT.md "Configuration"). Production refuses to serve without a
  * usable ROOT_TOKEN and SEAL_KEY: every request but sys/health then answers 503 with the reason.
+ * Production also refuses the sync providers' endpoint overrides (docs/security.md "What each
+ * outbound call may reach").
  */
 import { isValidSealKey, type SealKeys } from "./db/seal";
 import { configureCaches, MAX_CACHE_TTL_MS, parseCacheTtl } from "./read-cache";
@@ -16,9 +18,31 @@ export interface Config {
   development: boolean;
 }
 
+/**
+ * Base URLs that replace a sync provider's public endpoint, for development and tests against
+ * fakes: with one set, a provider call goes wherever it says (http, an IP literal, any port),
+ * past the outbound-host safeguard of src/engines/sync/hosts.ts. So outside development
+ * (ENVIRONMENT other than "development" is production, wrangler.toml) the service refuses to run
+ * with one set rather than quietly drop the safeguard.
+ */
+export const ENDPOINT_OVERRIDE_VARS = ["CLOUDONE_ENDPOINT", "CLOUDTWO_ENDPOINT", "CLOUDTHREE_ENDPOINT", "REPOHOST_ENDPOINT", "WEBHOST_ENDPOINT"] as const;
+
+export type EndpointOverrideVar = (typeof ENDPOINT_OVERRIDE_VARS)[number];
+
+/** The endpoint overrides set to a non-blank value (blank counts as unset, as the connectors read them). */
+function endpointOverridesSet(env: Env): EndpointOverrideVar[] {
+  return ENDPOINT_OVERRIDE_VARS.filter((name) => {
+    const v = env[name];
+    return typeof v === "string" && v.trim() !== "";
+  });
+}
+
 /** What is wrong with the configuration, or null when the service can serve. */
 export function configProblem(env: Env): string | null {
   const problems: string[] = [];
+  const overrides = env.ENVIRONMENT === "development" ? [] : endpointOverridesSet(env);
+  // Named, never echoed: the value is an address the operator may not want shown.
+  if (overrides.length > 0) problems.push(`${overrides.join(", ")} ${overrides.length === 1 ? "is" : "are"} set; endpoint overrides are for development (ENVIRONMENT=development) only`);
   if (!env.ROOT_TOKEN || env.ROOT_TOKEN.length < 16) {
     problems.push("ROOT_TOKEN is not set or is shorter than 16 characters");
   }
@@ -39,7 +63,7 @@ export function configProblem(env: Env): string | null {
 let last: { key: string; config: Config } | null = null;
 
 export function loadConfig(env: Env): Config {
-  const key = [env.ROOT_TOKEN, env.SEAL_KEY, env.SEAL_KEYS_PREVIOUS, env.ADMIN_NAMESPACE, env.MAX_REQUEST_BYTES, env.ENVIRONMENT, env.CACHE_TTL_MS].join("\u0000");
+  const key = [env.ROOT_TOKEN, env.SEAL_KEY, env.SEAL_KEYS_PREVIOUS, env.ADMIN_NAMESPACE, env.MAX_REQUEST_BYTES, env.ENVIRONMENT, env.CACHE_TTL_MS, ...ENDPOINT_OVERRIDE_VARS.map((name) => env[name])].join("\u0000");
   if (last?.key === key) return last.config;
   const config = readConfig(env);
   last = { key, config };

@@ -8,8 +8,16 @@
  * are refused: a read of the configuration would show them.
  */
 import { badRequest } from "./errors";
+import { classifyIp, parseHostLiteral } from "./ip";
 
-const LOOPBACK = /^(localhost|127(\.\d{1,3}){3}|\[::1\])$/i;
+/** localhost, or an address literal that is loopback (127.0.0.0/8, ::1, ::ffff:127.0.0.0/104). */
+export function isLoopbackHost(hostname: string): boolean {
+  const lower = hostname.toLowerCase();
+  const host = lower.endsWith(".") ? lower.slice(0, -1) : lower;
+  if (host === "localhost") return true;
+  const ip = parseHostLiteral(host);
+  return ip !== null && classifyIp(ip) === "loopback";
+}
 
 /** The variables that allow plain http:// for one kind of outbound call. */
 export type AllowHttpVar = "EXTERNAL_POLICY_ALLOW_HTTP" | "AUTH_ALLOW_HTTP";
@@ -25,7 +33,7 @@ export function checkOutboundUrl(env: Env, field: string, raw: string, allowVar:
   if (url.protocol === "https:") return url;
   if (url.protocol === "http:") {
     if (env[allowVar] === "true") return url;
-    if (env.ENVIRONMENT === "development" && LOOPBACK.test(url.hostname)) return url;
+    if (env.ENVIRONMENT === "development" && isLoopbackHost(url.hostname)) return url;
     throw badRequest(`${field}: must be an https:// URL (plain http:// needs ${allowVar}=true, or a loopback host in development)`);
   }
   throw badRequest(`${field}: unsupported scheme "${url.protocol.replace(/:$/, "")}"; use https://`);

@@ -34,6 +34,25 @@ describe("production configuration", () => {
     expect(health.status).toBe(503);
   });
 
+  it.each(["CLOUDONE_ENDPOINT", "CLOUDTWO_ENDPOINT", "CLOUDTHREE_ENDPOINT", "REPOHOST_ENDPOINT", "WEBHOST_ENDPOINT"])(
+    "refuses to serve with the development endpoint override %s set (503 naming it)",
+    async (name) => {
+      const bad = { ...good, [name]: "http://127.0.0.1:9999" };
+      for (const path of ["sys/mounts", "sys/health"]) {
+        const res = await call(bad, path);
+        expect(res.status).toBe(503);
+        const text = await res.text();
+        expect(text).toContain(name);
+        expect(text).not.toContain("127.0.0.1:9999");
+      }
+    },
+  );
+
+  it("a blank endpoint override counts as unset; development takes overrides", async () => {
+    expect((await call({ ...good, CLOUDONE_ENDPOINT: "  " })).status).toBe(200);
+    expect((await call({ ...good, ENVIRONMENT: "development", CLOUDONE_ENDPOINT: "http://127.0.0.1:9999" })).status).toBe(200);
+  });
+
   it("never echoes the configured secrets", async () => {
     const res = await call({ ...good, ROOT_TOKEN: "short" });
     expect(await res.text()).not.toContain("short\"");

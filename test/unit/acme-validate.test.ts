@@ -29,7 +29,8 @@ import {
   type DnsRecord,
 } from "../../src/engines/pki/acme/validate-dns-wire";
 import { buildHttpRequest, parseHttpResponse, redirectTarget } from "../../src/engines/pki/acme/validate-http";
-import { isDnsName, isIPv6, splitHostPort, ValidationFailure, type ByteSocket } from "../../src/engines/pki/acme/validate-net";
+import { isIpv6 as isIPv6 } from "../../src/core/ip";
+import { isDnsName, splitHostPort, ValidationFailure, type ByteSocket } from "../../src/engines/pki/acme/validate-net";
 
 const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
 const hex = (b: Uint8Array): string => Buffer.from(b).toString("hex");
@@ -95,7 +96,8 @@ describe("DNS wire codec (RFC 1035 §4)", () => {
     expect(decodeTxtRdata(encodeTxtRdata([long]))).toBe(long);
     expect(encodeTxtRdata([long])[0]).toBe(255);
     expect(decodeAddressRdata(DNS_TYPE.A, Uint8Array.from([127, 0, 0, 1]))).toBe("127.0.0.1");
-    expect(decodeAddressRdata(DNS_TYPE.AAAA, Uint8Array.from([0x20, 0x01, 0x0d, 0xb8, ...Array(11).fill(0), 1]))).toBe("2001:db8:0:0:0:0:0:1");
+    expect(decodeAddressRdata(DNS_TYPE.AAAA, Uint8Array.from([0x20, 0x01, 0x0d, 0xb8, ...Array(11).fill(0), 1]))).toBe("2001:db8::1");
+    expect(decodeAddressRdata(DNS_TYPE.AAAA, Uint8Array.from([...Array(10).fill(0), 0xff, 0xff, 127, 0, 0, 1]))).toBe("::ffff:127.0.0.1");
     expect(() => decodeAddressRdata(DNS_TYPE.A, Uint8Array.from([1, 2, 3]))).toThrow(DnsWireError);
     const framed = frameTcp(Uint8Array.from([1, 2, 3]));
     expect(Array.from(framed)).toEqual([0, 3, 1, 2, 3]);
@@ -486,10 +488,118 @@ describe("http-01 when connect() cannot reach the name (Cloudflare's own IP rang
     expect(both).toMatchObject({ ok: false, problem: { type: "urn:ietf:params:acme:error:connection", detail: /cannot connect to down\.example\.test:80.*fetch\(\) failed too/ } });
     let fetched = 0;
     const counting: Platform = { dial: refused, fetch: async () => (fetched++, new Response(KEY_AUTH)) };
-    expect(await runChallengeValidation(counting, {}, { dnsResolver: "" }, "http-01", "192.0.2.7", TOKEN, KEY_AUTH)).toMatchObject({ ok: false, problem: { detail: /cannot connect to 192\.0\.2\.7:80/ } });
+    expect(await runChallengeValidation(counting, {}, { dnsResolver: "" }, "http-01", "203.0.114.7", TOKEN, KEY_AUTH)).toMatchObject({ ok: false, problem: { detail: /cannot connect to 203\.0\.114\.7:80/ } });
     expect(await runChallengeValidation(counting, dev(1), { dnsResolver: "" }, "http-01", "a.example.test", TOKEN, KEY_AUTH)).toMatchObject({ ok: false });
     expect(fetched).toBe(0);
     const big: Platform = { dial: refused, fetch: async () => new Response("x".repeat(600)) };
     expect(await runChallengeValidation(big, {}, { dnsResolver: "" }, "http-01", "big.example.test", TOKEN, KEY_AUTH)).toMatchObject({ ok: false, problem: { type: "urn:ietf:params:acme:error:incorrectResponse", detail: /too large/ } });
+  });
+});
+
+// ---- What validation connects to, and what it says about the answer. ----
+
+/** A socket that answers `reply` to whatever is written, then closes. */
+function cannedSocket(reply: string): ByteSocket {
+  return {
+    readable: new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(enc(reply));
+        c.close();
+      },
+    }),
+    writable: new WritableStream<Uint8Array>(),
+    opened: Promise.resolve(),
+    close: () => undefined,
+  };
+}
+
+/** A platform that records every connection and fetch; each connection answers `reply(address)`. */
+function recording(reply: (address: string) => string, zone: Zone = {}): { p: Platform; dialled: string[]; fetched: string[] } {
+  const dialled: string[] = [];
+  const fetched: string[] = [];
+  const p: Platform = {
+    dial: (address) => {
+      dialled.push(address);
+      return cannedSocket(reply(address));
+    },
+    fetch: async (input, init) => {
+      fetched.push(String(input));
+      if (init?.method === "POST") {
+        const body = new Uint8Array(await new Response(init.body).arrayBuffer());
+        return new Response(answer(body, zone), { headers: { "content-type": "application/dns-message" } });
+      }
+      return new Response("nothing");
+    },
+  };
+  return { p, dialled, fetched };
+}
+
+const ok200 = (body: string) => `HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+
+describe("production: validation never connects to a non-public address", () => {
+  const prod: ValidationEnv = { ENVIRONMENT: "production" };
+
+  it.each(["127.0.0.1", "10.0.0.1", "172.16.5.4", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "::1", "::", "fd00::1", "fe80::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "::ffff:169.254.169.254"])(
+    "an IP identifier %s is refused before connecting",
+    async (ip) => {
+      const { p, dialled, fetched } = recording(() => ok200(KEY_AUTH));
+      const r = await runChallengeValidation(p, prod, { dnsResolver: "" }, "http-01", ip, TOKEN, KEY_AUTH);
+      expect(r).toMatchObject({ ok: false, problem: { type: "urn:ietf:params:acme:error:rejectedIdentifier", detail: /not a public address/ } });
+      expect(dialled).toEqual([]);
+      expect(fetched).toEqual([]);
+    },
+  );
+
+  it("an address dns_resolver returns is refused when it is not public", async () => {
+    const zone: Zone = { "private.example.test": { a: [10, 0, 0, 5] }, "meta.example.test": { a: [169, 254, 169, 254] }, "cgnat.example.test": { a: [100, 64, 1, 1] }, "public.example.test": { a: [203, 0, 114, 9] } };
+    const { p, dialled } = recording(() => ok200(KEY_AUTH), zone);
+    const cfg = { dnsResolver: "https://dns.example/dns-query" };
+    for (const name of ["private.example.test", "meta.example.test", "cgnat.example.test"]) {
+      const r = await runChallengeValidation(p, prod, cfg, "http-01", name, TOKEN, KEY_AUTH);
+      expect(r, name).toMatchObject({ ok: false, problem: { type: "urn:ietf:params:acme:error:rejectedIdentifier", detail: /not a public address/ } });
+    }
+    expect(dialled).toEqual([]);
+    expect(await runChallengeValidation(p, prod, cfg, "http-01", "public.example.test", TOKEN, KEY_AUTH)).toEqual({ ok: true });
+    expect(dialled).toEqual(["203.0.114.9:80"]);
+  });
+
+  it("a redirect to a non-public address or to localhost is refused before connecting", async () => {
+    for (const location of ["http://10.0.0.1/x", "http://[::ffff:127.0.0.1]/x", "http://[fd00::1]/x", "http://localhost/x"]) {
+      const { p, dialled } = recording(() => `HTTP/1.1 302 Found\r\nLocation: ${location}\r\nContent-Length: 0\r\n\r\n`);
+      const r = await runChallengeValidation(p, prod, { dnsResolver: "" }, "http-01", "203.0.114.7", TOKEN, KEY_AUTH);
+      expect(r, location).toMatchObject({ ok: false, problem: { type: "urn:ietf:params:acme:error:connection", detail: /refus/ } });
+      expect(dialled).toEqual(["203.0.114.7:80"]);
+    }
+  });
+
+  it("the name localhost is refused too (RFC 6761 §6.3)", async () => {
+    const { p, dialled, fetched } = recording(() => ok200(KEY_AUTH));
+    for (const name of ["localhost", "app.localhost", "LOCALHOST."]) {
+      expect(await runChallengeValidation(p, prod, { dnsResolver: "" }, "http-01", name, TOKEN, KEY_AUTH), name).toMatchObject({ ok: false, problem: { type: "urn:ietf:params:acme:error:rejectedIdentifier" } });
+    }
+    expect([...dialled, ...fetched]).toEqual([]);
+  });
+
+  it("development still validates against local fakes", async () => {
+    const { p, dialled } = recording(() => ok200(KEY_AUTH));
+    expect(await runChallengeValidation(p, { ENVIRONMENT: "development" }, { dnsResolver: "" }, "http-01", "127.0.0.1", TOKEN, KEY_AUTH)).toEqual({ ok: true });
+    expect(dialled).toEqual(["127.0.0.1:80"]);
+  });
+});
+
+describe("a validation target's answer is never echoed in the problem", () => {
+  const leaks = [
+    ok200("SECRET-internal-data"),
+    "SSH-2.0-OpenSSH_9.6 SECRET-banner\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nSECRET-header-without-colon\r\n\r\n",
+    "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nSECRETzz\r\n",
+  ];
+  it.each([["development"], ["production"]])("in %s", async (environment) => {
+    for (const reply of leaks) {
+      const { p } = recording(() => reply);
+      const r = await runChallengeValidation(p, { ENVIRONMENT: environment }, { dnsResolver: "" }, "http-01", "203.0.114.7", TOKEN, KEY_AUTH);
+      expect(r.ok, reply).toBe(false);
+      if (!r.ok) expect(r.problem.detail, reply).not.toMatch(/SECRET|OpenSSH/);
+    }
   });
 });

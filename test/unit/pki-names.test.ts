@@ -2,13 +2,8 @@
 import { describe, expect, it } from "vitest";
 import {
   checkCommonName,
-  cidrContains,
-  formatCidr,
-  formatIp,
   globMatch,
   nameAllowed,
-  parseCidr,
-  parseIp,
   parseOtherSan,
   punycode,
   toAscii,
@@ -140,26 +135,8 @@ describe("IDNA", () => {
   });
 });
 
-describe("IP addresses and CIDRs", () => {
-  it("parses and formats IPv4 and IPv6", () => {
-    expect(Array.from(parseIp("10.0.0.1") ?? [])).toEqual([10, 0, 0, 1]);
-    expect(parseIp("256.0.0.1")).toBeNull();
-    expect(parseIp("01.2.3.4")).toBeNull();
-    expect(formatIp(parseIp("2001:db8::1") ?? new Uint8Array())).toBe("2001:db8::1");
-    expect(formatIp(parseIp("::ffff:1.2.3.4") ?? new Uint8Array())).toBe("::ffff:102:304");
-    expect(parseIp("1::2::3")).toBeNull();
-    expect(parseIp("hello")).toBeNull();
-  });
-
-  it("matches CIDRs and canonicalises them", () => {
-    const c = parseCidr("10.1.2.3/8");
-    expect(c && formatCidr(c)).toBe("10.0.0.0/8");
-    expect(c && cidrContains(c, parseIp("10.200.0.1") ?? new Uint8Array())).toBe(true);
-    expect(c && cidrContains(c, parseIp("11.0.0.1") ?? new Uint8Array())).toBe(false);
-    expect(parseCidr("10.0.0.0/33")).toBeNull();
-    expect(parseCidr("10.0.0.0")).toBeNull();
-  });
-});
+// IP SANs and allowed_ip_sans_cidr are read by src/core/ip.ts: test/unit/ip.test.ts and
+// test/unit/ip-agreement.test.ts (which drives applyRole and buildRole over the shared table).
 
 describe("other SANs and globs", () => {
   it("parses <oid>;UTF8:<value>", () => {

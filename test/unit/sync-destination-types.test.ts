@@ -193,7 +193,7 @@ describe("cloudthree-sm rules", () => {
     [serviceAccountJson({ private_key: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n" }), /private_key is not a PKCS#8 RSA/],
     [serviceAccountJson({ private_key: undefined }), /private_key is missing/],
     [serviceAccountJson({ token_uri: "https://evil.example.com/token" }), /token_uri: host "evil.example.com"/],
-    [serviceAccountJson({ token_uri: "https://10.0.0.1/token" }), /token_uri: private addresses/],
+    [serviceAccountJson({ token_uri: "https://10.0.0.1/token" }), /token_uri: private \(RFC 1918\) addresses are not allowed/],
   ])("refuses bad credentials (%#) naming the field, never their contents", async (credentials, msg) => {
     const m = await refusal("cloudthree-sm", { credentials, project_id: "" });
     expect(m).toMatch(/^credentials: /);

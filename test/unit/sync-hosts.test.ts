@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { checkOutboundUrl, hostAllowed, ipLiteral, specialPurpose } from "../../src/engines/sync/hosts";
+import { checkOutboundUrl, hostAllowed } from "../../src/engines/sync/hosts";
 
 const rule = { field: "key_vault_uri", allowedHosts: [".vault.azure.net"], endpointOverride: false };
 const check = (url: string, override = false) => checkOutboundUrl(url, { ...rule, endpointOverride: override });
@@ -62,24 +62,8 @@ describe("outbound host safeguard", () => {
   });
 });
 
-describe("address helpers", () => {
-  it("parses IPv4 and IPv6 literals", () => {
-    expect(ipLiteral("10.0.0.1")).toEqual({ v: 4, bytes: [10, 0, 0, 1] });
-    expect(ipLiteral("[2001:db8::1]")).toEqual({ v: 6, words: [0x2001, 0xdb8, 0, 0, 0, 0, 0, 1] });
-    expect(ipLiteral("[1:2:3:4:5:6:7:8]")?.v).toBe(6);
-    expect(ipLiteral("[1::2::3]")).toBeNull();
-    expect(ipLiteral("300.1.1.1")).toBeNull();
-    expect(ipLiteral("example.com")).toBeNull();
-  });
-
-  it("classifies addresses", () => {
-    expect(specialPurpose({ v: 4, bytes: [172, 32, 0, 1] })).toBeNull();
-    expect(specialPurpose({ v: 4, bytes: [192, 169, 0, 1] })).toBeNull();
-    expect(specialPurpose({ v: 4, bytes: [224, 0, 0, 1] })).toBe("multicast");
-    expect(specialPurpose({ v: 6, words: [0x2001, 0xdb8, 0, 0, 0, 0, 0, 1] })).toBe("documentation");
-    expect(specialPurpose({ v: 6, words: [0x2606, 0x4700, 0, 0, 0, 0, 0, 0x1111] })).toBeNull();
-  });
-
+describe("host helpers", () => {
+  // Address parsing and classification: src/core/ip.ts, test/unit/ip.test.ts and ip-agreement.test.ts.
   it("matches exact hosts and suffixes on a label boundary", () => {
     expect(hostAllowed("oauth2.googleapis.com", ["oauth2.googleapis.com"])).toBe(true);
     expect(hostAllowed("oauth2.googleapis.com.", ["oauth2.googleapis.com"])).toBe(true);

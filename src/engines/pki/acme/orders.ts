@@ -21,7 +21,8 @@ import { base64UrlToBytes, randomHex, toPem } from "../../../core/encoding";
 import { effectiveTtls } from "../../../core/mount-store";
 import { issueLeaf } from "../issuance/issue";
 import { loadCsr, refuseWeakRsaCsr } from "../issuance/csr";
-import { HOSTNAME_RE, cidrContains, formatIp, nameAllowed, parseCidr, parseIp } from "../policy/names";
+import { cidrContains, formatIp, parseCidr, parseIp } from "../../../core/ip";
+import { HOSTNAME_RE, nameAllowed } from "../policy/names";
 import { permissiveRole, type NameRequest } from "../policy/policy";
 import { defaultRole, type Role } from "../policy/roles";
 import { OID, nameAttributes } from "../x509/asn1";
@@ -96,7 +97,10 @@ function identifierAllowed(role: Role | null, id: Identifier): boolean {
   if (!role.allow_ip_sans) return false;
   if (role.allowed_ip_sans_cidr.length === 0) return true;
   const ip = parseIp(id.value);
-  return ip !== null && role.allowed_ip_sans_cidr.map(parseCidr).some((c) => c !== null && cidrContains(c, ip));
+  return ip !== null && role.allowed_ip_sans_cidr.some((text) => {
+    const c = parseCidr(text);
+    return c !== null && cidrContains(c, ip);
+  });
 }
 
 function challengeTypes(id: Identifier): string[] {

@@ -7,7 +7,7 @@
  */
 import { resolverFor, validateDns01 } from "./validate-dns";
 import { validateHttp01 } from "./validate-http";
-import { ValidationFailure, errorText, problem, splitHostPort, type Dial, type ValidationResult } from "./validate-net";
+import { ValidationFailure, dialPolicy, errorText, problem, splitHostPort, type Dial, type ValidationResult } from "./validate-net";
 
 /** Each validation attempt ends within this (Vault: 10 s dial and header timeouts for http-01). */
 export const VALIDATION_TIMEOUT_MS = 10_000;
@@ -53,7 +53,7 @@ export async function runChallengeValidation(
       const target = http01Target(env);
       // Vault resolves http-01 hosts through dns_resolver when one is set; empty: the platform's resolver.
       const resolver = cfg.dnsResolver.trim() === "" ? null : resolverFor(env, cfg.dnsResolver);
-      return await validateHttp01(deps, { identifier, token, keyAuthorization, target, resolver });
+      return await validateHttp01(deps, { identifier, token, keyAuthorization, target, resolver, policy: dialPolicy(env) });
     }
     if (type === "dns-01") return await validateDns01(deps, resolverFor(env, cfg.dnsResolver), identifier, keyAuthorization);
     return problem("malformed", `unsupported challenge type "${String(type)}"`);

@@ -6,6 +6,7 @@
  * dns-01 talks to a resolver itself, over TCP or DNS over HTTPS (RFC 8484), which carry the same
  * message. Every read is bounds-checked; malformed input throws DnsWireError, never loops.
  */
+import { formatIp } from "../../../core/ip";
 
 export class DnsWireError extends Error {}
 
@@ -265,17 +266,15 @@ export function decodeTxtRdata(rdata: Uint8Array): string {
   return parts.map((p) => new TextDecoder().decode(p)).join("");
 }
 
-/** An A or AAAA record's address in text form. */
+/** An A or AAAA record's address in canonical text form (src/core/ip.ts). */
 export function decodeAddressRdata(type: number, rdata: Uint8Array): string {
   if (type === DNS_TYPE.A) {
     if (rdata.length !== 4) throw new DnsWireError(`A record of ${rdata.length} octets`);
-    return Array.from(rdata).join(".");
+    return formatIp(rdata);
   }
   if (type === DNS_TYPE.AAAA) {
     if (rdata.length !== 16) throw new DnsWireError(`AAAA record of ${rdata.length} octets`);
-    const groups: string[] = [];
-    for (let i = 0; i < 16; i += 2) groups.push((((rdata[i] ?? 0) << 8) | (rdata[i + 1] ?? 0)).toString(16));
-    return groups.join(":");
+    return formatIp(rdata);
   }
   throw new DnsWireError(`record type ${type} is not an address`);
 }

@@ -19,10 +19,17 @@
  * development target, no address from dns_resolver), the hop is retried with fetch() of the
  * same URL: there the URL's host is the identifier, so the Host header is the right one anyway.
  * IP identifiers have no such fallback (a Worker's fetch() refuses IP addresses).
+ *
+ * Before every connection (and before the fetch() fallback) the host, or the address
+ * `dns_resolver` returned for it, passes the environment's DialPolicy (validate-net.ts): in
+ * production nothing that is no public host is dialled. Problems never quote the target's
+ * answer (its body, status line or header fields): only its status code, its size and what was
+ * wrong with it, so that validation cannot be used to read a service the Worker can reach.
  */
 import { readCapped } from "../../../core/body";
 import { lookupAddress, type Resolver } from "./validate-dns";
-import { ValidationFailure, errorText, exchange, hostPort, withDeadline, isDnsName, isIPv6, isIpIdentifier, type NetDeps, type ReadStep, type ValidationResult } from "./validate-net";
+import { isIpv6 } from "../../../core/ip";
+import { ValidationFailure, errorText, exchange, hostPort, withDeadline, isDnsName, isIpIdentifier, type DialPolicy, type NetDeps, type ReadStep, type ValidationResult } from "./validate-net";
 
 /** Vault reads at most 513 bytes and refuses more than 512. */
 export const MAX_CHALLENGE_BODY = 512;
@@ -82,7 +89,7 @@ function chunkedBody(buf: Uint8Array, start: number, eof: boolean, maxBody: numb
     const l = lineAt(buf, pos);
     if (!l) return buf.length - pos > 64 ? { state: "error", message: "malformed chunk size line" } : incomplete();
     const hex = (l.line.split(";")[0] ?? "").trim();
-    if (!/^[0-9a-fA-F]{1,8}$/.test(hex)) return { state: "error", message: `malformed chunk size "${hex.slice(0, 16)}"` };
+    if (!/^[0-9a-fA-F]{1,8}$/.test(hex)) return { state: "error", message: "malformed chunk size" };
     const n = parseInt(hex, 16);
     pos = l.next;
     if (n === 0) {
@@ -132,7 +139,7 @@ export function parseHttpResponse(buf: Uint8Array, eof: boolean, maxBody = MAX_C
     if (end > MAX_RESPONSE_HEAD) return { state: "error", message: "response header fields too large" };
     const lines = new TextDecoder("latin1").decode(rest.subarray(0, end)).split(/\r?\n/);
     const statusLine = /^HTTP\/1\.[01] ([1-9]\d\d)(?: [^\r\n]*)?$/.exec(lines[0] ?? "");
-    if (!statusLine) return { state: "error", message: `malformed status line "${(lines[0] ?? "").slice(0, 40)}"` };
+    if (!statusLine) return { state: "error", message: "malformed status line" };
     const status = Number(statusLine[1]);
     const headers: [string, string][] = [];
     for (const line of lines.slice(1)) {
@@ -140,7 +147,7 @@ export function parseHttpResponse(buf: Uint8Array, eof: boolean, maxBody = MAX_C
       if (/^[ \t]/.test(line)) return { state: "error", message: "obsolete line folding in the header fields" };
       const colon = line.indexOf(":");
       const name = line.slice(0, colon);
-      if (colon <= 0 || !TOKEN.test(name)) return { state: "error", message: `malformed header field "${line.slice(0, 40)}"` };
+      if (colon <= 0 || !TOKEN.test(name)) return { state: "error", message: "malformed header field" };
       headers.push([name.toLowerCase(), line.slice(colon + 1).trim()]);
     }
     const bodyStart = start + end;
@@ -196,12 +203,16 @@ export interface Http01Options {
   target: { host: string; port: number } | null;
   /** When `dns_resolver` is set, a host name is resolved through it (Vault uses it for every ACME lookup). */
   resolver: Resolver | null;
+  /** What may be dialled (validate-net.ts dialPolicy): a refused host fails before any connection. */
+  policy: DialPolicy;
 }
 
-/** A short, printable excerpt of a body for a problem's detail. */
-function excerpt(body: Uint8Array): string {
-  const text = new TextDecoder().decode(body.subarray(0, 64));
-  return JSON.stringify(text.replace(/[^\x20-\x7e]/g, "?")) + (body.length > 64 ? "…" : "");
+/** Refuses `host` (a name or an address about to be dialled) when the policy says so: the identifier itself at the first hop, a redirect's target after. */
+function checkDial(policy: DialPolicy, host: string, hop: number): void {
+  const why = policy(host);
+  if (why === null) return;
+  if (hop === 0) throw new ValidationFailure("rejectedIdentifier", `http-01: ${why}; validation does not connect to it`);
+  throw new ValidationFailure("connection", `http-01: redirect refused: ${why}`);
 }
 
 /** The next URL of a redirect, if Lanyard follows it (exported for the unit tests). */
@@ -249,7 +260,7 @@ export async function validateHttp01(deps: NetDeps, o: Http01Options): Promise<V
   if (!CHALLENGE_TOKEN.test(o.token)) throw new ValidationFailure("malformed", "http-01: the challenge token is not base64url");
   if (o.identifier.startsWith("*.")) throw new ValidationFailure("malformed", "http-01: not offered for wildcard identifiers (RFC 8555 §7.1.3)");
   if (!isIpIdentifier(o.identifier) && !isDnsName(o.identifier)) throw new ValidationFailure("malformed", `http-01: "${o.identifier}" is neither a DNS name nor an IP address`);
-  const host = isIPv6(o.identifier) ? `[${o.identifier}]` : o.identifier.replace(/\.$/, "");
+  const host = isIpv6(o.identifier) ? `[${o.identifier}]` : o.identifier.replace(/\.$/, "");
   let url = new URL(`http://${host}/.well-known/acme-challenge/${o.token}`);
   for (let hop = 0; ; hop++) {
     const tls = url.protocol === "https:";
@@ -258,8 +269,13 @@ export async function validateHttp01(deps: NetDeps, o: Http01Options): Promise<V
     let address: string;
     let byName = false;
     if (!tls && o.target) address = hostPort(o.target.host, o.target.port);
-    else if (!tls && o.resolver && !isIpIdentifier(hostname)) address = hostPort(await lookupAddress(deps, o.resolver, hostname), port);
-    else {
+    else if (!tls && o.resolver && !isIpIdentifier(hostname)) {
+      checkDial(o.policy, hostname, hop);
+      const resolved = await lookupAddress(deps, o.resolver, hostname);
+      checkDial(o.policy, resolved, hop);
+      address = hostPort(resolved, port);
+    } else {
+      checkDial(o.policy, hostname, hop);
       address = hostPort(hostname, port);
       byName = !isIpIdentifier(hostname);
     }
@@ -284,6 +300,6 @@ export async function validateHttp01(deps: NetDeps, o: Http01Options): Promise<V
     }
     const text = new TextDecoder().decode(response.body).trim();
     if (text === o.keyAuthorization) return { ok: true };
-    throw new ValidationFailure("incorrectResponse", `http-01: the response from ${where} (HTTP ${response.status}) is not the key authorization: ${excerpt(response.body)}`);
+    throw new ValidationFailure("incorrectResponse", `http-01: the response from ${where} (HTTP ${response.status}, ${response.body.length} bytes) is not the key authorization`);
   }
 }

@@ -7,6 +7,7 @@
  * connect() (validate.ts, the only importer of that module), the unit tests pass node:net. So
  * everything here and in the validators runs, and is tested, in plain Node.
  */
+import { classifyIp, describeIpKind, formatIp, isIp, isIpv6, parseHostLiteral, parseIp } from "../../../core/ip";
 
 /** An RFC 8555 §6.7 problem: `type` is the full `urn:ietf:params:acme:error:*` URN. */
 export interface AcmeProblem {
@@ -153,40 +154,9 @@ export function errorText(e: unknown): string {
   return s.split("\n")[0]?.slice(0, 200) ?? "";
 }
 
-const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
-
-export function isIPv4(s: string): boolean {
-  return IPV4.test(s);
-}
-
-/** An IPv6 address in text form (RFC 4291 §2.2, with an optional embedded IPv4 tail), unbracketed. */
-export function isIPv6(s: string): boolean {
-  if (!s.includes(":") || s.length > 45 || !/^[0-9a-fA-F:.]+$/.test(s)) return false;
-  let head = s;
-  let tailGroups = 0;
-  const lastColon = s.lastIndexOf(":");
-  if (s.slice(lastColon + 1).includes(".")) {
-    if (!isIPv4(s.slice(lastColon + 1))) return false;
-    head = s.slice(0, lastColon + 1) + "0";
-    tailGroups = 1; // the IPv4 tail is two groups, "0" stands for one of them
-  }
-  const halves = head.split("::");
-  if (halves.length > 2) return false;
-  const groups = (h: string): string[] | null => {
-    if (h === "") return [];
-    const g = h.split(":");
-    return g.every((x) => /^[0-9a-fA-F]{1,4}$/.test(x)) ? g : null;
-  };
-  const left = groups(halves[0] ?? "");
-  const right = halves.length === 2 ? groups(halves[1] ?? "") : [];
-  if (left === null || right === null) return false;
-  const count = left.length + right.length + tailGroups;
-  return halves.length === 2 ? count < 8 : count === 8;
-}
-
-/** An identifier is an IP address (RFC 8738) rather than a DNS name. */
+/** An identifier is an IP address (RFC 8738) rather than a DNS name: src/core/ip.ts's rules. */
 export function isIpIdentifier(s: string): boolean {
-  return isIPv4(s) || isIPv6(s);
+  return isIp(s);
 }
 
 const LABEL = /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/;
@@ -198,12 +168,16 @@ const LABEL = /^[A-Za-z0-9_]([A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$/;
 export function isDnsName(s: string): boolean {
   const name = s.endsWith(".") ? s.slice(0, -1) : s;
   if (name.length === 0 || name.length > 253) return false;
-  return name.split(".").every((l) => LABEL.test(l));
+  const labels = name.split(".");
+  // An all-numeric last label is no host name (RFC 3696 §2): "010.0.0.1" or "1.2.3" would be
+  // read as an address by some resolvers, so it is neither a name nor (src/core/ip.ts) an address.
+  if (/^\d+$/.test(labels[labels.length - 1] ?? "")) return false;
+  return labels.every((l) => LABEL.test(l));
 }
 
 /** `host:port`, IPv6 bracketed (the form connect() and a Host header take). */
 export function hostPort(host: string, port: number): string {
-  return `${isIPv6(host) ? `[${host}]` : host}:${port}`;
+  return `${isIpv6(host) ? `[${host}]` : host}:${port}`;
 }
 
 /** Splits `host:port` (IPv6 as `[addr]:port`); null when it is not that form. */
@@ -213,12 +187,32 @@ export function splitHostPort(s: string): { host: string; port: number } | null 
   const host = m[1] ?? "";
   const port = Number(m[2]);
   if (port < 1 || port > 65535) return null;
-  if (s.startsWith("[") ? !isIPv6(host) : !(isIPv4(host) || isDnsName(host))) return null;
+  if (s.startsWith("[") ? !isIpv6(host) : !(parseIp(host)?.length === 4 || isDnsName(host))) return null;
   return { host, port };
 }
 
 /** Hosts a development switch may point at: this machine (localhost, 127.0.0.0/8, ::1). */
-export function isLoopbackHost(host: string): boolean {
-  const h = host.replace(/^\[|\]$/g, "").toLowerCase();
-  return h === "localhost" || h === "::1" || (isIPv4(h) && h.startsWith("127."));
+export { isLoopbackHost } from "../../../core/outbound-url";
+
+/**
+ * Why validation must not connect to `host` (an address literal, bracketed or not, or a name),
+ * or null when it may: outside development (ENVIRONMENT other than "development" is
+ * production) every address that is no public host (src/core/ip-kinds.ts: loopback, private,
+ * unique local, link-local, carrier-grade NAT, unspecified, and the IPv4-mapped forms of them)
+ * and the name localhost (RFC 6761 §6.3). Development validates against local fakes and allows
+ * all. A function of the environment, so that tests can ask production's answer.
+ */
+export type DialPolicy = (host: string) => string | null;
+
+export function dialPolicy(env: { ENVIRONMENT?: string }): DialPolicy {
+  if (env.ENVIRONMENT === "development") return () => null;
+  return (host) => {
+    const lower = host.toLowerCase();
+    const name = lower.endsWith(".") ? lower.slice(0, -1) : lower;
+    if (name === "localhost" || name.endsWith(".localhost")) return `${name} is a loopback name (RFC 6761 §6.3), not a public address`;
+    const ip = parseHostLiteral(name) ?? parseIp(name);
+    if (ip === null) return null;
+    const kind = classifyIp(ip);
+    return kind === null ? null : `${formatIp(ip)} is not a public address (${describeIpKind(kind)})`;
+  };
 }

@@ -4,20 +4,8 @@
  */
 import { badRequest } from "../../../core/errors";
 import { OID, nameAttributes, type SanSpec, type SubjectSpec } from "../x509/asn1";
-import {
-  checkCommonName,
-  checkOtherSans,
-  cidrContains,
-  classifyNames,
-  formatIp,
-  matchesAny,
-  nameAllowed,
-  parseCidr,
-  parseIp,
-  parseOtherSan,
-  type NamePolicy,
-  type ParsedOtherSan,
-} from "./names";
+import { cidrContains, formatIp, parseCidr, parseIp } from "../../../core/ip";
+import { checkCommonName, checkOtherSans, classifyNames, matchesAny, nameAllowed, parseOtherSan, type NamePolicy, type ParsedOtherSan } from "./names";
 import { capCsrNames, capNameRequest } from "./name-limits";
 import type { Role } from "./roles";
 import type { CsrInfo } from "../x509/x509";
@@ -174,7 +162,7 @@ export function applyRole(role: Role, req: NameRequest, csr: CsrInfo | null): Ce
       throw badRequest(`IP Subject Alternative Names are not allowed in this role, but was provided via ${useCsrSans ? "CSR" : "the API"}`);
     }
     if (role.allowed_ip_sans_cidr.length > 0) {
-      const cidrs = role.allowed_ip_sans_cidr.map(parseCidr).filter((c) => c !== null);
+      const cidrs = role.allowed_ip_sans_cidr.map((c) => parseCidr(c)).filter((c) => c !== null);
       for (const ip of ips) {
         if (!cidrs.some((c) => cidrContains(c, ip))) throw badRequest(`the IP address "${formatIp(ip)}" is not allowed in this role`);
       }

@@ -10,7 +10,8 @@ import { css, extKeyUsageFields, flag, subjectAttributeFields } from "../fields"
 import { isValidOid } from "../x509/der";
 import { validateKeySpec } from "../x509/keytypes";
 import { capRoleLists } from "./name-limits";
-import { formatCidr, parseCidr, parseOtherSan } from "./names";
+import { formatCidr, networkOf, parseCidr } from "../../../core/ip";
+import { parseOtherSan } from "./names";
 
 const D = ROLE_DEFAULTS;
 
@@ -159,7 +160,7 @@ export function buildRole(f: Omit<RoleFieldValues, "name">): { role: Role; warni
   const cidrs = f.allowed_ip_sans_cidr.map((c) => {
     const parsed = parseCidr(c);
     if (!parsed) throw badRequest(`error parsing allowed_ip_sans_cidr: invalid CIDR address: ${c}`);
-    return formatCidr(parsed);
+    return formatCidr(networkOf(parsed));
   });
   let generateLease = f.generate_lease;
   if (f.no_store && generateLease) {

@@ -5,6 +5,7 @@
  * validation. Every type is one `DestinationDef` in the registry (./registry.ts), typed so that
  * the compiler refuses a type without one. Part 2 adds a connector per type beside these.
  */
+import type { EndpointOverrideVar } from "../../../core/config";
 import { badRequest, type ApiError } from "../../../core/errors";
 import type { FieldSchema } from "../../../core/fields";
 import type { NameStyle } from "../template";
@@ -105,9 +106,12 @@ export function list(conn: Connection, name: string): string[] {
   return Array.isArray(v) ? v : [];
 }
 
-export type EndpointVar = "CLOUDONE_ENDPOINT" | "CLOUDTWO_ENDPOINT" | "CLOUDTHREE_ENDPOINT" | "REPOHOST_ENDPOINT" | "WEBHOST_ENDPOINT";
+export type EndpointVar = EndpointOverrideVar;
 
-/** An operator endpoint variable (CONTRACT.md "Configuration"); blank counts as unset. */
+/**
+ * An operator endpoint variable (CONTRACT.md "Configuration"); blank counts as unset. Only ever
+ * set in development: src/core/config.ts refuses to serve with one set in production.
+ */
 export function envVar(env: Env, name: EndpointVar): string | undefined {
   const v = env[name];
   return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
