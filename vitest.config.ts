@@ -23,6 +23,7 @@ const NODE_UNIT_TESTS = [
   "glob",
   "json-limits",
   "kv-service",
+  "linear-text",
   "pki-crl-der",
   "pki-names",
   "pki-tidy",
