@@ -25,6 +25,7 @@ const NODE_UNIT_TESTS = [
   "ip-agreement",
   "json-limits",
   "kv-service",
+  "linear-text",
   "pki-crl-der",
   "pki-names",
   "pki-tidy",

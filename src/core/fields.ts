@@ -4,7 +4,8 @@
  * objects so that documentation (and one day an OpenAPI document) can be generated from them.
  */
 import { parseDurationSeconds } from "./duration";
-import { fieldError } from "./errors";
+import { badRequest, fieldError } from "./errors";
+import { utf8Length } from "./text";
 
 export type FieldType =
   | "string"
@@ -25,6 +26,11 @@ export interface FieldDef {
   required?: boolean;
   /** Allowed values for a string field. */
   allowed?: readonly string[];
+  /**
+   * Longest UTF-8 length of a string field, or of each entry of a list field: a longer value is a
+   * 400 naming the field (e.g. URLs: src/core/limits.ts MAX_URL_BYTES).
+   */
+  maxBytes?: number;
 }
 
 export type FieldSchema = Record<string, FieldDef>;
@@ -138,6 +144,14 @@ export function coerceValue(def: FieldDef, v: unknown): unknown {
   }
 }
 
+const longerThan = (s: string, max: number): boolean => s.length > max || utf8Length(s) > max;
+
+/** A coerced value against its field's `maxBytes`: a string, or each string of a list. */
+function checkMaxBytes(name: string, max: number, v: unknown): void {
+  if (typeof v === "string" && longerThan(v, max)) throw badRequest(`${name}: longer than ${max} bytes`);
+  if (Array.isArray(v) && v.some((x) => typeof x === "string" && longerThan(x, max))) throw badRequest(`${name}: entry longer than ${max} bytes`);
+}
+
 export interface ParsedFields<F extends FieldSchema> {
   values: FieldValues<F>;
   /** Whether the client sent this field (an update leaves absent fields alone). */
@@ -175,6 +189,7 @@ export function parseFields<F extends FieldSchema>(
     } catch (e) {
       throw fieldError(name, e instanceof Error ? e.message : String(e));
     }
+    if (def.maxBytes !== undefined) checkMaxBytes(name, def.maxBytes, values[name]);
     present.add(name);
   }
   const unknown = Object.keys(raw)

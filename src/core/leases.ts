@@ -9,6 +9,7 @@ import type { Db } from "./db/client";
 import { formatGoDuration } from "./duration";
 import { getLease, insertLease, type LeaseRow } from "./lease-store";
 import { effectiveTtls, ROOT_NAMESPACE, type MountRow, type NamespaceRef } from "./mount-store";
+import { trimEndChar } from "./text";
 
 export type { LeaseRow };
 
@@ -31,7 +32,7 @@ function randomBase62(length: number): string {
  * appends `.<namespace id>` (expiration.go Register).
  */
 export function newLeaseId(ns: NamespaceRef, requestPath: string): string {
-  const id = `${requestPath.replace(/\/+$/, "")}/${randomBase62(24)}`;
+  const id = `${trimEndChar(requestPath, "/")}/${randomBase62(24)}`;
   return ns.id === ROOT_NAMESPACE.id ? id : `${id}.${ns.id}`;
 }
 

@@ -10,3 +10,12 @@ export const SYSTEM_MAX_TTL = 768 * 3600;
  */
 export const MAX_NAMESPACE_DEPTH = 32;
 export const MAX_MOUNT_PATH_SEGMENTS = 32;
+
+/**
+ * The longest URL a stored configuration field takes, in bytes (docs/security.md "Input limits").
+ * Stored URLs are read back by later requests, some anonymous (an ACME directory, a login), so
+ * their size bounds what every such request costs. 2048 bytes holds any URL a browser or a
+ * provider hands out (RFC 9110 §4.1 recommends at least 8000 octets for request targets; a base
+ * URL that is configured, not generated, needs far less) and matches the `uri_sans` limit.
+ */
+export const MAX_URL_BYTES = 2048;

@@ -46,3 +46,28 @@ export function utf8Length(s: string): number {
   }
   return n;
 }
+
+/** `s` without any trailing characters that occur in `chars` (`/[…]+$/` in one scan). */
+export function trimEndChars(s: string, chars: string): string {
+  let end = s.length;
+  while (end > 0 && chars.includes(s[end - 1] ?? "")) end--;
+  return end === s.length ? s : s.slice(0, end);
+}
+
+/**
+ * Whether `s` holds a `{{…}}` placeholder: `/\{\{[^}]*\}\}/.test(s)` without its quadratic cost.
+ * That regex, on a long run of "{", starts a match at every "{{" and scans to the end of the run
+ * each time. Here: some "{{" whose first following "}" begins "}}". When the first "}" after an
+ * opening is not doubled, no opening before that "}" can match either, so the search resumes
+ * after it and every character is looked at a bounded number of times.
+ */
+export function hasPlaceholder(s: string): boolean {
+  let open = s.indexOf("{{");
+  while (open >= 0) {
+    const close = s.indexOf("}", open + 2);
+    if (close < 0) return false;
+    if (s[close + 1] === "}") return true;
+    open = s.indexOf("{{", close + 1);
+  }
+  return false;
+}

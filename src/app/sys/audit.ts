@@ -13,8 +13,10 @@ import { AUDIT_DEVICE_TYPES, type AuditDevice, type AuditDeviceType } from "../.
 import { loadConfig } from "../../core/config";
 import { badRequest } from "../../core/errors";
 import { defineFields } from "../../core/fields";
+import { MAX_URL_BYTES } from "../../core/limits";
 import { ROOT_NAMESPACE } from "../../core/mount-store";
 import { route, type Req } from "../../core/route";
+import { utf8Length } from "../../core/text";
 
 /** Boolean options Vault's devices take (OpenBao internal/audit): strconv.ParseBool values. */
 const BOOL_OPTIONS = ["log_raw", "hmac_accessor", "elide_list_responses"] as const;
@@ -100,6 +102,7 @@ function checkOptions(req: Req, type: AuditDeviceType, raw: Record<string, unkno
  */
 function checkAddress(raw: string | undefined): string {
   if (!raw) throw badRequest("options.address: required for an http device (a full http:// or https:// URL)");
+  if (utf8Length(raw) > MAX_URL_BYTES) throw badRequest(`options.address: longer than ${MAX_URL_BYTES} bytes`);
   let url: URL;
   try {
     url = new URL(raw);

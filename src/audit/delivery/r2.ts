@@ -28,7 +28,7 @@ export const DEFAULT_R2_PREFIX = "audit/";
 function compactTime(time: string, fallback: Date): string {
   const ms = Date.parse(time);
   const d = Number.isNaN(ms) ? fallback : new Date(ms);
-  return d.toISOString().replace(/[-:]/g, "").replace(/\.\d+Z$/, "Z");
+  return d.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}Z$/, "Z");
 }
 
 /** The object key of a batch (exported for the tests and docs/audit.md's example). */

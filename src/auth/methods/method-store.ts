@@ -62,18 +62,42 @@ export async function listRoles(db: Db, mountId: string): Promise<string[]> {
   return rows.map((r) => r.name);
 }
 
-const SEALED = "sealed:";
+/**
+ * How a sealed value sits in the stored document: an object `{ "$sealed": "<seal output>" }` at
+ * one of the method's secret keys. Sealed values are recognised by that structure, and only at
+ * the keys the method declares secret: every other value is the caller's and stays as written, so
+ * `bound_issuer: "sealed:…"` is an ordinary string and a `provider_config` map that happens to
+ * hold a "$sealed" key is an ordinary map. The secret keys take strings only (their fields are
+ * declared `string`), so a caller cannot store an envelope there either.
+ */
+const ENVELOPE_KEY = "$sealed";
+/** The format written before the envelope: the seal's output behind this prefix, at a secret key. */
+const LEGACY_PREFIX = "sealed:";
 const sealContext = (mountId: string, key: string) => `auth-config:${mountId}:${key}`;
 
-/** The method's configuration with its sealed values opened; null when never written. */
-export async function getMethodConfig(db: Db, env: Env, mountId: string): Promise<Record<string, unknown> | null> {
+/** The sealed text of a stored secret value, or null for a value that was stored unsealed (""). */
+function sealedText(v: unknown): string | null {
+  if (typeof v === "object" && v !== null && !Array.isArray(v)) {
+    const inner = (v as Record<string, unknown>)[ENVELOPE_KEY];
+    return typeof inner === "string" ? inner : null;
+  }
+  // Documents written before the envelope: putMethodConfig sealed every non-empty value of a
+  // secret key, so at these keys (and only these) the prefix cannot be a caller's text.
+  if (typeof v === "string" && v.startsWith(LEGACY_PREFIX)) return v.slice(LEGACY_PREFIX.length);
+  return null;
+}
+
+/** The method's configuration with its sealed values (at `sealedKeys`) opened; null when never written. */
+export async function getMethodConfig(db: Db, env: Env, mountId: string, sealedKeys: readonly string[]): Promise<Record<string, unknown> | null> {
   const rows = await db.select().from(authConfigs).where(eq(authConfigs.mountId, mountId));
   const row = rows[0];
   if (!row) return null;
   const keys = loadConfig(env).seal;
   const out: Record<string, unknown> = { ...row.config };
-  for (const [k, v] of Object.entries(out)) {
-    if (typeof v === "string" && v.startsWith(SEALED)) out[k] = await unseal(keys, v.slice(SEALED.length), sealContext(mountId, k));
+  for (const k of sealedKeys) {
+    if (!(k in out)) continue;
+    const text = sealedText(out[k]);
+    out[k] = text === null ? (typeof out[k] === "string" ? out[k] : "") : await unseal(keys, text, sealContext(mountId, k));
   }
   return out;
 }
@@ -84,7 +108,7 @@ export async function putMethodConfig(db: Db, env: Env, mountId: string, config:
   const stored: Record<string, unknown> = { ...config };
   for (const k of sealedKeys) {
     const v = stored[k];
-    if (typeof v === "string" && v !== "") stored[k] = SEALED + (await seal(keys, v, sealContext(mountId, k)));
+    if (typeof v === "string" && v !== "") stored[k] = { [ENVELOPE_KEY]: await seal(keys, v, sealContext(mountId, k)) };
   }
   const updatedAt = Date.now();
   await db.insert(authConfigs).values({ mountId, config: stored, updatedAt }).onConflictDoUpdate({ target: authConfigs.mountId, set: { config: stored, updatedAt } });

@@ -8,6 +8,7 @@ import type { Db } from "../../core/db/client";
 import type { CronJob } from "../../core/engine";
 import type { MountRow } from "../../core/mount-store";
 import type { RouteDef } from "../../core/route";
+import { trimEndChar } from "../../core/text";
 
 export interface AuthMethod {
   /** The sys/auth `type` ("approle", "jwt", "kubernetes"). */
@@ -32,5 +33,5 @@ export function isAuthMount(m: MountRow): boolean {
 
 /** The mount's name as Vault shows it in display names: "approle", "team-jwt" for auth/team/jwt/. */
 export function authMountName(m: MountRow): string {
-  return m.path.slice(AUTH_PREFIX.length).replace(/\/+$/, "").replace(/\//g, "-");
+  return trimEndChar(m.path.slice(AUTH_PREFIX.length), "/").replace(/\//g, "-");
 }

@@ -4,6 +4,7 @@
  * fields stay with it; a field declared here means the same on every path that spreads it in,
  * so its type, default and description cannot drift apart between paths.
  */
+import { MAX_URL_BYTES } from "../../core/limits";
 
 /**
  * A comma-separated list (or JSON list) of strings; absent means `def`. The default is copied,
@@ -84,8 +85,8 @@ export const csrField = {
 
 /** The AIA URL lists of config/urls and issuer/:ref; without defaults, so an update sees what was sent. */
 export const aiaUrlFields = {
-  issuing_certificates: cssUnset("AIA caIssuers URLs."),
-  crl_distribution_points: cssUnset("CRL distribution point URLs."),
-  delta_crl_distribution_points: cssUnset("Delta CRL distribution point URLs."),
-  ocsp_servers: cssUnset("OCSP responder URLs."),
+  issuing_certificates: { ...cssUnset("AIA caIssuers URLs."), maxBytes: MAX_URL_BYTES },
+  crl_distribution_points: { ...cssUnset("CRL distribution point URLs."), maxBytes: MAX_URL_BYTES },
+  delta_crl_distribution_points: { ...cssUnset("Delta CRL distribution point URLs."), maxBytes: MAX_URL_BYTES },
+  ocsp_servers: { ...cssUnset("OCSP responder URLs."), maxBytes: MAX_URL_BYTES },
 } as const;

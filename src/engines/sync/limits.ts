@@ -43,6 +43,7 @@
 import { sha256Hex } from "../../core/encoding";
 import { ConnectorError, type ConnectorContext } from "./connectors/types";
 import { str, type DestinationType } from "./destinations/types";
+import { trimEndChar } from "../../core/text";
 
 /** Longest a request waits in the gate before failing as RateLimited (retried by the queue). */
 export const MAX_WAIT_MS = 15_000;
@@ -170,7 +171,7 @@ export async function gateName(dest: ConnectorContext["dest"]): Promise<string> 
       scope = [str(c, "access_key_id"), str(c, "role_arn"), str(c, "region") || "us-east-1"];
       break;
     case "cloudtwo-kv":
-      scope = [str(c, "key_vault_uri").toLowerCase().replace(/\/+$/, "")];
+      scope = [trimEndChar(str(c, "key_vault_uri").toLowerCase(), "/")];
       break;
     case "cloudthree-sm":
       scope = [str(c, "project_id") || projectOfCredentials(str(c, "credentials"))];

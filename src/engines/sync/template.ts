@@ -16,6 +16,7 @@
  * refused because a destination must compute the same external name again to unsync it.
  */
 import { bytesToBase64, bytesToHex, sha256Hex } from "../../core/encoding";
+import { trimEndChars } from "../../core/text";
 
 export const TEMPLATE_VARIABLES = [
   "DestinationType",
@@ -245,7 +246,7 @@ class Parser {
       this.pos = open + 2;
       // "{{- " trims the whitespace before the action; "{{-3}}" is the number -3 (Go rule).
       if (this.src[this.pos] === "-" && SPACE.test(this.src[this.pos + 1] ?? "")) {
-        text = text.replace(/[ \t\r\n]+$/, "");
+        text = trimEndChars(text, " \t\r\n");
         this.pos += 2;
       }
       if (text) nodes.push({ kind: "text", text });

@@ -19,23 +19,24 @@
 import { badRequest } from "../../../core/errors";
 import { decodePemBlocks, PemError } from "../../../core/encoding";
 import { defineFields } from "../../../core/fields";
+import { MAX_URL_BYTES } from "../../../core/limits";
 import type { Req } from "../../../core/route";
 import { checkPemKey, KeySourceError, type RemoteKeyCache, type RemoteSource } from "./keys";
 import { SUPPORTED_ALGS, type KeySet } from "./verify";
 
 export const configFields = defineFields({
-  oidc_discovery_url: { type: "string", description: "OIDC issuer URL; its discovery document names the JWKS." },
+  oidc_discovery_url: { type: "string", maxBytes: MAX_URL_BYTES, description: "OIDC issuer URL; its discovery document names the JWKS." },
   oidc_discovery_ca_pem: { type: "string", description: "Accepted and stored; Workers use the platform trust store." },
   oidc_client_id: { type: "string", description: "OIDC client id (browser flow)." },
   oidc_client_secret: { type: "string", description: "OIDC client secret (browser flow); sealed, never returned." },
   oidc_response_mode: { type: "string", description: "query (default) or form_post." },
   oidc_response_types: { type: "comma-string-slice", description: "code (default) or id_token." },
-  jwks_url: { type: "string", description: "URL of a JSON Web Key Set used to verify tokens." },
+  jwks_url: { type: "string", maxBytes: MAX_URL_BYTES, description: "URL of a JSON Web Key Set used to verify tokens." },
   jwks_ca_pem: { type: "string", description: "Accepted and stored; Workers use the platform trust store." },
   jwks_pairs: { type: "any", description: "Not supported; use jwks_url." },
   jwt_validation_pubkeys: { type: "comma-string-slice", description: "PEM public keys used to verify tokens." },
   jwt_supported_algs: { type: "comma-string-slice", description: "Accepted signing algorithms (empty: RS*, ES*, PS*, EdDSA)." },
-  bound_issuer: { type: "string", description: "The iss claim tokens must carry." },
+  bound_issuer: { type: "string", maxBytes: MAX_URL_BYTES, description: "The iss claim tokens must carry." },
   default_role: { type: "string", description: "Role used when a login names none." },
   provider_config: { type: "map", description: "Not supported (provider-specific group fetching); must be empty." },
   namespace_in_state: { type: "bool", description: "Kept for compatibility (browser flow); false warns." },

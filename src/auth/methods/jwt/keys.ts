@@ -21,9 +21,13 @@
  * - A key set is kept per JWKS URL and reused for MAX_AGE_MS; after that the next login fetches
  *   it again, so a key the issuer removed stops working within the hour in every isolate.
  * - A token whose `kid` is not in the set (or, without a `kid`, that no key verifies) triggers an
- *   immediate refetch, so a rotated-in key works at once; but a given unknown `kid` triggers at
- *   most one refetch per UNKNOWN_KID_INTERVAL_MS, so a stream of forged tokens cannot make the
- *   service hammer the issuer. Concurrent fetches of one URL share one request.
+ *   immediate refetch, so a rotated-in key works at once; but a key-set URL is refetched this way
+ *   at most once per UNKNOWN_KID_INTERVAL_MS, whatever the `kid`. The `kid` is the caller's to
+ *   choose: a limit per `kid` let every forged token with a fresh one cause a fetch, turning
+ *   anonymous logins into load on the identity provider. OpenID Connect Core 1.0 §10.1.1 has a
+ *   verifier go back to the `jwks_uri` on an unfamiliar `kid`, which this still does; the price
+ *   of the limit is that a key rotated in within a minute of another refetch is accepted up to a
+ *   minute later. Concurrent fetches of one URL share one request.
  * - The discovery document's `jwks_uri` is cached like a key set.
  * - Imported CryptoKeys are cached per key and algorithm. Every map is bounded.
  */
@@ -32,6 +36,7 @@ import { importJWK, importSPKI, importX509, type CryptoKey, type JWK } from "jos
 import { ApiError } from "../../../core/errors";
 import { parseJsonLimited } from "../../../core/json";
 import { checkOutboundUrl } from "../../../core/outbound-url";
+import { trimEndChar } from "../../../core/text";
 
 export const FETCH_TIMEOUT_MS = 10_000;
 export const MAX_AGE_MS = 60 * 60 * 1000;
@@ -39,7 +44,6 @@ export const UNKNOWN_KID_INTERVAL_MS = 60 * 1000;
 export const MAX_DOCUMENT_BYTES = 512 * 1024;
 const MAX_REDIRECTS = 3;
 const MAX_CACHED_SETS = 256;
-const MAX_KID_MARKS = 4096;
 const MAX_IMPORTED = 1024;
 
 /** A key source failed (unreachable, slow, bad document, refused URL). The message is safe to show. */
@@ -267,7 +271,8 @@ export class RemoteKeyCache {
   private readonly sets = new Map<string, CachedSet>();
   private readonly discovered = new Map<string, { jwksUrl: string; fetchedAt: number }>();
   private readonly inflight = new Map<string, Promise<PublicJwk[]>>();
-  private readonly kidMarks = new Map<string, number>();
+  /** When each key-set URL was last refetched for an unknown `kid`. */
+  private readonly refetchMarks = new Map<string, number>();
 
   constructor(opts: KeyCacheOptions = {}) {
     const d = defaultDeps();
@@ -285,16 +290,15 @@ export class RemoteKeyCache {
   }
 
   /**
-   * After a token whose `kid` the set lacks (kid "" for a token without one that no key
-   * verified): refetch now, unless this kid already caused a refetch within the interval, in
-   * which case null (the caller fails the login without calling out).
+   * After a token whose `kid` the set lacks (or, without a `kid`, that no key verified): refetch
+   * now, unless this key-set URL was already refetched for an unknown `kid` within the interval,
+   * in which case null (the caller fails the login without calling out). The `kid` plays no part.
    */
-  async refetchForUnknownKid(env: Env, view: KeySetView, kid: string, field: string): Promise<PublicJwk[] | null> {
+  async refetchForUnknownKid(env: Env, view: KeySetView, field: string): Promise<PublicJwk[] | null> {
     const now = this.deps.now();
-    const mark = `${view.jwksUrl}\n${kid}`;
-    const last = this.kidMarks.get(mark);
+    const last = this.refetchMarks.get(view.jwksUrl);
     if (last !== undefined && now - last < this.kidIntervalMs) return null;
-    remember(this.kidMarks, mark, now, MAX_KID_MARKS);
+    remember(this.refetchMarks, view.jwksUrl, now, MAX_CACHED_SETS);
     return this.fetchSet(env, view.jwksUrl, field);
   }
 
@@ -344,7 +348,7 @@ export class RemoteKeyCache {
  * then subject to the same outbound rule.
  */
 export async function discoverJwksUri(env: Env, discoveryUrl: string, deps: FetchDeps): Promise<string> {
-  const wellKnown = `${discoveryUrl.replace(/\/+$/, "")}/.well-known/openid-configuration`;
+  const wellKnown = `${trimEndChar(discoveryUrl, "/")}/.well-known/openid-configuration`;
   const doc = await fetchJson(env, "oidc_discovery_url", wellKnown, deps);
   if (!isObject(doc)) throw new KeySourceError("oidc_discovery_url: the discovery document is not a JSON object");
   if (doc.issuer !== discoveryUrl) {

@@ -13,6 +13,7 @@
 import { authMountId, roleListRoute } from "../method-routes";
 import { badRequest, notFound, permissionDenied } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
+import { MAX_URL_BYTES } from "../../../core/limits";
 import { route, type Req } from "../../../core/route";
 import { addressAllowed, loginReply } from "../login";
 import { deleteRole, getMethodConfig, getRole, putMethodConfig, putRole } from "../method-store";
@@ -38,7 +39,7 @@ const roleFields = defineFields({
   claim_mappings: { type: "any", description: "Claims copied into token metadata: {claim: metadata key}." },
   groups_claim: { type: "string", description: "Claim holding the user's groups (checked; Lanyard has no identity groups)." },
   oidc_scopes: { type: "comma-string-slice", description: "OIDC scopes (browser flow)." },
-  allowed_redirect_uris: { type: "comma-string-slice", description: "Redirect URIs (browser flow; required for oidc roles)." },
+  allowed_redirect_uris: { type: "comma-string-slice", maxBytes: MAX_URL_BYTES, description: "Redirect URIs (browser flow; required for oidc roles)." },
   clock_skew_leeway: { type: "any", description: "Skew allowed on exp/nbf/iat (0: 60s, -1: none)." },
   expiration_leeway: { type: "any", description: "Lifetime given a token without exp (0: 150s, -1: none)." },
   not_before_leeway: { type: "any", description: "Validity before exp given a token without nbf and iat (0: 150s, -1: none)." },
@@ -53,7 +54,7 @@ const loginFields = defineFields({
 });
 
 async function loadConfig(req: Req) {
-  const stored = await getMethodConfig(req.db, req.env, mountIdOf(req));
+  const stored = await getMethodConfig(req.db, req.env, mountIdOf(req), SEALED_CONFIG_KEYS);
   return stored ? decodeConfig(stored) : null;
 }
 

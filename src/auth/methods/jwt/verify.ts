@@ -113,7 +113,8 @@ const fetchError = (e: unknown): never => {
 
 /**
  * Verifies the token's signature and returns its claims; throws Vault's 400 otherwise. With a
- * remote key set, an unknown `kid` refetches the set once (./keys.ts rate-limits it per kid).
+ * remote key set, an unknown `kid` refetches the set once (./keys.ts limits that to once a minute
+ * per key-set URL, whatever the `kid`).
  */
 export async function verifyJwt(env: Env, token: string, keySet: KeySet, configuredAlgs: readonly string[]): Promise<Claims> {
   const header = decodeHeader(token);
@@ -135,7 +136,7 @@ export async function verifyJwt(env: Env, token: string, keySet: KeySet, configu
   if (first) return claimsOf(first);
   // A kid the set has, whose key did not verify: a bad signature, not a rotation.
   if (header.kid !== undefined && view.keys.some((k) => k.kid === header.kid)) throw sigError("failed to verify id token signature");
-  const fresh = await keySet.cache.refetchForUnknownKid(env, view, header.kid ?? "", field).catch(fetchError);
+  const fresh = await keySet.cache.refetchForUnknownKid(env, view, field).catch(fetchError);
   if (fresh) {
     const second = await tryJwks(token, header, fresh);
     if (second) return claimsOf(second);

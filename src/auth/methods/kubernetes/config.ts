@@ -19,15 +19,16 @@
 import { pemArmor, pemBodyBytes } from "../../../core/encoding";
 import { badRequest } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
+import { MAX_URL_BYTES } from "../../../core/limits";
 import { looksLikeJwt, parsePemKeys } from "./claims";
 import { tokenReviewUrl } from "./token-review";
 
 export const configFields = defineFields({
-  kubernetes_host: { type: "string", default: "", description: "URL of the Kubernetes API server (https://)." },
+  kubernetes_host: { type: "string", default: "", maxBytes: MAX_URL_BYTES, description: "URL of the Kubernetes API server (https://)." },
   kubernetes_ca_cert: { type: "string", default: "", description: "PEM CA certificate of the API server (validated and stored; the platform trust store is used)." },
   token_reviewer_jwt: { type: "string", default: "", description: "Service-account JWT allowed to create TokenReviews; empty: each client's own JWT." },
   pem_keys: { type: "comma-string-slice", default: [], description: "PEM public keys or certificates to verify service-account JWT signatures with." },
-  issuer: { type: "string", default: "", description: "Deprecated: the JWT issuer to require when disable_iss_validation is false." },
+  issuer: { type: "string", default: "", maxBytes: MAX_URL_BYTES, description: "Deprecated: the JWT issuer to require when disable_iss_validation is false." },
   disable_iss_validation: { type: "bool", default: true, description: "Deprecated: skip the issuer check." },
   disable_local_ca_jwt: { type: "bool", default: false, description: "Accepted for compatibility; a Worker has no pod-local CA or token." },
   use_annotations_as_alias_metadata: { type: "bool", default: false, description: "Accepted for compatibility; Lanyard has no identity aliases." },

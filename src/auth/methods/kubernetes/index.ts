@@ -55,7 +55,7 @@ async function login(req: Req<typeof loginFields>): Promise<JsonReply> {
   const role = kubeRoleOf(stored.config);
   if (!addressAllowed(req, role.token.boundCidrs)) throw permissionDenied();
 
-  const storedConfig = await getMethodConfig(req.db, req.env, mountId);
+  const storedConfig = await getMethodConfig(req.db, req.env, mountId, SEALED_KEYS);
   if (!storedConfig) throw badRequest("could not load backend configuration");
   const config = kubeConfigOf(storedConfig);
 
@@ -114,7 +114,7 @@ export const kubernetesMethod: AuthMethod = {
       fields: configFields,
       handlers: {
         async read(req) {
-          const stored = await getMethodConfig(req.db, req.env, mountIdOf(req));
+          const stored = await getMethodConfig(req.db, req.env, mountIdOf(req), SEALED_KEYS);
           if (!stored) throw notFound();
           return { data: configView(kubeConfigOf(stored)) };
         },

@@ -25,6 +25,7 @@
 import { readCapped } from "../../../core/body";
 import { ApiError, permissionDenied } from "../../../core/errors";
 import { checkOutboundUrl } from "../../../core/outbound-url";
+import { trimEndChar } from "../../../core/text";
 
 /** Upper bound of the whole exchange, body included (issue 13: ≤ 10 s). */
 export const REVIEW_TIMEOUT_MS = 10_000;
@@ -60,7 +61,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 /** The endpoint URL: the host without trailing slashes, then the TokenReview path. */
 export function tokenReviewUrl(env: Env, host: string): URL {
   const base = checkOutboundUrl(env, "kubernetes_host", host, "AUTH_ALLOW_HTTP");
-  return new URL(`${base.toString().replace(/\/+$/, "")}/apis/authentication.k8s.io/v1/tokenreviews`);
+  return new URL(`${trimEndChar(base.toString(), "/")}/apis/authentication.k8s.io/v1/tokenreviews`);
 }
 
 /** The request body upstream sends (json.Marshal of authv1.TokenReview with empty TypeMeta). */

@@ -16,6 +16,7 @@
  */
 import { badRequest } from "../../../core/errors";
 import { defineFields, type FieldValues } from "../../../core/fields";
+import { MAX_URL_BYTES } from "../../../core/limits";
 import type { Req } from "../../../core/route";
 import { resolveIssuerIn } from "../ca/issuers";
 import type { Role } from "../policy/roles";
@@ -24,6 +25,7 @@ import { getRole } from "../storage/store";
 import type { Db } from "../../../core/db/client";
 import { acmeError } from "./problem";
 import { dnsResolverProblem } from "./validate-dns";
+import { trimEndChar } from "../../../core/text";
 
 export type EabPolicy = "not-required" | "new-account-required" | "always-required";
 const EAB_POLICIES: readonly EabPolicy[] = ["not-required", "new-account-required", "always-required"];
@@ -57,7 +59,7 @@ export const acmeConfigFields = defineFields({
   allowed_roles: { type: "comma-string-slice", description: "Roles usable through roles/:role/acme/ (\"*\": any)." },
   allow_role_ext_key_usage: { type: "bool", description: "Keep the role's extended key usages (default: serverAuth only)." },
   default_directory_policy: { type: "string", description: "What acme/ issues with: sign-verbatim, role:<name> or forbid." },
-  dns_resolver: { type: "string", description: "Resolver for challenge lookups: <ip>:<port> (TCP) or a DNS-over-HTTPS URL; empty: Cloudflare's DoH." },
+  dns_resolver: { type: "string", maxBytes: MAX_URL_BYTES, description: "Resolver for challenge lookups: <ip>:<port> (TCP) or a DNS-over-HTTPS URL; empty: Cloudflare's DoH." },
   eab_policy: { type: "string", description: "not-required, new-account-required or always-required." },
   max_ttl: { type: "duration", description: "Longest validity of an ACME certificate (default 90 days)." },
 });
@@ -203,6 +205,6 @@ export async function resolveDirectory(db: Db, mountId: string, cfg: AcmeConfig,
   if (!allows(cfg.allowed_issuers, issuer.id, issuer.name)) {
     throw acmeError("unauthorized", `issuer ${issuerRef} is not allowed for ACME on this mount (config/acme allowed_issuers)`, 403);
   }
-  const base = `${state.config.cluster.path.replace(/\/+$/, "")}/${prefix}`;
+  const base = `${trimEndChar(state.config.cluster.path, "/")}/${prefix}`;
   return { prefix, base, role, roleName, issuerRef, issuer };
 }

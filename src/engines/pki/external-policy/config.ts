@@ -9,6 +9,7 @@
 import { loadConfig } from "../../../core/config";
 import { seal } from "../../../core/db/seal";
 import { defineFields, type FieldValues } from "../../../core/fields";
+import { MAX_URL_BYTES } from "../../../core/limits";
 import { badRequest } from "../../../core/errors";
 import { checkOutboundUrl } from "../../../core/outbound-url";
 // The stored shapes and their defaults live with every other PKI default.
@@ -23,7 +24,7 @@ export const MAX_TIMEOUT_SECONDS = 300;
 
 export const externalPolicyConfigFields = defineFields({
   enabled: { type: "bool", description: "Send external-policy requests to the service.", default: EXTERNAL_POLICY_DEFAULTS.enabled },
-  external_service_url: { type: "string", description: "URL the requests are POSTed to (https://).", default: EXTERNAL_POLICY_DEFAULTS.external_service_url },
+  external_service_url: { type: "string", maxBytes: MAX_URL_BYTES, description: "URL the requests are POSTed to (https://).", default: EXTERNAL_POLICY_DEFAULTS.external_service_url },
   timeout: { type: "duration", description: "How long to wait for the service (default 15s, at most 5m).", default: EXTERNAL_POLICY_DEFAULTS.timeout },
   trusted_ca: { type: "string", description: "PEM CA certificates for the service's TLS (stored, see the docs).", default: EXTERNAL_POLICY_DEFAULTS.trusted_ca },
   trusted_leaf_certificate_bundle: { type: "string", description: "PEM leaf certificates of the service (stored, see the docs).", default: EXTERNAL_POLICY_DEFAULTS.trusted_leaf_certificate_bundle },

@@ -22,6 +22,7 @@ import {
 } from "../x509/asn1";
 import type { Role } from "../policy/roles";
 import type { ClusterConfig, IssuerRow, UrlsConfig } from "../storage/store";
+import { hasPlaceholder } from "../../../core/text";
 
 export const EKU_OIDS: Record<string, string> = {
   any: "2.5.29.37.0",
@@ -70,8 +71,6 @@ export interface AiaUrls {
   ocspServers: string[];
 }
 
-const TEMPLATE_RE = /\{\{[^}]*\}\}/;
-
 /**
  * The URLs a certificate signed by `issuerId` carries (§6.5): the issuer's own set when any of
  * it is configured, else the mount's; templates expanded. A template that cannot be filled
@@ -102,7 +101,7 @@ function expandUrls(list: string[], t: { on: boolean; issuerId: string; cluster:
       .replaceAll("{{issuer_id}}", issuerId)
       .replaceAll("{{cluster_path}}", cluster.path)
       .replaceAll("{{cluster_aia_path}}", cluster.aia_path);
-    if (TEMPLATE_RE.test(out) || (u.includes("{{cluster_path}}") && !cluster.path) || (u.includes("{{cluster_aia_path}}") && !cluster.aia_path)) {
+    if (hasPlaceholder(out) || (u.includes("{{cluster_path}}") && !cluster.path) || (u.includes("{{cluster_aia_path}}") && !cluster.aia_path)) {
       throw badRequest(`unable to fetch AIA URL information: template in "${u}" cannot be filled from config/cluster`);
     }
     return out;

@@ -9,6 +9,7 @@
  */
 import { ApiError, badRequest, notFound } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
+import { MAX_URL_BYTES } from "../../../core/limits";
 import { aiaUrlFields } from "../fields";
 import { route, type Req } from "../../../core/route";
 import { base64ToBytes } from "../../../core/encoding";
@@ -160,8 +161,8 @@ export const certRoutes = [
   route({
     pattern: "config/cluster",
     fields: defineFields({
-      path: { type: "string", description: "This mount's URL, e.g. https://pki.example.com/v1/pki." },
-      aia_path: { type: "string", description: "URL used for AIA templating." },
+      path: { type: "string", maxBytes: MAX_URL_BYTES, description: "This mount's URL, e.g. https://pki.example.com/v1/pki." },
+      aia_path: { type: "string", maxBytes: MAX_URL_BYTES, description: "URL used for AIA templating." },
     }),
     handlers: {
       async read(req) {

@@ -37,6 +37,7 @@ import { mountOf, notModified, paginate } from "./common";
 import { publicAnswer, servePublic } from "./edge-cache";
 import type { IssuerAia } from "../storage/rows";
 import { parseCertificate } from "../x509/x509";
+import { hasPlaceholder } from "../../../core/text";
 
 const REVOCATION_ALGORITHMS = [
   "SHA256WithRSA",
@@ -90,7 +91,7 @@ async function loadIssuer(req: Req, ref: string) {
 export function checkAiaUrls(field: string, urls: string[], templating: boolean): void {
   for (const u of urls) {
     let ok = false;
-    if (templating && /\{\{[^}]*\}\}/.test(u)) ok = true;
+    if (templating && hasPlaceholder(u)) ok = true;
     else {
       try {
         const parsed = new URL(u);

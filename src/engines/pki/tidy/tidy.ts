@@ -10,6 +10,7 @@ import { badRequest } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
 import { AUTO_TIDY_DEFAULTS, type AutoTidyConfig, type TidyParams } from "../defaults";
 import { flag } from "../fields";
+import { trimEndChar, trimEndChars } from "../../../core/text";
 
 // The stored shapes and defaults live with every other PKI default; the tidy modules and their
 // tests take them from here too.
@@ -68,8 +69,9 @@ export function formatDurationMs(ms: number): string {
   if (ms % 1000 === 0) return formatGoDuration(ms / 1000);
   if (ms < 1000) return `${ms}ms`;
   const whole = Math.floor(ms / 1000);
-  const frac = (ms % 1000).toString().padStart(3, "0").replace(/0+$/, "");
-  const prefix = formatGoDuration(whole).replace(/\d+s$/, "");
+  const frac = trimEndChar((ms % 1000).toString().padStart(3, "0"), "0");
+  // The whole-second form without its seconds ("1m30s" → "1m"); it always ends in digits and "s".
+  const prefix = trimEndChars(formatGoDuration(whole).slice(0, -1), "0123456789");
   return `${prefix}${whole % 60}.${frac}s`;
 }
 

@@ -7,6 +7,8 @@
  * `project_id` is immutable.
  */
 import { defineFields } from "../../../core/fields";
+import { MAX_URL_BYTES } from "../../../core/limits";
+import { utf8Length } from "../../../core/text";
 import { checkOutboundUrl } from "../hosts";
 import { KeyError, parsePem } from "../rsa";
 import { envVar, invalid, str, type DestinationDef } from "./types";
@@ -46,6 +48,8 @@ async function parseCredentials(text: string, env: Env): Promise<ServiceAccountK
   const o = json as Record<string, unknown>;
   const field = (k: string): string => (typeof o[k] === "string" ? (o[k] as string) : "");
   if (field("type") !== "service_account") throw invalid("credentials", 'must be a service account key (its "type" must be "service_account")');
+  // The token URI is stored and read back by every sync: its size is bounded like any stored URL.
+  if (utf8Length(field("token_uri")) > MAX_URL_BYTES) throw invalid("credentials", `token_uri is longer than ${MAX_URL_BYTES} bytes`);
   if (!isEmailShaped(field("client_email"))) throw invalid("credentials", "client_email is missing or not an e-mail address");
   const pem = field("private_key");
   if (pem === "") throw invalid("credentials", "private_key is missing");

@@ -5,6 +5,7 @@
  * `cloud` are immutable.
  */
 import { defineFields } from "../../../core/fields";
+import { MAX_URL_BYTES } from "../../../core/limits";
 import { checkOutboundUrl } from "../hosts";
 import { envVar, invalid, plainText, str, type DestinationDef } from "./types";
 
@@ -27,7 +28,7 @@ export const KNOWN_CLOUDS = Object.keys(CLOUDS);
 export const cloudtwoKv: DestinationDef = {
   type: "cloudtwo-kv",
   fields: defineFields({
-    key_vault_uri: { type: "string", required: true, description: "URI of an existing key vault, e.g. https://kv1.vault.azure.net. Immutable." },
+    key_vault_uri: { type: "string", required: true, maxBytes: MAX_URL_BYTES, description: "URI of an existing key vault, e.g. https://kv1.vault.azure.net. Immutable." },
     client_id: { type: "string", required: true, description: "Client id of an app registration." },
     client_secret: { type: "string", required: true, description: "Client secret of the app registration." },
     tenant_id: { type: "string", required: true, description: "Directory (tenant) id. Immutable." },

@@ -8,6 +8,7 @@ import { envVar, str } from "../../destinations/types";
 import { parsePem } from "../../rsa";
 import { bearerRequest, clip, kindOf, oauthTokenAnswer, parseRetryAfter, send, signJwtRs256, tokenKey, tokenWithOrigin, type BearerToken } from "../http";
 import { ConnectorError, type ConnectorContext } from "../types";
+import { trimEndChar } from "../../../../core/text";
 
 const PROVIDER = "secret manager";
 const SCOPE = "https://www.googleapis.com/auth/cloud-platform";
@@ -37,12 +38,12 @@ export function projectOf(ctx: ConnectorContext): string {
 }
 
 export function apiBase(env: Env): string {
-  return (envVar(env, "CLOUDTHREE_ENDPOINT") ?? "https://secretmanager.googleapis.com").replace(/\/+$/, "");
+  return trimEndChar(envVar(env, "CLOUDTHREE_ENDPOINT") ?? "https://secretmanager.googleapis.com", "/");
 }
 
 export function tokenEndpoint(env: Env, tokenUri: string): string {
   const override = envVar(env, "CLOUDTHREE_ENDPOINT");
-  return override ? `${override.replace(/\/+$/, "")}/token` : tokenUri;
+  return override ? `${trimEndChar(override, "/")}/token` : tokenUri;
 }
 
 async function errorOf(res: Response, what: string): Promise<ConnectorError> {

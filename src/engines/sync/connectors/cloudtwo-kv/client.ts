@@ -7,6 +7,7 @@
 import { envVar, str } from "../../destinations/types";
 import { bearerRequest, clip, kindOf, oauthTokenAnswer, parseRetryAfter, send, tokenKey, tokenWithOrigin, type BearerToken } from "../http";
 import { ConnectorError, type ConnectorContext } from "../types";
+import { trimEndChar } from "../../../../core/text";
 
 const PROVIDER = "key vault";
 export const API_VERSION = "7.4";
@@ -28,7 +29,7 @@ function cloudOf(ctx: ConnectorContext): [string, string] {
 
 export function tokenUrl(env: Env, authorityHost: string, tenant: string): string {
   const override = envVar(env, "CLOUDTWO_ENDPOINT");
-  const base = override ? override.replace(/\/+$/, "") : `https://${authorityHost}`;
+  const base = override ? trimEndChar(override, "/") : `https://${authorityHost}`;
   return `${base}/${encodeURIComponent(tenant)}/oauth2/v2.0/token`;
 }
 
@@ -41,7 +42,7 @@ export function vaultBase(env: Env, keyVaultUri: string): string {
     u.protocol = o.protocol;
     u.host = o.host;
   }
-  return u.toString().replace(/\/+$/, "");
+  return trimEndChar(u.toString(), "/");
 }
 
 interface AzureError {

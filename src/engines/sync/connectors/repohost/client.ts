@@ -8,11 +8,12 @@ import { envVar, str } from "../../destinations/types";
 import { parsePem } from "../../rsa";
 import { bearerRequest, clip, kindOf, parseRetryAfter, send, signJwtRs256, tokenKey, tokenWithOrigin, type BearerToken } from "../http";
 import { ConnectorError, type ConnectorContext } from "../types";
+import { trimEndChar } from "../../../../core/text";
 
 const PROVIDER = "repository host";
 
 export function apiBase(env: Env): string {
-  return (envVar(env, "REPOHOST_ENDPOINT") ?? "https://api.github.com").replace(/\/+$/, "");
+  return trimEndChar(envVar(env, "REPOHOST_ENDPOINT") ?? "https://api.github.com", "/");
 }
 
 async function errorFrom(res: Response, what: string): Promise<ConnectorError> {

@@ -6,11 +6,12 @@
 import { envVar, str } from "../../destinations/types";
 import { bearerRequest, clip, kindOf, parseRetryAfter } from "../http";
 import { ConnectorError, type ConnectorContext } from "../types";
+import { trimEndChar } from "../../../../core/text";
 
 const PROVIDER = "web host";
 
 export function apiBase(env: Env): string {
-  return (envVar(env, "WEBHOST_ENDPOINT") ?? "https://api.vercel.com").replace(/\/+$/, "");
+  return trimEndChar(envVar(env, "WEBHOST_ENDPOINT") ?? "https://api.vercel.com", "/");
 }
 
 /**
