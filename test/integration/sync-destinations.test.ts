@@ -137,7 +137,10 @@ describe("deleting with associations and purge", () => {
     const w = await write(path("cloudone-sm", name), BODIES["cloudone-sm"], {}, 400);
     expect(w.body.errors[0]).toMatch(/is being purged/);
     await patch(path("cloudone-sm", name), { custom_tags: { a: "b" } }, {}, 400);
-    expect((await list("sys/sync/destinations/cloudone-sm")).body.data.keys).toContain(name);
+    // Listed while the purge runs. The association was never synced (no provider answers here), so
+    // the queue consumer may finish the purge at any moment: then the destination is gone for good.
+    const listed = ((await list("sys/sync/destinations/cloudone-sm")).body.data.keys as string[]).includes(name);
+    if (!listed) await read(path("cloudone-sm", name), {}, 404);
   });
 
   it("purge=true without associations deletes at once", async () => {
