@@ -16,6 +16,7 @@ const NODE_UNIT_TESTS = [
   "auth-jwt",
   "auth-login",
   "cidr",
+  "code-size",
   "core-body",
   "core-encoding",
   "duration",
@@ -32,6 +33,7 @@ const NODE_UNIT_TESTS = [
   "pki-ttl",
   "policy-parser",
   "public-answers",
+  "references",
   "request",
   "seal",
   "sync-connectors",
@@ -46,7 +48,8 @@ const NODE_UNIT_TESTS = [
 // - "unit-node": the unit tests above, in plain Node (environment node).
 // - "workers": the other unit tests and the integration tests inside workerd (the Workers pool)
 //   against D1 migrated from migrations/. Storage is isolated per test file; tests within a file
-//   share it (workers-stack.md §5).
+//   share it (the pool's isolation: each test file gets its own D1, KV, R2 and Durable Object
+//   storage, kept for all the tests of that file).
 // - "e2e": Node tests that start the Worker once with wrangler's programmatic API and talk HTTP
 //   to it, so that they can run openssl on what it returns (workerd cannot spawn processes).
 export default defineConfig(async () => {

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Audit cost benchmark (issue 17 "Cost"; `npm run bench -- audit`): starts the Worker in the local
+// Audit cost benchmark (`npm run bench -- audit`; docs/audit.md "What it costs"): starts the Worker in the local
 // runtime (scripts/lib/bench-common.mjs) and measures, with a NON-ROOT token whose policy grants
 // the paths (root skips the policy read), a KV-v2 read and an EC P-256 issue at concurrency 8:
 //   first with no audit device, then with one `http` device whose collector is a Node server in

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// CRL benchmark (issue 4): rebuild time and peak memory for 1,000, 10,000 and 100,000 revoked
+// CRL benchmark (docs/pki-revocation-crl.md): rebuild time and peak memory for 1,000, 10,000 and 100,000 revoked
 // entries, in the local runtime (workerd through wrangler's programmatic API).
 //   (1) the pure builder inside workerd (scripts/bench-crl-worker.ts): entries → TBSCertList →
 //       signature → CertificateList → base64, for an EC P-256 and an RSA-2048 issuer;

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Secrets-sync benchmark (issue 6 "Benchmark", issue 14 target "sync"): starts the Worker in the
+// Secrets-sync benchmark (docs/secrets-sync.md "Throughput"): starts the Worker in the
 // local runtime (scripts/lib/bench-common.mjs startBenchWorker: a throwaway D1/Queue state
 // directory, the bundle built once, BENCH_REV=<rev> to measure a committed tree) with
 // CLOUDONE_ENDPOINT pointing at the fake cloudone-sm provider (test/helpers/fake-cloudone.ts)
@@ -16,7 +16,7 @@
 // PROVIDER CAPS. Every request to a destination passes its limit scope's SyncGate
 // (src/engines/sync/limits.ts): cloudone-sm allows 20 writes/s per access key and region. A first
 // sync is two writes (PutSecretValue finding nothing, then CreateSecret), and so was every rewrite
-// before issue 14 (PutSecretValue, TagResource): ONE scope then delivers at most 10 syncs/s
+// before tags were compared first (PutSecretValue, TagResource): ONE scope then delivers at most 10 syncs/s
 // whatever the engine does; a rewrite whose tags are current is one write, 20/s. (1) and (2) use one destination; the 1,000 associations of (3) are
 // spread round-robin over BENCH_SCOPES destinations, each with its own access key (its own scope,
 // as separate AWS accounts would be), so (3) measures the engine and the queue, not one scope's

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // PKI benchmark (`npm run bench -- issue`; scripts/run-bench.mjs runs every bench), the table of
-// issue 14 ("Targets"): Lanyard and its peer, cfssl, side by side in the same run.
+// docs/pki-issuance-benchmark.md: Lanyard and its peer, cfssl, side by side in the same run.
 // Lanyard: the Worker bundled once (edits to src/ during a run cannot reload it), run in the local
 // runtime with BENCH_COUNT_D1 on (answered to the D1 probes only), loaded on the Worker's own
 // socket (BENCH_TARGET=direct: Miniflare's entry Worker first; proxy: wrangler's dev proxy too). Set-up with the root token, load with a non-root token whose

@@ -66,7 +66,7 @@ if (!args.some((a) => a.startsWith("--show-interactive-dev-session"))) defaults.
 
 console.log(`Lanyard will listen on http://${ip}:${port}/v1/  (health: http://${ip}:${port}/v1/sys/health)`);
 console.log(`Development root token: ${devVars.ROOT_TOKEN ?? "(ROOT_TOKEN is not set in .dev.vars)"}`);
-// Printed once at start-up (issue 12): Cloudflare refuses the LIST verb before the Worker runs.
+// Printed once at start-up: Cloudflare refuses the LIST verb before the Worker runs.
 console.log(
   "Vault clients: lists must use GET ?list=true. The vault CLI, Terraform and Vault's Go client already do; " +
     "use hvac.Client(strict_http=True) and node-vault's noCustomHTTPVerbs: true (README: \"Use it with your Vault tools\").",

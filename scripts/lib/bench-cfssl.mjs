@@ -1,4 +1,4 @@
-// The peer of `npm run bench -- issue` (scripts/bench.mjs, issue 14 "Targets"): CloudFlare's
+// The peer of `npm run bench -- issue` (scripts/bench.mjs; docs/pki-issuance-benchmark.md): CloudFlare's
 // cfssl (Debian `golang-cfssl`) serving on loopback with an EC P-256 CA, loaded with the same
 // generator and concurrency as the Worker. `startCfssl` makes the CA with `cfssl gencert
 // -initca`, writes a signing config whose default profile is 24h with the usages signing, key

@@ -1,6 +1,6 @@
 // The load generator of `npm run bench -- issue` (scripts/bench.mjs), one for both sides of the
-// comparison: `hey` when it is on PATH (Debian package `hey`; issue 14's figures were taken with
-// it), else autocannon (a dependency). BENCH_LOADGEN=autocannon forces autocannon.
+// comparison: `hey` when it is on PATH (Debian package `hey`; the figures in
+// docs/pki-issuance-benchmark.md were taken with it), else autocannon (a dependency). BENCH_LOADGEN=autocannon forces autocannon.
 // Invariant: every row of a run, Lanyard's and the peer's, goes through the same generator with
 // the same concurrency and duration, so the ratios compare servers, not clients.
 // A run resolves with {requests, errors, statuses, rps, p50, p99}: `requests` counts every answer

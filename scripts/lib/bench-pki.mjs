@@ -3,7 +3,7 @@
 // (allow_any_name, EC, 24h), `ec-nostore` (the same with no_store) and `rsa`, issues one stored
 // leaf for OCSP and revokes another so the CRL has an entry, writes the policy `bench` and mints
 // a non-root token holding only it (no default policy): the root token skips the ACL's policy
-// read (issue 14), so the load rows must not use it. openssl makes the EC P-256 CSR for `sign`
+// read, so the load rows must not use it. openssl makes the EC P-256 CSR for `sign`
 // and the OCSP request (RFC 6960 §4.1, no nonce) for the stored leaf.
 // `lanyardRequests` gives every load row as {path, method, headers, body}, all with that token.
 import { execFileSync } from "node:child_process";

@@ -1,5 +1,5 @@
-// The printed result of `npm run bench -- issue` (scripts/bench.mjs): the table issue 14
-// ("Targets") asks for and the targets marked met/missed. Input: per row and concurrency, one
+// The printed result of `npm run bench -- issue` (scripts/bench.mjs): the table of
+// docs/pki-issuance-benchmark.md and its targets marked met/missed. Input: per row and concurrency, one
 // sample per run, {lanyard, peer?}, each side {rps, cpu (server CPU ms/req), p50, p99, errors,
 // requests} and Lanyard's {d1}. Every figure is the median over the runs with its spread
 // (min–max); a ratio is taken per run (the two sides ran back to back in that run) and then
@@ -30,7 +30,7 @@ export function summary(xs, digits, unit = "") {
   return `${m} (${fmt(Math.min(...v), digits)}–${fmt(Math.max(...v), digits)})`;
 }
 
-/** The targets of issue 14, in its order: kind "cpu" and "peer-rps" against cfssl, "ref-rps" against sys/health. */
+/** The targets (docs/pki-issuance-benchmark.md "The table and the peer"): kind "cpu" and "peer-rps" against cfssl, "ref-rps" against sys/health. */
 export const TARGETS = [
   { kind: "cpu", row: "issue", label: "CPU/req issue stored ÷ cfssl newcert", goal: 2, cmp: "<=" },
   { kind: "cpu", row: "nostore", label: "CPU/req issue no_store ÷ cfssl newcert", goal: 1.4, cmp: "<=" },
@@ -40,7 +40,7 @@ export const TARGETS = [
   { kind: "ref-rps", row: "ocspGet", label: "req/s OCSP GET ÷ sys/health", goal: 0.7, cmp: ">=" },
   { kind: "ref-rps", row: "ocspPost", label: "req/s OCSP POST ÷ sys/health", goal: 0.5, cmp: ">=" },
   { kind: "ref-rps", row: "crl", label: "req/s CRL GET ÷ sys/health", goal: 0.7, cmp: ">=" },
-  // Steady state (issue 14): no D1 round trip to read configuration, at most one per stored
+  // Steady state: no D1 round trip to read configuration, at most one per stored
   // certificate. The probe's mean also catches the cache refreshes (each cached read is re-read
   // once per CACHE_TTL_MS) that fall in its window of 20 requests: up to 0.25 above is allowed.
   { kind: "d1", row: "issue", label: "D1 round trips per stored issue", goal: 1, cmp: "<=", slack: 0.25 },
@@ -111,7 +111,7 @@ export function report(rows, samples, concurrencies) {
     }
   }
   const c = concurrencies.includes(8) ? 8 : Math.max(...concurrencies);
-  lines.push("", `Targets (issue 14), median of the runs at c=${c}, spread min–max:`, "");
+  lines.push("", `Targets, median of the runs at c=${c}, spread min–max:`, "");
   lines.push("| target | measured | goal | |");
   lines.push("|---|---|---|---|");
   for (const t of TARGETS) {

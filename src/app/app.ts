@@ -7,7 +7,7 @@ import { Hono } from "hono";
 import { configProblem, loadConfig } from "../core/config";
 import { openDb, type D1Counter } from "../core/db/client";
 import { dispatch } from "./dispatch";
-import { errorResponse, jsonResponse } from "../core/envelope";
+import { errorResponse } from "../core/envelope";
 import { ApiError } from "../core/errors";
 import { lifecycleConflict } from "../core/lifecycle";
 import { healthResponse, leaderResponse, sealStatusResponse } from "./sys/status";
@@ -27,7 +27,7 @@ app.get("/v1/sys/health", (c) => healthResponse(new URL(c.req.url), configProble
 app.get("/v1/sys/seal-status", (c) => sealStatusResponse(configProblem(c.env), c.get("requestId")));
 app.get("/v1/sys/leader", (c) => leaderResponse(c.get("requestId")));
 
-// CONTRACT.md: an unsupported verb on an existing path is 405, also for these paths.
+// An unsupported verb on an existing path is 405 (docs/http-conventions.md "Answers"), also for these paths.
 for (const p of ["health", "seal-status", "leader"]) {
   app.all(`/v1/sys/${p}`, (c) => errorResponse(405, [`unsupported operation: ${c.req.method} sys/${p}`], c.get("requestId")));
 }

@@ -2,7 +2,7 @@
  * Storage of namespaces: the only module that touches the `namespaces` table. Creation and the
  * start of a delete are single atomic statements (invariants 1 and 3 of src/core/lifecycle.ts).
  */
-import { eq, inArray, like } from "drizzle-orm";
+import { eq, inArray } from "drizzle-orm";
 import type { Db } from "../core/db/client";
 import { namespaces } from "../core/db/schema";
 import { ROOT_NAMESPACE, type NamespaceRef } from "../core/mount-store";
@@ -39,15 +39,6 @@ export function rememberNamespaces(paths: string[], rows: NamespaceRef[], readAt
 
 export type NamespaceRow = typeof namespaces.$inferSelect;
 
-/** Namespace rows for a set of full paths ("a/", "a/b/"). The root namespace is implicit. */
-export async function findNamespaces(db: Db, paths: string[]): Promise<NamespaceRef[]> {
-  const wanted = paths.filter((p) => p !== "");
-  const found: NamespaceRef[] = paths.includes("") ? [ROOT_NAMESPACE] : [];
-  if (wanted.length === 0) return found;
-  const rows = await namespacesQuery(db, wanted);
-  return [...found, ...rows];
-}
-
 /** The unexecuted lookup of namespaces by full path (the root is implicit, never a row). */
 export const namespacesQuery = (db: Db, paths: string[]) =>
   db.select({ id: namespaces.id, path: namespaces.path }).from(namespaces).where(inArray(namespaces.path, paths));
@@ -71,11 +62,6 @@ export async function getNamespaceById(db: Db, id: string): Promise<NamespaceRef
 
 export async function listChildNamespaces(db: Db, parentId: string): Promise<NamespaceRow[]> {
   return db.select().from(namespaces).where(eq(namespaces.parentId, parentId)).orderBy(namespaces.path);
-}
-
-/** Every namespace at or below a path (for revoking the tokens of a subtree). */
-export async function listSubtree(db: Db, path: string): Promise<NamespaceRow[]> {
-  return db.select().from(namespaces).where(like(namespaces.path, `${path}%`));
 }
 
 /**

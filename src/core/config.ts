@@ -1,5 +1,5 @@
 /**
- * Worker configuration (CONTRACT.md "Configuration"). Production refuses to serve without a
+ * Worker configuration (docs/configuration.md). Production refuses to serve without a
  * usable ROOT_TOKEN and SEAL_KEY: every request but sys/health then answers 503 with the reason.
  * Production also refuses the sync providers' endpoint overrides (docs/security.md "What each
  * outbound call may reach").
@@ -15,7 +15,6 @@ export interface Config {
   /** Path of the administrative namespace with a trailing slash, or "" (root only). */
   adminNamespace: string;
   maxBodyBytes: number;
-  development: boolean;
 }
 
 /**
@@ -81,6 +80,5 @@ function readConfig(env: Env): Config {
     seal: { current: env.SEAL_KEY ?? "", previous: env.SEAL_KEYS_PREVIOUS },
     adminNamespace: admin.map((s) => `${s}/`).join(""),
     maxBodyBytes: Number.isFinite(max) && max > 0 ? max : DEFAULT_MAX_REQUEST_BYTES,
-    development: env.ENVIRONMENT === "development",
   };
 }

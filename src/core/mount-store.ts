@@ -2,11 +2,10 @@
  * Storage of mounts (secrets engines): the only module that touches the `mounts` table. Creation
  * and the start of a disable are single atomic statements (the invariants are in ./lifecycle.ts).
  */
-import { SYSTEM_MAX_TTL } from "./limits";
-import { and, eq, inArray, sql, type SQL } from "drizzle-orm";
+import { and, eq, inArray } from "drizzle-orm";
 import type { Db } from "./db/client";
 import { mounts } from "./db/schema";
-import { MAX_MOUNT_PATH_SEGMENTS } from "./limits";
+import { MAX_MOUNT_PATH_SEGMENTS, SYSTEM_MAX_TTL } from "./limits";
 import { generationOf, invalidate, ReadCache } from "./read-cache";
 
 export interface NamespaceRef {
@@ -67,7 +66,7 @@ export async function findMountForPath(db: Db, nsId: string, path: string): Prom
 /**
  * The mount paths that could hold `path`: each of its prefixes, with a trailing slash. No mount
  * has more than MAX_MOUNT_PATH_SEGMENTS segments, so longer prefixes are not looked up: the
- * lookup binds one parameter per candidate, and D1 allows 100 (issue 18 #6).
+ * lookup binds one parameter per candidate, and D1 allows 100.
  */
 export function mountCandidates(path: string): string[] {
   const segs = path.split("/", MAX_MOUNT_PATH_SEGMENTS);
@@ -82,10 +81,6 @@ export function mountCandidates(path: string): string[] {
 /** The unexecuted lookup of candidate mounts, for a request's first D1 batch (src/app/dispatch.ts). */
 export const mountsQuery = (db: Db, nsId: string, candidates: string[]) =>
   db.select().from(mounts).where(and(eq(mounts.namespaceId, nsId), inArray(mounts.path, candidates)));
-
-/** An SQL expression for the id of the mount at `path` of `type` (NULL when there is none). */
-export const mountIdSql = (nsId: string, path: string, type: string): SQL =>
-  sql`(SELECT ${mounts.id} FROM ${mounts} WHERE ${mounts.namespaceId} = ${nsId} AND ${mounts.path} = ${path} AND ${mounts.type} = ${type})`;
 
 /** The longest (most specific) of the candidate mounts found. */
 export function longestMount(rows: MountRow[]): MountRow | null {
@@ -187,7 +182,10 @@ export async function updateMount(
   return rows.length === 1;
 }
 
-/** A mount's default and maximum lease TTL: tuned values, else the system's (CONTRACT.md: 768h). */
+/**
+ * A mount's default and maximum lease TTL: tuned values, else the system's 768h
+ * (docs/http-conventions.md "Settled questions").
+ */
 export function effectiveTtls(m: MountRow): { defaultTtl: number; maxTtl: number } {
   const maxTtl = m.maxLeaseTtl || SYSTEM_MAX_TTL;
   return { defaultTtl: Math.min(m.defaultLeaseTtl || SYSTEM_MAX_TTL, maxTtl), maxTtl };

@@ -1,6 +1,6 @@
 /**
  * certbot (Debian package `certbot`), a real ACME client, against a Lanyard PKI mount
- * (issue 16): `certonly --standalone` gets a certificate over http-01 (certbot's standalone
+ * (docs/pki-acme.md): `certonly --standalone` gets a certificate over http-01 (certbot's standalone
  * server reached through the http-01 relay with `Host: <name>`), `renew --force-renewal` gets
  * another, `revoke` revokes it; openssl verifies each against the mount's chain and asks the
  * mount's OCSP responder. This test uses the role directory `roles/web/acme/directory`. The

@@ -1,5 +1,5 @@
 /**
- * lego (Debian package `lego`), a real ACME client, against a Lanyard PKI mount (issue 16):
+ * lego (Debian package `lego`), a real ACME client, against a Lanyard PKI mount (docs/pki-acme.md):
  * `run` gets a certificate over http-01 from lego's standalone server (reached through the
  * http-01 relay with `Host: <name>`), `renew` gets another, `revoke` revokes it, and openssl is
  * the judge: `openssl verify` against the mount's chain, `openssl ocsp` against its responder.

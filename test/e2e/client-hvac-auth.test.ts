@@ -1,5 +1,5 @@
 /**
- * Machine identities through hvac's helpers, unmodified (issue 13 "Tests"): AppRole end to end,
+ * Machine identities through hvac's helpers, unmodified (docs/auth-methods.md): AppRole end to end,
  * JWT with a key pair generated here and served as a JWKS over loopback HTTP, Kubernetes against
  * the fake TokenReview API (test/helpers/fake-tokenreview.ts) over HTTP. The flow is
  * ./hvac_auth_flow.py; each of its steps is one test here. The e2e Worker runs with

@@ -1,8 +1,8 @@
 /**
  * hvac, unmodified (Debian's python3-hvac), through the first day of Vault's tutorials against the
- * e2e Worker (issue 12, "Tests with the real clients"). The flow is ./hvac_flow.py: it configures
- * `hvac.Client(url, token, namespace, strict_http=True)` as hvac's README says, runs every step and
- * prints the results as JSON; each step is one test here, so a report names what fails.
+ * e2e Worker. The flow is ./hvac_flow.py: it configures `hvac.Client(url, token, namespace,
+ * strict_http=True)` as hvac's README says, runs every step and prints the results as JSON; each
+ * step is one test here, so a report names what fails.
  *
  * hvac must be importable: a missing python3-hvac fails this file with the install command (CI's
  * .ci/run installs it), it never skips.

@@ -1,8 +1,8 @@
 /**
  * node-vault (the npm package, pinned, unmodified) through the first day of Vault's tutorials
- * against the e2e Worker (issue 12, "Tests with the real clients"). The client is configured as its
- * README says, with the one documented list switch `noCustomHTTPVerbs: true` (lists go as
- * `GET ?list=1`, since the Workers front end answers the LIST verb with 501 before any code runs).
+ * against the e2e Worker. The client is configured as its README says, with the one documented
+ * list switch `noCustomHTTPVerbs: true` (lists go as `GET ?list=1`, since the Workers front end
+ * answers the LIST verb with 501 before any code runs).
  * Each step is one test; they run in order and share what earlier steps made, as a user would.
  * Where node-vault has a named command (tokenCreate, addPolicy, mount, …) the step uses it; the
  * rest goes through its generic read/write/update/list/delete.

@@ -39,7 +39,8 @@ export async function pkiMount(prefix = "pki"): Promise<string> {
 }
 
 /**
- * A far notAfter for CA certificates: the core caps mount TTLs at 768h (CONTRACT.md), and an
- * absolute not_after is not capped by max_ttl (pki-engine.md §1.8), so long-lived CAs use it.
+ * A far notAfter for CA certificates: mount TTLs are capped at 768h (docs/http-conventions.md
+ * "Settled questions"), and, as in Vault, an absolute not_after is not capped by max_ttl (Vault
+ * API: /v1/pki/root/generate/:type, `not_after`), so long-lived CAs use it.
  */
 export const CA_NOT_AFTER = "2036-01-01T00:00:00Z";

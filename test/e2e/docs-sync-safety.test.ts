@@ -1,5 +1,6 @@
 /**
- * Runs docs/secrets-sync.md's walk-through of issue 15 rules 3 and 4 (the bash block between the
+ * Runs docs/secrets-sync.md's walk-through of its guarantees 3 and 4, drift repair and provider
+ * limits (the bash block between the
  * sync-safety-walkthrough markers) against the e2e Worker and the fake providers it syncs to
  * (./global-setup.ts), so the documented drift repair and throttling stay true. The block uses
  * the request bodies the manual fakes write (test/helpers/fake-serve.ts); this test writes the

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Machine identities through hvac's own helpers, unmodified (issue 13): AppRole end to end, JWT
+"""Machine identities through hvac's own helpers, unmodified (docs/auth-methods.md): AppRole end to end, JWT
 against a JWKS the test serves, Kubernetes against a fake TokenReview API. Run by
 test/e2e/client-hvac-auth.test.ts, which starts those servers and mints the JWTs; the script
 prints one JSON document of {name, ok, detail|error} steps and exits 0 whatever they did.

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The first day of Vault's tutorials, driven by hvac, unmodified (issue 12, "Tests with the real
-clients"). Run by test/e2e/client-hvac.test.ts against the e2e Worker; also runnable by hand:
+"""The first day of Vault's tutorials, driven by hvac, unmodified. Run by
+test/e2e/client-hvac.test.ts against the e2e Worker; also runnable by hand:
 
     LANYARD_ADDR=http://127.0.0.1:8787 LANYARD_TOKEN=dev-root-token \\
     FAKE_REPOHOST=http://127.0.0.1:9104 SYNC_GH_BODY="$(cat /tmp/lanyard-fakes/gh.json)" \\

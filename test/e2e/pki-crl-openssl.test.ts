@@ -1,5 +1,5 @@
 /**
- * Revocation and CRLs judged by openssl (issue 4's quality bars): `openssl crl -CAfile` verifies
+ * Revocation and CRLs judged by openssl (docs/pki-revocation-crl.md): `openssl crl -CAfile` verifies
  * every CRL (EC and RSA issuers, complete and delta), `openssl verify -crl_check` reports a
  * revoked certificate as revoked and a good one as OK, CRL numbers strictly increase,
  * revoke-with-key works with keys openssl generated (RSA, EC, Ed25519; PKCS#8 and traditional

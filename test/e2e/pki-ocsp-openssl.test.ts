@@ -1,5 +1,5 @@
 /**
- * The OCSP responder judged by `openssl ocsp` (pki-engine.md §6.8): openssl builds the request,
+ * The OCSP responder judged by `openssl ocsp` (docs/pki-ocsp.md; RFC 6960): openssl builds the request,
  * sends it to `<base>/v1/<mount>/ocsp`, verifies the response's signature against -CAfile and
  * checks the nonce, and prints the status. Good and revoked, EC, RSA and Ed25519 issuers, with
  * and without a nonce; an intermediate CA whose root is the only trust anchor; and the GET form
@@ -175,7 +175,8 @@ describe("openssl ocsp against the responder", () => {
     const ca = await caWith("ec");
     const l = await leaf(ca.mount, "off.example");
     await ok("POST", `${ca.mount}/config/crl`, { ocsp_disable: true });
-    // openssl's HTTP client stops at the 401 status of §6.8's table ...
+    // With ocsp_disable the responder answers HTTP 401, as Vault's does, and openssl's HTTP client
+    // stops at that status ...
     const r = await openssl(["ocsp", "-issuer", ca.issuer, "-cert", l.path, "-url", url(ca.mount), "-CAfile", ca.ca]);
     expect(`${r.stdout}${r.stderr}`).toContain("code=401");
     // ... and the body it would have read is the OCSP "unauthorized" response.

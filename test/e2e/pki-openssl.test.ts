@@ -37,7 +37,8 @@ describe("roots, judged by openssl", () => {
       const serial = (await x509Field(pem, "-serial")).replace("serial=", "").toLowerCase();
       expect(r.body.data.serial_number.replace(/:/g, "")).toBe(serial.replace(/^0+/, "").padStart(serial.replace(/^0+/, "").length + (serial.replace(/^0+/, "").length % 2), "0"));
       expect(await keyMatchesCert(r.body.data.private_key, pem)).toBe(true);
-      // The key is in its traditional encoding (pki-engine.md §1.9), and openssl reads it.
+      // The key is in its traditional encoding, as Vault returns it (RSA: PKCS#1, EC: SEC1, Ed25519:
+      // PKCS#8), and openssl reads it.
       const label = keyType === "rsa" ? "RSA PRIVATE KEY" : keyType === "ec" ? "EC PRIVATE KEY" : "PRIVATE KEY";
       expect(r.body.data.private_key).toContain(`-----BEGIN ${label}-----`);
       const notAfter = new Date((await x509Field(pem, "-enddate")).replace("notAfter=", "")).getTime() / 1000;

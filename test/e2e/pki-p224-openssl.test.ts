@@ -1,5 +1,6 @@
 /**
- * EC P-224 judged by openssl (pki-engine.md §1.9: `ec` 224, signed with ECDSA-SHA256). WebCrypto
+ * EC P-224 judged by openssl (Vault's `key_type` `ec` with `key_bits` 224, signed with ECDSA-SHA256
+ * as Vault signs with a P-224 key). WebCrypto
  * has no P-224, so the service signs it in software; here openssl checks every signature, reads
  * the curve name, reads the exported keys, and makes the CSR and the imported CA itself.
  */

@@ -1,7 +1,7 @@
 /**
  * Runs the README's "Give your machines an identity" walk-throughs (the bash blocks between the
  * identity-* markers, after the section's shared helpers) against the e2e Worker, so the documented
- * commands stay true (issue 13 "Done when"). This file plays GitHub and the cluster: it serves an
+ * commands stay true. This file plays GitHub and the cluster: it serves an
  * OIDC discovery document and JWKS on loopback and mints the job's JWT, and serves the fake
  * TokenReview API (test/helpers/fake-tokenreview.ts) that knows cert-manager's service account token.
  */

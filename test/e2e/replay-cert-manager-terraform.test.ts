@@ -1,9 +1,9 @@
 /**
- * Replays, as plain HTTP, what two Go clients of Vault send (issue 12, "Tests with the real
- * clients"): cert-manager's Vault issuer and the Terraform provider's start-up. Both use Vault's Go
- * API client (github.com/hashicorp/vault/api), whose requests carry `X-Vault-Token`,
- * `X-Vault-Request: true`, `X-Vault-Namespace` only when a namespace is set, a JSON body written by
- * json.Encoder (trailing newline) and no Content-Type header; the replay sends exactly that.
+ * Replays, as plain HTTP, what two Go clients of Vault send: cert-manager's Vault issuer and the
+ * Terraform provider's start-up. Both use Vault's Go API client (github.com/hashicorp/vault/api),
+ * whose requests carry `X-Vault-Token`, `X-Vault-Request: true`, `X-Vault-Namespace` only when a
+ * namespace is set, a JSON body written by json.Encoder (trailing newline) and no Content-Type
+ * header; the replay sends exactly that.
  *
  * cert-manager (pkg/internal/vault): token auth (the token from the Issuer's tokenSecretRef is used
  * as is, no login); `GET /v1/sys/health` without the namespace header (cert-manager drops it for

@@ -1,5 +1,5 @@
 /**
- * The dependency rules of src/ (docs/architecture.md, issue 11), read from the source: every
+ * The dependency rules of src/ (docs/architecture.md), read from the source: every
  * import of every file (static, type-only, side-effect, re-exports, dynamic `import()` and
  * `import("…")` types), resolved to files. It fails naming the importing file, its line and the
  * import, on:
