@@ -25,6 +25,8 @@
  *   would not fit alone keeps its envelope but has its `data` replaced (see enqueue.ts).
  */
 
+import { ApiError } from "../core/errors";
+
 export const AUDIT_QUEUE_NAME = "lanyard-audit";
 
 /** Serialized size ceiling of one queue message (Cloudflare Queues: 128 KB per message). */
@@ -138,10 +140,14 @@ export interface AuditQueueMessage {
   entries: AuditEntry[];
 }
 
-/** Thrown when no enabled device could record an entry: the request must not go on (503). */
-export class AuditUnavailableError extends Error {
+/**
+ * Thrown when no enabled device could record an entry: the request must not go on. It is the
+ * answer itself (503, its message), rendered as any ApiError (src/core/errors.ts). Vault refuses
+ * too, with 500 `internal error`.
+ */
+export class AuditUnavailableError extends ApiError {
   constructor(cause?: unknown) {
-    super("audit: no device could record this request", { cause });
+    super(503, "audit: no device could record this request", { cause });
     this.name = "AuditUnavailableError";
   }
 }
