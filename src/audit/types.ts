@@ -1,7 +1,8 @@
 /**
- * The audit trail's shared types (issue 17): the device row every part reads, the entry in
- * Vault's JSON audit format (vault-ecosystem.md §8), and the Queue message that carries entries
- * from the request path (src/audit/enqueue.ts) to the delivery side (src/audit/delivery/).
+ * The audit trail's shared types: the device row every part reads, the entry in Vault's JSON
+ * audit format (https://developer.hashicorp.com/vault/docs/audit; OpenBao
+ * internal/audit/format.go), and the Queue message that carries entries from the request path
+ * (src/audit/enqueue.ts) to the delivery side (src/audit/delivery/).
  *
  * Contract with the delivery side (the consumer of queue `lanyard-audit`, binding AUDIT_QUEUE):
  *
@@ -117,7 +118,8 @@ export interface AuditResponse {
 }
 
 /**
- * One audit entry (vault-ecosystem.md §8). `id` is Lanyard's addition: `<request id>:request`
+ * One audit entry, one JSON object per line, Vault's field names (every field omitted when
+ * empty; OpenBao internal/audit/format.go). `id` is Lanyard's addition: `<request id>:request`
  * or `<request id>:response`, stable across re-sends so a sink can drop duplicates.
  */
 export interface AuditEntry {
