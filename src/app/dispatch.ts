@@ -94,29 +94,38 @@ async function handle(call: Call): Promise<Answer> {
   const { segs, decoded, emptySegmentError } = inspectPath(url.pathname.replace(/^\/v1\/?/, ""));
   const asked = operationOf(method, url.searchParams);
 
-  const at = await resolve(call, segs, asked);
+  // Resolve (src/app/resolve.ts); a stale audit device list rides in the resolver's first D1 batch.
+  const deviceRead = trail.deviceRead(cfg.db);
+  const at = await resolveRequest(cfg.db, cfg.rootToken, request.headers, segs, deviceRead);
+  if (deviceRead) await trail.absorb(at.alongside);
+  trail.knowTarget(at, asked);
+  call.at = at;
+  const { backend, matched, def } = at;
   checkPath(at, decoded, emptySegmentError);
 
   // HEAD is a read on routes that declare it (ACME new-nonce, RFC 8555 §7.2); Hono drops the body.
-  const op = asked === null && method === "HEAD" && at.def?.head ? "read" : asked;
-  const isPublic = op !== null && at.def?.public?.includes(op) === true;
+  const op = asked === null && method === "HEAD" && def?.head ? "read" : asked;
+  const isPublic = op !== null && def?.public?.includes(op) === true;
   const token = authenticate(at, isPublic);
   if (op === null) throw new ApiError(405, "unsupported operation");
   refuseWrapping(request.headers);
 
-  const input = await readInput(request, url.searchParams, cfg.maxBodyBytes, at.def, op);
-  trail.knowBody(input.body, at.def?.rawBody && isWrite(op) ? { bytes: input.rawBody, contentType: input.contentType } : undefined);
+  const input = inputOf(request.headers, url.searchParams, await readBody(request, cfg.maxBodyBytes), def, op);
+  trail.knowBody(input.body, def?.rawBody && isWrite(op) ? { bytes: input.rawBody, contentType: input.contentType } : undefined);
   // Only here, where an existing namespace meets its ACL check: a missing one must answer every
   // earlier check (405, 413, 415, a malformed body) exactly as an existing one does.
   if (!at.ns) throw missingNamespace(at, op);
 
   // Only a read whose answer the token cannot change may be answered by layer 0 next time.
-  const slot = call.slot && isPublic && op === "read" && !at.def?.publicSeesToken ? call.slot : undefined;
+  const slot = call.slot && isPublic && op === "read" && !def?.publicSeesToken ? call.slot : undefined;
   const req = requestFor(call, at, at.ns, op, token, input, slot);
-  req.op = await createOrUpdate(at.def, req);
-  if (token && !isPublic) await authorize(cfg, at, at.ns, req, token);
+  // A write is a create when the route says the object does not exist yet, or has no update.
+  if (op === "update" && def?.handlers.create && !(def.exists ? await def.exists(req) : def.handlers.update)) req.op = "create";
+  if (token && !isPublic) {
+    authorize(at, at.ns, req.op);
+    if (token.numUses > 0) await spendOneUse(cfg, token);
+  }
 
-  const { backend, matched, def } = at;
   if (!backend || !matched || !def) throw notFound([`unsupported path: ${at.path}`]);
   const handler = handlerOf(def, req.op);
   if (!handler) throw new ApiError(405, "unsupported operation");
@@ -125,20 +134,6 @@ async function handle(call: Call): Promise<Answer> {
   // Run, once the request entry is recorded.
   await trail.beforeWork(req, backend.mountType);
   return withWarnings(await handler.call(def.handlers, req), req.warnings);
-}
-
-/**
- * Resolve: namespace, backend, route and the presented token (src/app/resolve.ts). The audit
- * device list, when the isolate's copy is stale, rides in the resolver's first D1 batch.
- */
-async function resolve(call: Call, segs: string[], op: Operation | null): Promise<Resolved> {
-  const { cfg, trail } = call;
-  const deviceRead = trail.deviceRead(cfg.db);
-  const at = await resolveRequest(cfg.db, cfg.rootToken, call.request.headers, segs, deviceRead);
-  if (deviceRead) await trail.absorb(at.alongside);
-  trail.knowTarget(at, op);
-  call.at = at;
-  return at;
 }
 
 /** Empty path segments are refused, except in a route's opaque remainder (RouteDef.opaqueRest). */
@@ -164,13 +159,12 @@ function authenticate(at: Resolved, isPublic: boolean): TokenEntry | null {
 const isWrite = (op: Operation): boolean => op === "update" || op === "patch";
 
 /**
- * Read body: 413 over the size limit, 415 for a PATCH that is not a JSON merge patch, 400 for a
- * write whose body is not a JSON object; a read's data is its query. Existence checks and
- * handlers both need the data, so it is read before either.
+ * Read body (the bytes are read first, 413 over the size limit): 415 for a PATCH that is not a
+ * JSON merge patch, 400 for a write whose body is not a JSON object; a read's data is its query.
+ * Existence checks and handlers both need the data, so it is read before either.
  */
-async function readInput(request: Request, query: URLSearchParams, limit: number, def: RouteDef | undefined, op: Operation): Promise<Input> {
-  const rawBody = await readBody(request, limit);
-  const contentType = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+function inputOf(headers: Headers, query: URLSearchParams, rawBody: Uint8Array<ArrayBuffer>, def: RouteDef | undefined, op: Operation): Input {
+  const contentType = (headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
   if (op === "patch" && contentType !== "application/merge-patch+json") {
     throw new ApiError(415, `PATCH requires Content-Type of application/merge-patch+json, provided ${contentType || "none"}`);
   }
@@ -219,28 +213,19 @@ function requestFor(call: Call, at: Resolved, ns: NamespaceRef, op: Operation, t
   };
 }
 
-/** A write is a create when the route says the object does not exist yet, or has no update. */
-async function createOrUpdate(def: RouteDef | undefined, req: Req): Promise<Operation> {
-  if (req.op !== "update" || !def?.handlers.create) return req.op;
-  if (def.exists) return (await def.exists(req)) ? "update" : "create";
-  return def.handlers.update ? "update" : "create";
-}
-
 /**
  * Authorize, in one place: a token sees its own namespace and those below it, never a
- * sibling's; the ACL must grant the operation (and `sudo` where the route asks for it); a
- * use-limited token spends one use.
+ * sibling's; the ACL must grant the operation (and `sudo` where the route asks for it).
  */
-async function authorize(cfg: DispatchConfig, at: Resolved, ns: NamespaceRef, req: Req, token: TokenEntry): Promise<void> {
+function authorize(at: Resolved, ns: NamespaceRef, op: Operation): void {
   const { tokenNs, acl, def } = at;
-  const op = req.op;
   if (tokenNs === null || acl === null || !ns.path.startsWith(tokenNs)) throw permissionDenied();
   const needsSudo = def?.sudo?.includes(op) === true;
   const capOp: Operation = op === "create" && !def?.handlers.create ? "update" : op;
   if (!isAllowed(acl, aclPath(tokenNs, ns, at.path, op), capOp, needsSudo)) throw permissionDenied();
-  if (token.numUses > 0) await spendOneUse(cfg, token);
 }
 
+/** A use-limited token spends one use once authorized; none left is a 403. */
 async function spendOneUse(cfg: DispatchConfig, token: TokenEntry): Promise<void> {
   const left = await spendUse(cfg.db, token.hash);
   if (left === null) throw permissionDenied();
