@@ -7,9 +7,7 @@ import { Hono } from "hono";
 import { configProblem, loadConfig } from "../core/config";
 import { openDb, type D1Counter } from "../core/db/client";
 import { dispatch } from "./dispatch";
-import { errorResponse } from "../core/envelope";
-import { ApiError } from "../core/errors";
-import { lifecycleConflict } from "../core/lifecycle";
+import { errorReply, errorResponse } from "../core/envelope";
 import { healthResponse, leaderResponse, sealStatusResponse } from "./sys/status";
 
 type AppEnv = { Bindings: Env; Variables: { requestId: string } };
@@ -54,13 +52,5 @@ app.all("/v1/*", async (c) => {
 
 app.notFound((c) => errorResponse(404, ["unsupported path: paths start with /v1/"], c.get("requestId")));
 
-app.onError((err, c) => {
-  const requestId = c.get("requestId") ?? "";
-  if (err instanceof ApiError) return errorResponse(err.status, err.messages, requestId);
-  // A write a lifecycle trigger refused (the mount or namespace is going away): 409, not 500.
-  const conflict = lifecycleConflict(err);
-  if (conflict) return errorResponse(conflict.status, conflict.messages, requestId);
-  // Details stay in the log, tagged with the request id; the client gets a generic message.
-  console.error(`request ${requestId} failed:`, err);
-  return errorResponse(500, [`internal error (request id ${requestId})`], requestId);
-});
+// The one table from errors to answers (src/core/envelope.ts `errorAnswer`), shared with the audit trail.
+app.onError((err, c) => errorReply(err, c.get("requestId") ?? ""));

@@ -1,23 +1,26 @@
 /**
- * The dispatcher's audit hook (issue 17; Vault's audit broker, vault-ecosystem.md §8): one
- * `AuditTrail` per request under /v1/ follows it through src/app/dispatch.ts.
+ * The dispatcher's audit hook, Lanyard's take on Vault's audit broker (OpenBao
+ * internal/vault/audit_broker.go): one `AuditTrail` per request under /v1/ follows it through
+ * src/app/dispatch.ts, which calls it at its named steps.
  *
- * - Devices: the isolate's cached list when fresh; else the list rides in the request's first
- *   D1 batch (`deviceRead` / `absorb`), so auditing never adds a D1 round trip. With no device
- *   enabled every step below returns at once.
+ * - Devices: the isolate's cached list when fresh; else the dispatcher adds the list's read to
+ *   the request's first D1 batch (`deviceRead`, then `absorb` with its rows), so auditing never
+ *   adds a D1 round trip. With no device enabled every step below returns at once.
  * - Before the work (`beforeWork`, just before the handler, after every check passed): the
  *   `request` entry is handed over and awaited (src/audit/enqueue.ts): durable in the Queue, or
  *   written to the log for stdout devices. If no device could record it, the handler does not
- *   run: 503 `audit: no device could record this request` (Vault refuses too; it says 500
- *   `internal error`).
- * - After the work (`answered`): the `response` entry (data, warnings, auth, status) is handed
- *   over before the answer leaves; queued devices get the request entry again in the same
- *   message so a collector never sees a response before its request (types.ts). Failure: 503,
- *   although the work is done (as Vault, whose response-log failure is an error after the fact).
+ *   run: 503 `audit: no device could record this request` (AuditUnavailableError; Vault refuses
+ *   too, it says 500 `internal error`).
+ * - After the work (`answered`): the `response` entry (data, warnings, auth, status), built from
+ *   the reply the handler gave, not from the serialized answer, is handed over before the answer
+ *   leaves; queued devices get the request entry again in the same message so a collector never
+ *   sees a response before its request (types.ts). Failure: 503, although the work is done (as
+ *   Vault, whose response-log failure is an error after the fact).
  * - Refused before the work (`failed`: 400/403/404/405/413…, or a handler error): the request
- *   and response entries, the latter with the error, in one message. A failure to log a request
- *   refused before the work is only logged and the original error stands (Vault); a failure
- *   after the work began turns the answer into the 503.
+ *   and response entries, the latter with the error as the client is answered
+ *   (src/core/envelope.ts `errorAnswer`), in one message. A failure to log a request refused
+ *   before the work is only logged and the original error stands (Vault); a failure after the
+ *   work began turns the answer into the 503.
  * Entries are HMAC'd per device in src/audit/hmac.ts; nothing here writes a secret anywhere.
  */
 import { absorbDeviceRows, cachedDevices, deviceListQuery, lastKnownDevices, loadDevices } from "../audit/audit-store";
@@ -26,14 +29,14 @@ import { AuditUnavailableError, type AuditAuth, type AuditDevice, type AuditEntr
 import { loadConfig } from "../core/config";
 import type { Db } from "../core/db/client";
 import { bytesToBase64 } from "../core/encoding";
-import { ApiError } from "../core/errors";
-import { lifecycleConflict } from "../core/lifecycle";
+import { errorAnswer } from "../core/envelope";
 import type { MountRow, NamespaceRef } from "../core/mount-store";
-import type { Req } from "../core/route";
+import type { AuthBlock, JsonReply, Req } from "../core/route";
 import type { TokenEntry } from "../core/caller";
+import { namespaceHeader, type Resolved } from "./resolve";
 
 /** What the dispatcher has learnt of the request so far (for entries of refused requests). */
-export interface AuditKnown {
+interface AuditKnown {
   ns?: NamespaceRef | null;
   path?: string;
   token?: TokenEntry | null;
@@ -46,8 +49,14 @@ export interface AuditKnown {
   raw?: { bytes: Uint8Array; contentType: string };
 }
 
-const AUDIT_UNAVAILABLE = "audit: no device could record this request";
+/**
+ * What a request was answered: a Response a route made itself, a JSON reply for the envelope
+ * (warnings merged), or null for 204 No Content.
+ */
+export type Answer = Response | JsonReply | null;
+
 const RAW_TEXT = /^(text\/|application\/(json|[\w.+-]*\+json|x-pem-file|pem-certificate-chain|x-ndjson))/;
+const INTERNAL_ERROR = { status: 500, messages: ["internal error"] };
 
 export class AuditTrail {
   private devices: AuditDevice[] | undefined = cachedDevices();
@@ -72,8 +81,22 @@ export class AuditTrail {
     this.devices = await absorbDeviceRows(loadConfig(this.cfg.env).seal, rows as Parameters<typeof absorbDeviceRows>[1]);
   }
 
-  know(k: AuditKnown): void {
-    Object.assign(this.known, k);
+  /** Who calls and where the request goes, once resolved; `op` as the method says. */
+  knowTarget(at: Resolved, op: string | null): void {
+    const k = this.known;
+    k.ns = at.ns;
+    k.path = at.path;
+    k.token = at.found;
+    k.presented = at.presented;
+    k.mount = at.backend?.mount ?? null;
+    k.mountType = at.backend?.mountType;
+    k.op = op;
+  }
+
+  /** The request's data, once read: decoded fields, or a raw body (see AuditKnown.raw). */
+  knowBody(data: Record<string, unknown> | undefined, raw?: AuditKnown["raw"]): void {
+    if (raw) this.known.raw = raw;
+    else this.known.data = data;
   }
 
   private get active(): boolean {
@@ -84,27 +107,33 @@ export class AuditTrail {
   async beforeWork(req: Req, mountType: string): Promise<void> {
     this.allowed = true;
     if (!this.active || !this.devices) return;
-    this.know({ ns: req.ns, path: req.path, token: req.token, mount: req.mount, mountType, op: req.op, data: req.body });
+    const k = this.known;
+    k.ns = req.ns;
+    k.path = req.path;
+    k.token = req.token;
+    k.mount = req.mount;
+    k.mountType = mountType;
+    k.op = req.op;
+    k.data = req.body;
     try {
       this.recorded = await enqueueEntries(this.cfg.env, this.devices, [this.requestEntry()]);
     } catch (e) {
-      if (!(e instanceof AuditUnavailableError)) throw e;
-      this.refusedByAudit = true;
-      throw new ApiError(503, AUDIT_UNAVAILABLE);
+      this.refusedByAudit = e instanceof AuditUnavailableError;
+      throw e;
     }
   }
 
-  /** The response entry, recorded before `res` is returned; 503 instead when no device could. */
-  async answered(res: Response): Promise<Response> {
-    if (!this.active || !this.devices || this.refusedByAudit) return res;
-    const entry = this.responseEntry(await responseOf(res));
-    await this.record(entry, () => {
-      // A refusal rendered as a response (RouteDef.renderError) never reached the work: its
-      // log failure is only logged, as in `failed`.
-      if (!this.allowed) return void console.error(`audit: request ${this.cfg.requestId} (refused with ${res.status}) could not be logged by any device`);
-      throw new ApiError(503, AUDIT_UNAVAILABLE);
-    });
-    return res;
+  /** The response entry, recorded before the answer leaves; 503 instead when no device could. */
+  async answered(answer: Answer): Promise<void> {
+    if (!this.active || !this.devices || this.refusedByAudit) return;
+    const status = answer === null ? 204 : answer instanceof Response ? answer.status : (answer.status ?? 200);
+    const response = answer instanceof Response ? await responseOf(answer) : replyOf(answer, status);
+    const unavailable = await this.record(this.responseEntry(response));
+    if (!unavailable) return;
+    // A refusal rendered as a response (RouteDef.renderError) never reached the work: its log
+    // failure is only logged, as in `failed`.
+    if (this.allowed) throw unavailable;
+    console.error(`audit: request ${this.cfg.requestId} (refused with ${status}) could not be logged by any device`);
   }
 
   /** The error to throw for `err`: itself, or the 503 when the work began and could not be logged. */
@@ -122,24 +151,24 @@ export class AuditTrail {
     }
     this.devices = devices;
     if (!this.active) return err;
-    const { status, messages } = errorOf(err);
-    const entry = this.responseEntry({ status_code: status }, messages.join("; "));
-    let out: unknown = err;
-    await this.record(entry, () => {
-      if (this.recorded) out = new ApiError(503, AUDIT_UNAVAILABLE);
-      else console.error(`audit: request ${this.cfg.requestId} (refused with ${status}) could not be logged by any device`);
-    });
-    return out;
+    const { status, messages } = errorAnswer(err) ?? INTERNAL_ERROR;
+    const unavailable = await this.record(this.responseEntry({ status_code: status }, messages.join("; ")));
+    if (!unavailable) return err;
+    if (this.recorded) return unavailable;
+    console.error(`audit: request ${this.cfg.requestId} (refused with ${status}) could not be logged by any device`);
+    return err;
   }
 
-  private async record(response: AuditEntry, onUnavailable: () => void): Promise<void> {
-    if (!this.devices) return;
+  /** Hands the response entry over (with the request entry unless it was recorded before the work); the 503 to answer if no device could. */
+  private async record(response: AuditEntry): Promise<AuditUnavailableError | null> {
+    if (!this.devices) return null;
     const entries = this.recorded ? [response] : [this.requestEntry(response.error), response];
     try {
       await enqueueEntries(this.cfg.env, this.devices, entries, { repeat: this.recorded ?? undefined });
+      return null;
     } catch (e) {
       if (!(e instanceof AuditUnavailableError)) throw e;
-      onUnavailable();
+      return e;
     }
   }
 
@@ -165,7 +194,7 @@ export class AuditTrail {
   private requestEntry(error?: string): AuditEntry {
     const k = this.known;
     const url = new URL(this.request.url);
-    const header = this.request.headers.get("x-service-namespace") ?? this.request.headers.get("x-vault-namespace");
+    const header = namespaceHeader(this.request.headers);
     const ns = k.ns ?? { id: "", path: header ? `${header.split("/").filter((s) => s !== "").join("/")}/` : "" };
     const presented = k.token?.presented ?? k.presented ?? undefined;
     const entry: AuditEntry = {
@@ -216,17 +245,14 @@ function safeDecode(p: string): string {
   }
 }
 
-function errorOf(err: unknown): { status: number; messages: string[] } {
-  if (err instanceof ApiError) return { status: err.status, messages: err.messages };
-  const conflict = lifecycleConflict(err);
-  if (conflict) return { status: conflict.status, messages: conflict.messages };
-  return { status: 500, messages: ["internal error"] };
-}
-
 const isObject = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v);
 
-/** An envelope's `auth` block as an entry's `response.auth` (tokens HMAC'd later). */
-function authOf(a: Record<string, unknown>): AuditAuth {
+/**
+ * An envelope's `auth` block as an entry's `response.auth` (tokens HMAC'd later). Read as loosely
+ * as a parsed body would be, since a route's own Response is read back from JSON (`responseOf`).
+ */
+function authOf(block: AuthBlock | Record<string, unknown>): AuditAuth {
+  const a = block as Record<string, unknown>;
   const str = (k: string) => (typeof a[k] === "string" ? (a[k] as string) : undefined);
   const strs = (k: string) => (Array.isArray(a[k]) ? (a[k] as unknown[]).filter((x): x is string => typeof x === "string") : undefined);
   return {
@@ -243,9 +269,26 @@ function authOf(a: Record<string, unknown>): AuditAuth {
 }
 
 /**
- * What an answer says, for its response entry: an envelope's data, warnings, auth and lease; an
- * error body's messages; any other body as Vault logs raw responses (`http_content_type`,
- * `http_raw_body` — text, or base64 for binary — and `http_status_code`), HMAC'd like all data.
+ * What a JSON reply says, for its response entry: what the envelope (src/core/envelope.ts) shows
+ * of it, its data, warnings, auth and lease, taken from the reply itself (no JSON round trip:
+ * src/audit/hmac.ts hashes values as their JSON text would read).
+ */
+function replyOf(reply: JsonReply | null, status: number): AuditResponse {
+  const out: AuditResponse = { status_code: status };
+  if (reply === null) return out;
+  if (isObject(reply.data)) out.data = reply.data;
+  if (reply.warnings && reply.warnings.length > 0) out.warnings = reply.warnings;
+  if (reply.auth) out.auth = authOf(reply.auth);
+  const lease = reply.topLevel?.lease_id;
+  if (typeof lease === "string" && lease !== "") out.secret = { lease_id: lease };
+  return out;
+}
+
+/**
+ * What a Response a route made itself says, for its response entry: a JSON body as data (an
+ * envelope's members as `replyOf` reads them); any other body as Vault logs raw responses
+ * (`http_content_type`, `http_raw_body` — text, or base64 for binary — and `http_status_code`),
+ * HMAC'd like all data.
  */
 async function responseOf(res: Response): Promise<AuditResponse> {
   const out: AuditResponse = { status_code: res.status };

@@ -1,30 +1,33 @@
 /**
- * The request pipeline for everything under /v1/, in the order CONTRACT.md settles:
- *   path checks → namespace → backend and route → authentication (403) → 405 for no operation →
- *   body (413 / 415 / 400 malformed JSON) → ACL (one place, 403) → 404 / 405 → field coercion →
- *   handler → envelope.
- * A request without a valid token gets 403 even on a path that does not exist; with a valid
- * token an unknown path is 404.
+ * The request path for everything under /v1/, as named steps read top to bottom in `handle`:
+ *
+ *   resolve → authenticate → read body → authorize → validate fields → run → render → audit
+ *
+ * Each step throws the refusal it finds, so the order of the steps is the order of the answers
+ * (docs/http-conventions.md "Settled questions"): path checks (400) → namespace, backend and
+ * route → authentication (403) → 405 for no operation → body (413 / 415 / 400 malformed JSON) →
+ * ACL (one place, 403) → 404 / 405 → field coercion (400) → handler → envelope. A request without
+ * a valid token gets 403 even on a path that does not exist; with a valid token an unknown path
+ * is 404. A refusal is rendered by app.ts from the one table of src/core/envelope.ts
+ * (`errorAnswer`); the audit trail (src/app/audit-hook.ts) records answers and refusals alike.
  */
 import { capabilitiesFor, isAllowed, nsRelativePath, type Acl, type Operation } from "../auth/acl";
 import type { Capability } from "../auth/policy-parser";
-import { presentedToken } from "../auth/authenticate";
 import { revokeTree, spendUse, type TokenEntry } from "../auth/token-store";
-import { ipInCidrs } from "../core/cidr";
 import type { Db } from "../core/db/client";
 import type { NamespaceRef } from "../core/mount-store";
 import { ApiError, badRequest, notFound, permissionDenied } from "../core/errors";
 import { envelope, jsonResponse } from "../core/envelope";
 import { parseFields, replacedFieldsWarning, unknownFieldsWarning } from "../core/fields";
 import { decodeJsonObject, operationOf, queryData, readBody } from "../core/request";
-import { matchRoute, type Req, type RouteDef } from "../core/route";
+import type { Reply, Req, RouteDef } from "../core/route";
 import { trimEndChar } from "../core/text";
 import { inspectPath } from "../core/path";
 import { parseDurationSeconds } from "../core/duration";
 import { answerSlot, servedAnswer, type AnswerSlot } from "../core/public-answers";
 import { cachedDevices } from "../audit/audit-store";
-import { AuditTrail } from "./audit-hook";
-import { resolveRequest } from "./resolve";
+import { AuditTrail, type Answer } from "./audit-hook";
+import { namespaceHeader, resolveRequest, type Resolved } from "./resolve";
 
 export interface DispatchConfig {
   db: Db;
@@ -35,16 +38,238 @@ export interface DispatchConfig {
   waitUntil(p: Promise<unknown>): void;
 }
 
+/** One request and what every step reads of its surroundings (one object per request). */
+interface Call {
+  request: Request;
+  url: URL;
+  cfg: DispatchConfig;
+  trail: AuditTrail;
+  /** Where layer 0 may remember this request's answer (src/core/public-answers.ts). */
+  slot: AnswerSlot | null;
+  /** What `resolve` found, once it has (the route renders its own refusals). */
+  at: Resolved | null;
+}
+
+/** The body as read: bytes, content type, and the data the fields are coerced from. */
+interface Input {
+  rawBody: Uint8Array<ArrayBuffer>;
+  contentType: string;
+  body: Record<string, unknown>;
+}
+
 /**
- * The answer for a namespace that does not exist (issue 18 #12): 404 only to a caller whose
- * policies would reach the path if it existed; anyone else gets the 403 that an existing
- * namespace they cannot see gets, so the answer tells nothing about which namespaces exist.
- * A public operation needs a route, hence a namespace: the caller here always has a token.
+ * The pipeline under its audit trail: an answer is logged before it is returned; a refusal is
+ * logged (when a device is enabled) and rethrown for app.ts to render.
  */
-function missingNamespace(wanted: string, path: string, tokenNs: string | null, acl: Acl | null, op: Operation): ApiError {
+export async function dispatch(request: Request, cfg: DispatchConfig): Promise<Response> {
+  const url = new URL(request.url);
+  // Layer 0 (src/core/public-answers.ts): a public GET the pipeline answered before, while the
+  // areas that decided it are unchanged and nothing is audited.
+  const devices = cachedDevices();
+  const slot = answerSlot(request.method.toUpperCase(), url, namespaceHeader(request.headers), request.headers, devices !== undefined && devices.length === 0);
+  const early = slot ? servedAnswer(slot, request.headers, Date.now()) : null;
+  if (early) return early;
+
+  const call: Call = { request, url, cfg, trail: new AuditTrail(cfg, request), slot, at: null };
+  let answer: Answer;
+  let res: Response;
+  try {
+    answer = await handle(call);
+    res = render(answer, call.at?.backend?.mountType ?? "", cfg.requestId);
+  } catch (e) {
+    // A route with its own error format (ACME's problem documents) answers the refusal itself.
+    const own = call.at?.def?.renderError;
+    if (!own || !(e instanceof ApiError)) throw await call.trail.failed(e);
+    res = own(e, cfg.requestId);
+    answer = res;
+  }
+  await call.trail.answered(answer);
+  return res;
+}
+
+/** The steps up to the handler's answer, in the order their refusals are answered. */
+async function handle(call: Call): Promise<Answer> {
+  const { request, url, cfg, trail } = call;
+  const method = request.method.toUpperCase();
+  const { segs, decoded, emptySegmentError } = inspectPath(url.pathname.replace(/^\/v1\/?/, ""));
+  const asked = operationOf(method, url.searchParams);
+
+  // Resolve (src/app/resolve.ts); a stale audit device list rides in the resolver's first D1 batch.
+  const deviceRead = trail.deviceRead(cfg.db);
+  const at = await resolveRequest(cfg.db, cfg.rootToken, request.headers, segs, deviceRead);
+  if (deviceRead) await trail.absorb(at.alongside);
+  trail.knowTarget(at, asked);
+  call.at = at;
+  const { backend, matched, def } = at;
+  checkPath(at, decoded, emptySegmentError);
+
+  // HEAD is a read on routes that declare it (ACME new-nonce, RFC 8555 §7.2); Hono drops the body.
+  const op = asked === null && method === "HEAD" && def?.head ? "read" : asked;
+  const isPublic = op !== null && def?.public?.includes(op) === true;
+  const token = authenticate(at, isPublic);
+  if (op === null) throw new ApiError(405, "unsupported operation");
+  refuseWrapping(request.headers);
+
+  const input = inputOf(request.headers, url.searchParams, await readBody(request, cfg.maxBodyBytes), def, op);
+  trail.knowBody(input.body, def?.rawBody && isWrite(op) ? { bytes: input.rawBody, contentType: input.contentType } : undefined);
+  // Only here, where an existing namespace meets its ACL check: a missing one must answer every
+  // earlier check (405, 413, 415, a malformed body) exactly as an existing one does.
+  if (!at.ns) throw missingNamespace(at, op);
+
+  // Only a read whose answer the token cannot change may be answered by layer 0 next time.
+  const slot = call.slot && isPublic && op === "read" && !def?.publicSeesToken ? call.slot : undefined;
+  const req = requestFor(call, at, at.ns, op, token, input, slot);
+  // A write is a create when the route says the object does not exist yet, or has no update.
+  if (op === "update" && def?.handlers.create && !(def.exists ? await def.exists(req) : def.handlers.update)) req.op = "create";
+  if (token && !isPublic) {
+    authorize(at, at.ns, req.op);
+    if (token.numUses > 0) await spendOneUse(cfg, token);
+  }
+
+  if (!backend || !matched || !def) throw notFound([`unsupported path: ${at.path}`]);
+  const handler = handlerOf(def, req.op);
+  if (!handler) throw new ApiError(405, "unsupported operation");
+  validateFields(def, matched.params, req);
+
+  // Run, once the request entry is recorded.
+  await trail.beforeWork(req, backend.mountType);
+  return withWarnings(await handler.call(def.handlers, req), req.warnings);
+}
+
+/** Empty path segments are refused, except in a route's opaque remainder (RouteDef.opaqueRest). */
+function checkPath(at: Resolved, decoded: string, emptySegmentError: string | null): void {
+  if (emptySegmentError && !at.def?.opaqueRest) throw badRequest(emptySegmentError);
+  if (at.def?.opaqueRest && at.matched?.params.rest !== undefined) {
+    // Splitting and matching drop trailing slashes; an opaque remainder keeps them.
+    at.matched.params.rest += decoded.slice(trimEndChar(decoded, "/").length);
+  }
+}
+
+/**
+ * Authenticate: public operations skip it (no token needed; the handler sees the caller's only
+ * with `publicSeesToken`); everything else needs a valid token, else 403 whatever the path.
+ * Returns the caller the handler sees.
+ */
+function authenticate(at: Resolved, isPublic: boolean): TokenEntry | null {
+  const token = isPublic && !at.def?.publicSeesToken ? null : at.found;
+  if (!isPublic && !token) throw permissionDenied();
+  return token;
+}
+
+const isWrite = (op: Operation): boolean => op === "update" || op === "patch";
+
+/**
+ * Read body (the bytes are read first, 413 over the size limit): 415 for a PATCH that is not a
+ * JSON merge patch, 400 for a write whose body is not a JSON object; a read's data is its query.
+ * Existence checks and handlers both need the data, so it is read before either.
+ */
+function inputOf(headers: Headers, query: URLSearchParams, rawBody: Uint8Array<ArrayBuffer>, def: RouteDef | undefined, op: Operation): Input {
+  const contentType = (headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
+  if (op === "patch" && contentType !== "application/merge-patch+json") {
+    throw new ApiError(415, `PATCH requires Content-Type of application/merge-patch+json, provided ${contentType || "none"}`);
+  }
+  const write = isWrite(op);
+  const body = def?.rawBody && write ? {} : write ? decodeJsonObject(rawBody) : queryData(query);
+  return { rawBody, contentType, body };
+}
+
+/**
+ * The answer for a namespace that does not exist: 404 only to a caller whose policies would
+ * reach the path if it existed; anyone else gets the 403 that an existing namespace they cannot
+ * see gets, so the answer tells nothing about which namespaces exist. A public operation needs a
+ * route, hence a namespace: the caller here always has a token.
+ */
+function missingNamespace(at: Resolved, op: Operation): ApiError {
+  const { tokenNs, acl, wanted, path } = at;
   if (tokenNs === null || acl === null || !wanted.startsWith(tokenNs)) return permissionDenied();
   if (!isAllowed(acl, aclPath(tokenNs, { id: "", path: wanted }, path, op), op, false)) return permissionDenied();
   return notFound(["no namespace at this path"]);
+}
+
+/** What the handler sees; fields are filled in by `validateFields`. */
+function requestFor(call: Call, at: Resolved, ns: NamespaceRef, op: Operation, token: TokenEntry | null, input: Input, slot: AnswerSlot | undefined): Req {
+  const { cfg, request, url } = call;
+  return {
+    env: cfg.env,
+    db: cfg.db,
+    requestId: cfg.requestId,
+    ns,
+    mount: at.backend?.mount ?? null,
+    path: at.path,
+    params: at.matched?.params ?? {},
+    fields: {},
+    has: () => false,
+    body: input.body,
+    rawBody: input.rawBody,
+    contentType: input.contentType,
+    query: url.searchParams,
+    headers: request.headers,
+    token,
+    capabilities: capabilityResolver(token ? at.acl : null, token ? at.tokenNs : null, ns),
+    op,
+    warnings: [],
+    waitUntil: cfg.waitUntil,
+    answerSlot: slot,
+  };
+}
+
+/**
+ * Authorize, in one place: a token sees its own namespace and those below it, never a
+ * sibling's; the ACL must grant the operation (and `sudo` where the route asks for it).
+ */
+function authorize(at: Resolved, ns: NamespaceRef, op: Operation): void {
+  const { tokenNs, acl, def } = at;
+  if (tokenNs === null || acl === null || !ns.path.startsWith(tokenNs)) throw permissionDenied();
+  const needsSudo = def?.sudo?.includes(op) === true;
+  const capOp: Operation = op === "create" && !def?.handlers.create ? "update" : op;
+  if (!isAllowed(acl, aclPath(tokenNs, ns, at.path, op), capOp, needsSudo)) throw permissionDenied();
+}
+
+/** A use-limited token spends one use once authorized; none left is a 403. */
+async function spendOneUse(cfg: DispatchConfig, token: TokenEntry): Promise<void> {
+  const left = await spendUse(cfg.db, token.hash);
+  if (left === null) throw permissionDenied();
+  token.usesLeft = left;
+  if (left === 0) {
+    // After the response is fine: the row is already unusable (uses_left = 0), a use-limited
+    // token cannot create children (token-routes.ts), and a child insert needs a parent with
+    // uses left at that instant (token-store.ts), so nothing can outlive it.
+    cfg.waitUntil(revokeTree(cfg.db, token.accessor));
+  }
+}
+
+/** The route's handler for `op`; a create falls back to the update handler. */
+function handlerOf(def: RouteDef, op: Operation) {
+  return def.handlers[op] ?? (op === "create" ? def.handlers.update : undefined);
+}
+
+/**
+ * Validate fields: the body (or query) coerced against the route's fields (400 naming the
+ * field), path captures winning over body keys; a write is warned of unknown and replaced keys.
+ */
+function validateFields(def: RouteDef, params: Record<string, string>, req: Req): void {
+  const op = req.op;
+  const write = op === "update" || op === "create" || op === "patch";
+  const parsed = parseFields(def.fields ?? {}, req.body, params, op === "update" || op === "create");
+  req.fields = parsed.values;
+  req.has = parsed.has;
+  if (parsed.unknown.length > 0 && def.fields && write) req.warnings.push(unknownFieldsWarning(parsed.unknown));
+  if (parsed.replaced.length > 0 && write) req.warnings.push(replacedFieldsWarning(parsed.replaced));
+}
+
+/** The handler's reply as answered, with the warnings the pipeline gathered put first. */
+function withWarnings(reply: Reply, warnings: string[]): Answer {
+  if (reply instanceof Response) return reply;
+  // Nothing to return is 204, unless there are warnings to deliver (upstream answers 200 then).
+  if (reply === null || reply === undefined) return warnings.length === 0 ? null : { warnings };
+  return { ...reply, warnings: [...warnings, ...(reply.warnings ?? [])] };
+}
+
+/** Render: a route's own Response as it is, no reply as 204, a JSON reply in the envelope. */
+function render(answer: Answer, mountType: string, requestId: string): Response {
+  if (answer instanceof Response) return answer;
+  if (answer === null) return new Response(null, { status: 204, headers: { "x-request-id": requestId } });
+  return jsonResponse(envelope(requestId, answer, mountType), answer.status ?? 200, requestId);
 }
 
 /** ACL path of a request: relative to the token's namespace, with a trailing "/" for lists. */
@@ -61,173 +286,6 @@ function capabilityResolver(acl: Acl | null, tokenNsPath: string | null, ns: Nam
     if (!acl || tokenNsPath === null || !ns.path.startsWith(tokenNsPath)) return new Set(NO_CAPABILITIES);
     return new Set(capabilitiesFor(acl, nsRelativePath(tokenNsPath, ns.path, path.replace(/^\/+/, ""))));
   };
-}
-
-/**
- * The pipeline under its audit trail (src/app/audit-hook.ts): an error is logged (when a device
- * is enabled) and rethrown for app.ts to render; an answer is logged before it is returned.
- */
-export async function dispatch(request: Request, cfg: DispatchConfig): Promise<Response> {
-  const url = new URL(request.url);
-  // Layer 0 (src/core/public-answers.ts): a public GET the pipeline answered before, while the
-  // areas that decided it are unchanged and nothing is audited.
-  const devices = cachedDevices();
-  const slot = answerSlot(request.method.toUpperCase(), url, namespaceHeader(request.headers), request.headers, devices !== undefined && devices.length === 0);
-  const early = slot ? servedAnswer(slot, request.headers, Date.now()) : null;
-  if (early) return early;
-  const trail = new AuditTrail(cfg, request);
-  const seen: Matched = {};
-  let res: Response;
-  try {
-    res = await pipeline(request, url, cfg, trail, seen, slot);
-  } catch (e) {
-    // A route with its own error format (ACME's problem documents) answers the refusal itself.
-    const render = seen.def?.renderError;
-    if (render && e instanceof ApiError) return trail.answered(render(e, cfg.requestId));
-    throw await trail.failed(e);
-  }
-  return trail.answered(res);
-}
-
-/** The route the pipeline matched, once it knows it (for rendering its refusals). */
-interface Matched {
-  def?: RouteDef;
-}
-
-async function pipeline(request: Request, url: URL, cfg: DispatchConfig, trail: AuditTrail, seen: Matched, slot: AnswerSlot | null): Promise<Response> {
-  const { db, requestId } = cfg;
-  const { segs, decoded, emptySegmentError } = inspectPath(url.pathname.replace(/^\/v1\/?/, ""));
-  const method = request.method.toUpperCase();
-  let op = operationOf(method, url.searchParams);
-
-  // Namespace, token, backend, the token's namespace and ACL, from the isolate's read model
-  // (src/app/resolve.ts): no D1 round trip when warm. The token is looked up even where the
-  // operation turns out to be public.
-  const presented = presentedToken(request.headers);
-  const resolved = await resolveRequest(db, cfg.rootToken, namespaceHeader(request.headers), segs, presented, trail);
-  const { ns, path, backend, tokenNs, acl, wanted } = resolved;
-  // A token bound to CIDR blocks (token_bound_cidrs) is no token at all from anywhere else.
-  const found = resolved.found && fromBoundAddress(resolved.found, request.headers) ? resolved.found : null;
-  trail.know({ ns, path, token: found, presented, mount: backend?.mount ?? null, mountType: backend?.mountType, op });
-  const matched = backend ? matchRoute(backend.routes, backend.relPath) : null;
-  const def = matched?.route.def;
-  seen.def = def;
-  if (emptySegmentError && !def?.opaqueRest) throw badRequest(emptySegmentError);
-  if (def?.opaqueRest && matched?.params.rest !== undefined) {
-    // Splitting and matching drop trailing slashes; an opaque remainder keeps them.
-    matched.params.rest += decoded.slice(trimEndChar(decoded, "/").length);
-  }
-
-  // HEAD is a read on routes that declare it (ACME new-nonce, RFC 8555 §7.2); Hono drops the body.
-  if (op === null && method === "HEAD" && def?.head) op = "read";
-  // Public operations skip authentication (pki-engine.md §1.5); everything else needs a token.
-  const isPublic = op !== null && def?.public?.includes(op) === true;
-  const token: TokenEntry | null = isPublic && !def?.publicSeesToken ? null : found;
-  if (!isPublic && !token) throw permissionDenied();
-  if (op === null) throw new ApiError(405, "unsupported operation");
-  refuseWrapping(request.headers);
-
-  // Body first: existence checks and handlers both need the data.
-  const rawBody = await readBody(request, cfg.maxBodyBytes);
-  const contentType = (request.headers.get("content-type") ?? "").split(";")[0]?.trim().toLowerCase() ?? "";
-  if (op === "patch" && contentType !== "application/merge-patch+json") {
-    throw new ApiError(415, `PATCH requires Content-Type of application/merge-patch+json, provided ${contentType || "none"}`);
-  }
-  const isWrite = op === "update" || op === "patch";
-  const body = def?.rawBody && isWrite ? {} : isWrite ? decodeJsonObject(rawBody) : queryData(url.searchParams);
-  trail.know(def?.rawBody && isWrite ? { raw: { bytes: rawBody, contentType } } : { data: body });
-  // Only here, where an existing namespace meets its ACL check: a missing one must answer every
-  // earlier check (405, 413, 415, a malformed body) exactly as an existing one does.
-  if (!ns) throw missingNamespace(wanted ?? "", path, tokenNs, acl, op);
-
-  const warnings: string[] = [];
-  const req: Req = {
-    env: cfg.env,
-    db,
-    requestId,
-    ns,
-    mount: backend?.mount ?? null,
-    path,
-    params: matched?.params ?? {},
-    fields: {},
-    has: () => false,
-    body,
-    rawBody,
-    contentType,
-    query: url.searchParams,
-    headers: request.headers,
-    token,
-    capabilities: capabilityResolver(token ? acl : null, token ? tokenNs : null, ns),
-    op,
-    warnings,
-    waitUntil: cfg.waitUntil,
-    // Only a read whose answer the token cannot change may be answered by layer 0 next time.
-    answerSlot: slot && isPublic && op === "read" && !def?.publicSeesToken ? slot : undefined,
-  };
-  if (op === "update" && def?.exists && def.handlers.create) {
-    if (!(await def.exists(req))) op = "create";
-  } else if (op === "update" && def?.handlers.create && !def.handlers.update) {
-    op = "create";
-  }
-  req.op = op;
-
-  if (token && !isPublic) {
-    // A token sees its own namespace and those below it, never a sibling's.
-    if (tokenNs === null || acl === null || !ns.path.startsWith(tokenNs)) throw permissionDenied();
-    const needsSudo = def?.sudo?.includes(op) === true;
-    const p = aclPath(tokenNs, ns, path, op);
-    const capOp: Operation = op === "create" && !def?.handlers.create ? "update" : op;
-    if (!isAllowed(acl, p, capOp, needsSudo)) throw permissionDenied();
-    if (token.numUses > 0) {
-      const left = await spendUse(db, token.hash);
-      if (left === null) throw permissionDenied();
-      token.usesLeft = left;
-      if (left === 0) {
-        // After the response is fine: the row is already unusable (uses_left = 0), a use-limited
-        // token cannot create children (token-routes.ts), and a child insert needs a parent with
-        // uses left at that instant (token-store.ts), so nothing can outlive it (issue 18 #2).
-        const accessor = token.accessor;
-        cfg.waitUntil(revokeTree(db, accessor));
-      }
-    }
-  }
-
-  if (!backend || !matched || !def) throw notFound([`unsupported path: ${path}`]);
-  const handler = def.handlers[op] ?? (op === "create" ? def.handlers.update : undefined);
-  if (!handler) throw new ApiError(405, "unsupported operation");
-
-  const parsed = parseFields(def.fields ?? {}, body, matched.params, op === "update" || op === "create");
-  req.fields = parsed.values;
-  req.has = parsed.has;
-  if (parsed.unknown.length > 0 && def.fields && isWrite) warnings.push(unknownFieldsWarning(parsed.unknown));
-  if (parsed.replaced.length > 0 && isWrite) warnings.push(replacedFieldsWarning(parsed.replaced));
-
-  await trail.beforeWork(req, backend.mountType);
-  const reply = await handler.call(def.handlers, req);
-  if (reply instanceof Response) return reply;
-  if (reply === null || reply === undefined) {
-    // Nothing to return is 204, unless there are warnings to deliver (upstream answers 200 then).
-    if (warnings.length === 0) return new Response(null, { status: 204, headers: { "x-request-id": requestId } });
-    return jsonResponse(envelope(requestId, { warnings }, backend.mountType), 200, requestId);
-  }
-  const merged = { ...reply, warnings: [...warnings, ...(reply.warnings ?? [])] };
-  return jsonResponse(envelope(requestId, merged, backend.mountType), reply.status ?? 200, requestId);
-}
-
-/**
- * Whether the request comes from where the token may be used: anywhere without bound CIDRs, else
- * from inside one, judged by Cloudflare's CF-Connecting-IP (X-Forwarded-For and X-Real-IP are
- * client-controlled and never trusted; src/auth/methods/login.ts).
- */
-function fromBoundAddress(token: TokenEntry, headers: Headers): boolean {
-  if (token.boundCidrs.length === 0) return true;
-  const ip = headers.get("cf-connecting-ip")?.trim();
-  return ip !== undefined && ip !== "" && ipInCidrs(ip, token.boundCidrs);
-}
-
-/** The namespace header: `X-Service-Namespace`, or Vault's `X-Vault-Namespace` as an alias (CONTRACT.md). */
-function namespaceHeader(headers: Headers): string | null {
-  return headers.get("x-service-namespace") ?? headers.get("x-vault-namespace");
 }
 
 /**

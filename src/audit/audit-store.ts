@@ -3,7 +3,7 @@
  * (src/core/db/schema/audit.ts), and the per-isolate cache of the enabled devices that the
  * request path reads.
  *
- * The cache (issue 17 "no extra D1 round trip"): the device list is kept per isolate for at most
+ * The cache (auditing must add no D1 round trip): the device list is kept per isolate for at most
  * DEVICE_CACHE_MS (1 s), or CACHE_TTL_MS when that is shorter (src/core/read-cache.ts; 0: read on
  * every request). When it is stale, the request pipeline adds `deviceListQuery` to the batch of
  * its read-model misses (src/app/resolve.ts; alone when nothing else missed), and hands the rows to
@@ -32,7 +32,7 @@ type DeviceRow = typeof auditDevices.$inferSelect;
 const saltContext = (id: string) => `audit_devices:${id}:salt`;
 const headersContext = (id: string) => `audit_devices:${id}:headers`;
 
-/** Read-back value of every header of an http device (issue 17: "read back as asterisks"). */
+/** Read-back value of every header of an http device: header values are never read back. */
 export const MASKED = "********";
 
 let cache: { devices: AuditDevice[]; at: number } | null = null;

@@ -1,5 +1,5 @@
 /**
- * Handing audit entries over (issue 17): the one function the request path calls,
+ * Handing audit entries over: the one function the request path calls,
  * `enqueueEntries`. For each enabled device, concurrently, the entries are HMAC'd with the
  * device's salt (hmac.ts), then
  * - `stdout`: written to the Worker's log, one JSON line per entry (console.log). Workers Logs /

@@ -1,5 +1,5 @@
 /**
- * HMAC of audit entries (vault-ecosystem.md §8, OpenBao internal/audit/hashstructure.go):
+ * HMAC of audit entries, as Vault's audit devices do (OpenBao internal/audit/hashstructure.go):
  * `hmac-sha256:` + lower-case hex of HMAC-SHA256(key = the device's salt as UTF-8 bytes,
  * message = the value), so each device hashes the same value differently and an operator finds a
  * known value with sys/audit-hash/:path.
@@ -12,8 +12,8 @@
  * hashes, so a KV value `{"pin": 471336}` never reaches a sink in the clear. A number's text here
  * is JavaScript's (`JSON.stringify`: `1e21`, `0.5`), the body having been parsed already.
  * Booleans and null stay; so do `path` otherwise, `metadata`, `display_name`, `policies`,
- * `remote_address` and `error`, as in Vault. Entries are built from JSON (data went through JSON
- * on the way in), so only plain objects, arrays and primitives are met here.
+ * `remote_address` and `error`, as in Vault. Request data went through JSON on the way in and
+ * handlers reply with plain values, so plain objects, arrays and primitives are what is met here.
  */
 import { bytesToHex } from "../core/encoding";
 import type { AuditAuth, AuditDevice, AuditEntry } from "./types";
@@ -50,12 +50,17 @@ export function isTimestamp(s: string): boolean {
   return RFC3339.test(s) && !Number.isNaN(Date.parse(s));
 }
 
-/** Every string and number leaf of a JSON value replaced by its HMAC, except timestamps. */
+/**
+ * Every string and number leaf of a JSON value replaced by its HMAC, except timestamps. A value
+ * is hashed as its JSON text reads (a number JSON cannot write is null, `toJSON` is honoured):
+ * response data comes straight from the handler's reply, not back from the serialized answer.
+ */
 export async function hashData(salt: string, value: unknown): Promise<unknown> {
   if (typeof value === "string") return isTimestamp(value) ? value : hmacValue(salt, value);
-  if (typeof value === "number") return hmacValue(salt, JSON.stringify(value));
+  if (typeof value === "number") return Number.isFinite(value) ? hmacValue(salt, JSON.stringify(value)) : null;
   if (Array.isArray(value)) return Promise.all(value.map((v) => hashData(salt, v)));
   if (value !== null && typeof value === "object") {
+    if (typeof (value as { toJSON?: unknown }).toJSON === "function") return hashData(salt, (value as { toJSON(): unknown }).toJSON());
     const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await hashData(salt, v)] as const));
     return Object.fromEntries(entries);
   }

@@ -1,7 +1,8 @@
 /**
- * The audit trail's shared types (issue 17): the device row every part reads, the entry in
- * Vault's JSON audit format (vault-ecosystem.md §8), and the Queue message that carries entries
- * from the request path (src/audit/enqueue.ts) to the delivery side (src/audit/delivery/).
+ * The audit trail's shared types: the device row every part reads, the entry in Vault's JSON
+ * audit format (https://developer.hashicorp.com/vault/docs/audit; OpenBao
+ * internal/audit/format.go), and the Queue message that carries entries from the request path
+ * (src/audit/enqueue.ts) to the delivery side (src/audit/delivery/).
  *
  * Contract with the delivery side (the consumer of queue `lanyard-audit`, binding AUDIT_QUEUE):
  *
@@ -24,6 +25,8 @@
  * - Messages stay under `MAX_AUDIT_MESSAGE_BYTES` (the Queue's limit is 128 KB); an entry that
  *   would not fit alone keeps its envelope but has its `data` replaced (see enqueue.ts).
  */
+
+import { ApiError } from "../core/errors";
 
 export const AUDIT_QUEUE_NAME = "lanyard-audit";
 
@@ -115,7 +118,8 @@ export interface AuditResponse {
 }
 
 /**
- * One audit entry (vault-ecosystem.md §8). `id` is Lanyard's addition: `<request id>:request`
+ * One audit entry, one JSON object per line, Vault's field names (every field omitted when
+ * empty; OpenBao internal/audit/format.go). `id` is Lanyard's addition: `<request id>:request`
  * or `<request id>:response`, stable across re-sends so a sink can drop duplicates.
  */
 export interface AuditEntry {
@@ -138,10 +142,14 @@ export interface AuditQueueMessage {
   entries: AuditEntry[];
 }
 
-/** Thrown when no enabled device could record an entry: the request must not go on (503). */
-export class AuditUnavailableError extends Error {
+/**
+ * Thrown when no enabled device could record an entry: the request must not go on. It is the
+ * answer itself (503, its message), rendered as any ApiError (src/core/errors.ts). Vault refuses
+ * too, with 500 `internal error`.
+ */
+export class AuditUnavailableError extends ApiError {
   constructor(cause?: unknown) {
-    super("audit: no device could record this request", { cause });
+    super(503, "audit: no device could record this request", { cause });
     this.name = "AuditUnavailableError";
   }
 }

@@ -1,5 +1,5 @@
 /**
- * Audit core (issue 17): sys/audit enable/list/disable (sudo, root namespace only, options read
+ * Audit core: sys/audit enable/list/disable (sudo, root namespace only, options read
  * back with header values masked, Vault's errors), sys/audit-hash (no sudo; equals the HMAC in
  * the entries), the entries of a scripted session (token create, KV write/read, PKI issue, a sync
  * destination's credentials, an AppRole login) with every secret the session used grepped for

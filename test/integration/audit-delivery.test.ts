@@ -1,5 +1,5 @@
 /**
- * Audit delivery (issue 17, docs/audit.md): the `lanyard-audit` queue consumer and its sinks.
+ * Audit delivery (docs/audit.md): the `lanyard-audit` queue consumer and its sinks.
  * The queue is driven by hand as in sync-engine-queue.test.ts: the core's Queue send is captured
  * (setAuditQueueSendForTests) and the captured messages are handed to the Worker's `queue`
  * handler in batches (createMessageBatch / getQueueResult), so a collector outage and the

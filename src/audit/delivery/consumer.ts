@@ -1,5 +1,5 @@
 /**
- * The consumer of queue `lanyard-audit` (issue 17, docs/audit.md): delivers each audit device's
+ * The consumer of queue `lanyard-audit` (docs/audit.md): delivers each audit device's
  * queued entries to its sink, `http` (./http.ts) or `r2` (./r2.ts). The message format and the
  * producer are the core's (../types.ts `AuditQueueMessage`, ../enqueue.ts).
  *

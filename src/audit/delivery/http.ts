@@ -1,5 +1,5 @@
 /**
- * The `http` audit sink (issue 17, docs/audit.md): one POST of a device's entries to its
+ * The `http` audit sink (docs/audit.md): one POST of a device's entries to its
  * collector. Body: NDJSON (`Content-Type: application/x-ndjson`, one entry a line, in order);
  * gzip'd with `Content-Encoding: gzip` when the device's option `compress` is true. The device's
  * `headers` (unsealed by the core's store, e.g. Authorization) are sent as they are, but cannot

@@ -1,5 +1,5 @@
 /**
- * The bytes both delivery sinks write (issue 17, docs/audit.md): entries as NDJSON, one JSON
+ * The bytes both delivery sinks write (docs/audit.md): entries as NDJSON, one JSON
  * object per line, each line ended by "\n" (the NDJSON spec: https://github.com/ndjson/ndjson-spec),
  * optionally gzip'd with the runtime's CompressionStream (RFC 1952). Pure functions of the
  * entries, shared by ./http.ts and ./r2.ts so a collector and an R2 reader parse the same thing.

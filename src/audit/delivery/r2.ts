@@ -1,5 +1,5 @@
 /**
- * The `r2` audit sink (issue 17, docs/audit.md): each delivered batch of a device becomes one
+ * The `r2` audit sink (docs/audit.md): each delivered batch of a device becomes one
  * NDJSON object in the bucket bound as AUDIT_BUCKET, named as Cloudflare Logpush names the
  * objects it writes to R2 (`{DATE}/{start}_{end}_{random}.log.gz`):
  *
