@@ -1,5 +1,5 @@
 /**
- * CRLs over HTTP (pki-engine.md §6.1–6.3, §1.6), read back with @peculiar/x509 (an independent
+ * CRLs over HTTP (RFC 5280 §5; Vault API /pki/crl, /pki/config/crl), read back with @peculiar/x509 (an independent
  * parser): the profile (v2, AKI, CRL Number, Delta CRL Indicator, Freshest CRL, validity from
  * config/crl expiry, signature by the issuer key), every endpoint's shape and content type,
  * 204 and 304, config/crl defaults and validation, disable, numbering, delta CRLs, the

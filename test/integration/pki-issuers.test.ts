@@ -1,4 +1,4 @@
-/** Issuers, keys, defaults and imports (pki-engine.md §4), and the public read paths (§1.5, §1.6, §5). */
+/** Issuers, keys, defaults and imports (Vault API /pki/issuer/:issuer_ref, /pki/key/:key_ref), and the public read paths. */
 import { describe, expect, it } from "vitest";
 import { api, del, list, mount, patch, read, tokenWithPolicy, write } from "../helpers/api";
 import { expectSignedBy, parseCert, pkiWithRoot, x509 } from "../helpers/pki";

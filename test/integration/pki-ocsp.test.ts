@@ -1,5 +1,5 @@
 /**
- * The OCSP responder over HTTP (pki-engine.md §6.8, RFC 6960, RFC 5019): GET and POST forms,
+ * The OCSP responder over HTTP (docs/pki-ocsp.md, RFC 6960, RFC 5019): GET and POST forms,
  * good / revoked / unknown, nonce echo, the ResponderID and times, signatures checked with the
  * issuer's public key by an independent parser (@peculiar/asn1-ocsp), ocsp_disable and the
  * ocsp-signing usage, garbage requests answered with OCSP error statuses (never a JSON 500),

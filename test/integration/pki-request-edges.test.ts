@@ -1,8 +1,8 @@
 /**
- * Edge values found by a black-box probe of the privileged signing paths (issue 4) and two
- * leftovers of issue 3: each test pins a request that used to be accepted wrongly or answered
- * without the warning upstream gives (pki-engine.md §1.2, §1.8, §1.10, §6.4; spec "Sign
- * intermediate").
+ * Edge values found by a black-box probe of the privileged signing paths and two
+ * earlier leftovers: each test pins a request that used to be accepted wrongly or answered
+ * without the warning upstream gives (Vault API /pki/root/sign-intermediate,
+ * /pki/config/urls).
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { read, write } from "../helpers/api";

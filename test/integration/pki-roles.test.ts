@@ -1,4 +1,4 @@
-/** Roles (pki-engine.md §2): defaults, overwrite vs merge, validation and warnings. */
+/** Roles (Vault API /pki/roles/:name): defaults, overwrite vs merge, validation and warnings. */
 import { beforeAll, describe, expect, it } from "vitest";
 import { api, del, list, mount, patch, read, write } from "../helpers/api";
 

@@ -275,7 +275,7 @@ describe("cert_metadata (issue, sign, sign-verbatim) and cert-metadata reads", (
       expiration: new Date(Number(issued.expiration) * 1000).toISOString().replace(".000Z", "Z"),
       cert_metadata: value,
     });
-    // Hyphenated serials address the same entry (pki-engine.md §1.7).
+    // Hyphenated serials address the same entry (Vault accepts either form).
     expect((await read(`${path}/cert-metadata/${signed.serial_number.replace(/:/g, "-")}`)).body.data.cert_metadata).toBe("");
     expect((await read(`${path}/cert-metadata/${verbatim.serial_number}`)).body.data).toMatchObject({ role: "meta", cert_metadata: btoa("v") });
     const keys = (await api("GET", `${path}/cert-metadata?list=true`)).body.data.keys as string[];

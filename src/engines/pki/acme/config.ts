@@ -1,5 +1,5 @@
 /**
- * config/acme (vault-ecosystem.md §7.1; issue 16) and the directory a request addresses.
+ * config/acme (Vault API /pki/config/acme; docs/pki-acme.md) and the directory a request addresses.
  *
  * The configuration: `enabled` (false), `allowed_issuers` / `allowed_roles` (["*"]),
  * `allow_role_ext_key_usage` (false: ACME certificates carry only serverAuth), the
@@ -82,7 +82,7 @@ export function decodeAcmeConfig(stored: unknown): AcmeConfig {
 
 /**
  * dns_resolver: Vault's `<ip>:<port>` (queried over TCP), or a DNS-over-HTTPS URL (RFC 8484);
- * plain http:// only to a loopback host in development (issue 16). The rule is the validator's
+ * plain http:// only to a loopback host in development (docs/pki-acme.md "Development-only switches"). The rule is the validator's
  * (validate-dns.ts), checked here at write time and again at every validation.
  */
 function checkDnsResolver(env: Env, v: string): void {

@@ -1,6 +1,7 @@
 /**
- * CA certificates: root generation (pki-engine.md §4.2), intermediate CSR generation (§4.3) and
- * signing an intermediate (spec "Sign intermediate"). Keys are generated in WebCrypto and only
+ * CA certificates: root generation (Vault API /pki/root/generate/:type), intermediate CSR
+ * generation (/pki/intermediate/generate/:type) and signing an intermediate
+ * (/pki/root/sign-intermediate). Keys are generated in WebCrypto and only
  * written together with the issuer that uses them (one D1 batch).
  */
 import { badRequest } from "../../../core/errors";
@@ -183,7 +184,7 @@ export async function generateRoot(ctx: IssueContext, f: FieldValues<typeof root
   const names = namesFrom(f);
   const cfg = await getAllConfig(ctx.db, ctx.mount.id);
   const now = Date.now();
-  // A new root has no issuer to bound it (pki-engine.md §1.8 step 6 is about the signer).
+  // A new root has no issuer to bound it (leaf_not_after_behavior is the signer's).
   const validity = issuanceValidity(ctx.mount, { now, ttl: f.ttl, notAfter: f.not_after, notBeforeDuration: f.not_before_duration, issuer: null });
   warnings.push(...validity.warnings);
   const subject = encodeName(names.subject);
@@ -219,7 +220,7 @@ export async function generateRoot(ctx: IssueContext, f: FieldValues<typeof root
     issuerName = all.some((i) => i.name === "next") ? "" : "next";
   }
   const newIssuerId = crypto.randomUUID();
-  // The root is also a certificate of the mount (LIST certs, cert/:serial; pki-engine.md §4.2),
+  // The root is also a certificate of the mount (LIST certs, cert/:serial, as upstream stores it),
   // written in the same batch as its issuer and key.
   const result = await importIssuersAndKeys(ctx.db, ctx.env, ctx.mount.id, {
     issuerId: newIssuerId,
@@ -301,8 +302,9 @@ function checkOids(field: string, oids: string[]): void {
 }
 
 /**
- * root/sign-intermediate and issuer/:ref/sign-intermediate (spec "Sign intermediate"). The
- * notAfter is truncated to the signer's (the spec; OpenBao permits instead, pki-engine.md §9.1).
+ * root/sign-intermediate and issuer/:ref/sign-intermediate (Vault API /pki/root/sign-intermediate).
+ * The notAfter is truncated to the signer's, as Vault's docs say (OpenBao's path_root.go permits
+ * instead; docs/pki-privileged-signing.md).
  * With use_csr_values the CSR's subject and SAN extension are kept byte for byte, its key usages
  * replace the requested ones on top of CertSign/CRLSign, and its other extensions are copied
  * over the generated ones with the same OID (as Go's ExtraExtensions do upstream).
@@ -331,8 +333,8 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
     ttl: f.ttl,
     notAfter: f.not_after,
     notBeforeDuration: f.not_before_duration,
-    // The spec: "By default the signed certificate's notAfter is truncated to the signing
-    // issuer's notAfter" (OpenBao permits instead, pki-engine.md §9.1; the spec wins).
+    // Vault's docs: "By default the signed certificate's notAfter is truncated to the signing
+    // issuer's notAfter" (OpenBao's code permits instead; Lanyard follows the docs).
     issuer: { notAfter: issuer.notAfter, behavior: "truncate" },
   });
   warnings.push(...validity.warnings);

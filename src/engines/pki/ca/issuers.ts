@@ -1,5 +1,5 @@
 /**
- * Issuers and keys of a mount (pki-engine.md §4): reference resolution, name rules, the
+ * Issuers and keys of a mount (Vault API /pki/issuer/:issuer_ref, /pki/key/:key_ref): reference resolution, name rules, the
  * default-issuer rules, chain building, and importing certificates and keys. Imports are written
  * in one D1 batch, so a failure never leaves a half-written issuer or key.
  */
@@ -31,7 +31,7 @@ import { isSignedBy, parseCertificate, publicKeyOf, signatureAlgorithmName, type
 const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const GENERIC_NAME_RE = /^\w(([\w.-]+)?\w)?$/;
 
-/** Issuer and key names: generic-name syntax, not `default` (pki-engine.md §4.2). */
+/** Issuer and key names: Vault's generic-name syntax (`\w(([\w-.]+)?\w)?`), not `default`. */
 export function checkObjectName(kind: "issuer" | "key", name: string): void {
   if (name === "") throw badRequest(`expected non-empty ${kind} name`);
   if (name.trim().toLowerCase() === "default") throw badRequest(`reserved keyword 'default' can not be used as ${kind} name`);
@@ -140,7 +140,7 @@ export function issuerView(issuer: IssuerRow, all: IssuerRow[]): Record<string, 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Import (pki-engine.md §4.4), also used by root generation and set-signed.
+// Import (Vault API /pki/issuers/import/bundle), also used by root generation and set-signed.
 
 export interface ImportInput {
   certs: Uint8Array<ArrayBuffer>[];

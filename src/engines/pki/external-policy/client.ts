@@ -1,5 +1,5 @@
 /**
- * The external policy service webhook, CIEPS request/response version 1 (pki-engine.md §7;
+ * The external policy service webhook, CIEPS request/response version 1 (docs/pki-external-policy.md;
  * upstream's SDK types in sdk/helper/certutil/cieps.go): building the request, POSTing it with
  * the configured timeout, and reading the answer strictly. Plain functions; the issuance that
  * uses them is src/engines/pki/external-policy/issue.ts.

@@ -1,6 +1,6 @@
 /**
- * external-policy/issue, /sign and /sign-intermediate (spec "Issue/Sign/Sign intermediate with
- * external policy"; pki-engine.md §7). Only format, key_type, key_bits, private_key_format,
+ * external-policy/issue, /sign and /sign-intermediate (Vault API
+ * /pki/external-policy/issue; docs/pki-external-policy.md). Only format, key_type, key_bits, private_key_format,
  * remove_roots_from_chain and csr are read here; the caller's whole body goes to the policy
  * service, which decides. Private keys never leave: for issue the key is generated here and the
  * service gets a CSR for it (with an empty subject, see docs/pki-external-policy.md).

@@ -1,5 +1,5 @@
 /**
- * The certificate template an external policy service answers with (pki-engine.md §7): what is
+ * The certificate template an external policy service answers with (docs/pki-external-policy.md "The template"): what is
  * taken from it and what Lanyard replaces. Pure functions over DER.
  *
  * Taken: subject, validity, every extension (SANs, key usage, EKU, policies, custom ones …) in
@@ -175,8 +175,9 @@ export interface SignatureChoice {
 }
 
 /**
- * Keeps the template's signature algorithm when the issuer's key can produce it (§7: "a compatible
- * signature algorithm is kept"); otherwise the issuer's default (pki-engine.md §1.9).
+ * Keeps the template's signature algorithm when the issuer's key can produce it (Vault's CIEPS
+ * docs: "a compatible signature algorithm is kept"); otherwise the issuer's default (SHA-256 for
+ * RSA, the curve's hash for ECDSA).
  */
 export function signatureChoice(t: Template, issuerKeyType: KeyType): SignatureChoice {
   if (issuerKeyType === "rsa") {
@@ -199,7 +200,7 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(".000Z", "Z");
 
 /**
  * The template's validity against the signing issuer: its leaf_not_after_behavior for leaves
- * (pki-engine.md §1.8 step 6), truncation for intermediates (as sign-intermediate does here).
+ * (Vault API /pki/issuer/:issuer_ref), truncation for intermediates (as sign-intermediate does here).
  */
 export function templateValidity(t: Template, issuerNotAfter: number, behavior: string, now: number): { notBefore: Date; notAfter: Date; warnings: string[] } {
   const notBefore = t.notBefore.getTime();

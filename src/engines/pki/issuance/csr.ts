@@ -33,7 +33,7 @@ export async function loadCsr(text: string): Promise<CsrInfo> {
 /**
  * The paths without a role to set key_bits (sign-verbatim, sign-intermediate, external policy)
  * still refuse RSA keys under 2048 bits, as upstream does for every key it certifies
- * (pki-engine.md §1.9).
+ * ("RSA keys < 2048 bits are unsafe and not supported").
  */
 export function refuseWeakRsaCsr(csr: CsrInfo): void {
   if (csr.facts.type === "rsa" && csr.facts.bits < 2048) {

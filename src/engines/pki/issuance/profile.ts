@@ -1,6 +1,6 @@
 /**
- * The certificate profile (pki-engine.md §1.10): which extensions a leaf or CA certificate
- * gets, and the AIA / CRL distribution point URLs (§6.5). Pure functions returning DER.
+ * The certificate profile (RFC 5280 §4.2): which extensions a leaf or CA certificate
+ * gets, and the AIA / CRL distribution point URLs (Vault API /pki/config/urls). Pure functions returning DER.
  */
 import { badRequest } from "../../../core/errors";
 import {
@@ -185,9 +185,9 @@ export interface CaProfile {
   maxPathLength: number;
   keyUsage: string[];
   /**
-   * Root generation honours only DigitalSignature from `keyUsage` (pki-engine.md §1.10);
-   * sign-intermediate adds every requested usage to CertSign and CRLSign (spec "Sign
-   * intermediate", key_usage), plus `extraKeyUsageBits` (the CSR's, with use_csr_values).
+   * Root generation honours only DigitalSignature from `keyUsage` (upstream's CA certificates
+   * always get CertSign and CRLSign); sign-intermediate adds every requested usage to CertSign and
+   * CRLSign (Vault API /pki/root/sign-intermediate, key_usage), plus `extraKeyUsageBits` (the CSR's, with use_csr_values).
    */
   additiveKeyUsage?: boolean;
   extraKeyUsageBits?: number[];

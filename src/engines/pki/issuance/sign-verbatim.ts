@@ -2,7 +2,7 @@
  * sign-verbatim(/:role) and issuer/:ref/sign-verbatim(/:role) (spec "Sign verbatim"): a leaf
  * certificate with the CSR's own subject and extensions, not subject to role name policy. The
  * only refusal of content is a CA request (spec Errors 6). Upstream builds a synthetic role
- * (pki-engine.md §3 "synthetic role") and copies every CSR extension but basicConstraints over
+ * (OpenBao builtin/logical/pki/path_issue_sign.go, a role that allows any name) and copies every CSR extension but basicConstraints over
  * what it generates (Go's ExtraExtensions), so the key_usage / ext_key_usage / OID fields are
  * defaults that apply only when the CSR lacks the extension. A named role contributes ttl,
  * max_ttl, issuer_ref, no_store, no_store_metadata and not_before_duration.

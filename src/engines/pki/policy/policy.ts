@@ -1,5 +1,5 @@
 /**
- * Applies a role to a request (pki-engine.md §3, in upstream's order) and yields the subject
+ * Applies a role to a request (in the order of OpenBao builtin/logical/pki/cert_util.go) and yields the subject
  * and SANs of the certificate to build. Pure: the CSR has already been parsed.
  */
 import { badRequest } from "../../../core/errors";
@@ -95,7 +95,7 @@ export function applyRole(role: Role, req: NameRequest, csr: CsrInfo | null): Ce
   const fromCsr = csrSubjectFields(csr);
   const useCsrSans = csr !== null && role.use_csr_sans;
 
-  // 0. Size limits, before any name is parsed or matched (issue 18 #4; name-limits.ts): the CSR's
+  // 0. Size limits, before any name is parsed or matched (name-limits.ts): the CSR's
   // names only where this request would use them.
   capNameRequest(req);
   if (csr !== null) {

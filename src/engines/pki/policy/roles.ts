@@ -1,7 +1,7 @@
 /**
- * Roles (pki-engine.md §2): the field declarations with their defaults, and the pure
+ * Roles (Vault API /pki/roles/:name): the field declarations with their defaults, and the pure
  * validation that turns request fields into the stored role object (the same object a read
- * returns, §2.3). Whether `issuer_ref` resolves is checked by the route (it needs storage).
+ * returns). Whether `issuer_ref` resolves is checked by the route (it needs storage).
  */
 import { badRequest } from "../../../core/errors";
 import { defineFields, type FieldValues } from "../../../core/fields";
@@ -147,7 +147,7 @@ function validateBound(field: string, v: string, allowed: string[], allowTimesta
  */
 export function buildRole(f: Omit<RoleFieldValues, "name">): { role: Role; warnings: string[] } {
   const warnings: string[] = [];
-  // Size limits first, so no entry is parsed or stored unbounded (issue 18 #4; name-limits.ts).
+  // Size limits first, so no entry is parsed or stored unbounded (name-limits.ts).
   capRoleLists(f);
   for (const entry of f.allowed_other_sans) {
     if (entry === "*") continue;

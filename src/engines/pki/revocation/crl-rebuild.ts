@@ -1,5 +1,5 @@
 /**
- * Building a mount's CRLs (pki-engine.md §6.1–6.2). `buildMountCrls` does the work and runs only
+ * Building a mount's CRLs (RFC 5280 §5; docs/pki-revocation-crl.md). `buildMountCrls` does the work and runs only
  * inside the mount's Authority Durable Object, which calls it one build at a time
  * (src/engines/pki/authority/crl-coordinator.ts); everything else asks the Authority through `rebuildCrls` /
  * `rebuildDeltaCrls`, which answer once a build that started after the call has finished.
@@ -267,7 +267,7 @@ export async function crlFor(env: Env, db: Db, mount: MountRow, issuer: IssuerRo
 }
 
 /**
- * The auto_rebuild schedule (pki-engine.md §6.2), checked by the cron every minute: a complete
+ * The auto_rebuild schedule (Vault API /pki/config/crl), checked by the cron every minute: a complete
  * build when an issuer that may sign CRLs has none yet or a CRL is within the grace period of its
  * nextUpdate; with enable_delta, a delta build every delta_rebuild_interval when revocations
  * arrived since the last delta.

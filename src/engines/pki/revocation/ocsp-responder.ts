@@ -1,5 +1,5 @@
 /**
- * The OCSP responder of a mount (pki-engine.md §6.8, RFC 6960): from a DER request to the DER
+ * The OCSP responder of a mount (RFC 6960; docs/pki-ocsp.md): from a DER request to the DER
  * response and its HTTP status. It takes the mount's issuers, keys and config/crl from the PKI
  * read model (storage/store.ts loadIssuanceState) and the revocation status of the requested
  * serials from storage/revocation-store.ts (revocationStatuses), both cached per isolate for at

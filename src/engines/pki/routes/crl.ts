@@ -1,7 +1,7 @@
 /**
- * CRL endpoints (pki-engine.md §6.1, content types and newlines §1.6, public paths §1.5):
+ * CRL endpoints (Vault API /pki/crl, /pki/issuer/:issuer_ref/crl; docs/pki-revocation-crl.md):
  * crl, crl/pem, crl/delta, crl/delta/pem, cert/crl, cert/delta-crl, issuer/:ref/crl(/pem|/der),
- * issuer/:ref/crl/delta(/pem|/der); crl/rotate, crl/rotate-delta; config/crl (§6.3).
+ * issuer/:ref/crl/delta(/pem|/der); crl/rotate, crl/rotate-delta; config/crl.
  * Reads never build, except an issuer's first CRL (crl-rebuild.ts crlFor); builds run in the
  * mount's Authority.
  *
@@ -126,7 +126,7 @@ export const crlRoutes = [
         const mount = mountOf(req);
         // A forced build: with config/crl disable it publishes an empty CRL (§6.2).
         const r = await authorityOf(req.env, mount).crlRebuild(mount, { kind: "complete", force: true });
-        // The Authority wrote the CRLs in its own isolate: forget this one's copies (issue 14).
+        // The Authority wrote the CRLs in its own isolate: forget this one's copies.
         invalidate("pki");
         if (r.errors.length > 0) throw badRequest(`Error during CRL building: ${r.errors.join("; ")}`);
         return { data: { success: true }, warnings: rebuildWarnings(r.warnings) };

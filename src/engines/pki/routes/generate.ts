@@ -1,5 +1,5 @@
 /**
- * CA generation paths (pki-engine.md §4.2–4.3, §4.8): root/generate, issuers/generate/root,
+ * CA generation paths (Vault API /pki/root/generate/:type, /pki/intermediate/generate/:type): root/generate, issuers/generate/root,
  * root/rotate, intermediate/generate, issuers/generate/intermediate, root/sign-intermediate,
  * issuer/:ref/sign-intermediate, DELETE root (sudo).
  */

@@ -1,6 +1,6 @@
 /**
  * issuers, issuer/:ref (+ json/der/pem), config/issuers, root/replace, imports
- * (issuers/import/bundle|cert, config/ca, intermediate/set-signed) — pki-engine.md §4.4–4.5, §4.8.
+ * (issuers/import/bundle|cert, config/ca, intermediate/set-signed) — Vault API /pki/issuer/:issuer_ref, /pki/issuers/import/bundle.
  */
 import { badRequest, notFound } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
@@ -81,7 +81,7 @@ function issuerRaw(req: Req, ref: string, form: "der" | "pem"): Promise<Response
   });
 }
 
-/** Resolves `:ref`; an unknown issuer is a 400 (upstream answers 500, pki-engine.md §1.4). */
+/** Resolves `:ref`; an unknown issuer is a 400 (upstream answers 500, OpenBao path_fetch_issuers.go). */
 async function loadIssuer(req: Req, ref: string) {
   const ctx = await load(req);
   return { ...ctx, issuer: resolveIssuerIn(ctx.issuers, ctx.cfg.issuers, ref) };

@@ -1,4 +1,4 @@
-/** roles, roles/:name (pki-engine.md §2). */
+/** roles, roles/:name (Vault API /pki/roles/:name). */
 import { badRequest, notFound } from "../../../core/errors";
 import { parseFields } from "../../../core/fields";
 import { route, type Req } from "../../../core/route";

@@ -3,8 +3,8 @@
  * have their own doors beside it (revocation-store.ts, tidy-store.ts, metadata-store.ts); nothing
  * outside storage/ touches any of them. Roles, issuers and
  * configuration come out through the decoders of ./decode.ts (defaults filled). Writes that must
- * land together are returned as statements for `db.batch` (D1 has no interactive transactions,
- * workers-stack.md pitfall 8), so an issuer and its key are never half-written.
+ * land together are returned as statements for `db.batch` (D1 has no interactive transactions:
+ * it refuses BEGIN), so an issuer and its key are never half-written.
  */
 import { and, asc, eq, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
@@ -94,7 +94,7 @@ export const deleteIssuerStmt = (db: Db, mountId: string, id: string): Stmt =>
   db.delete(pkiIssuers).where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
 
 /**
- * DELETE root (pki-engine.md §4.8): every issuer and key of the mount and the default pointers
+ * DELETE root (Vault API /pki/root): every issuer and key of the mount and the default pointers
  * to them, in one batch; issued certificates and the other configuration stay.
  */
 export async function deleteAllIssuersAndKeys(db: Db, mountId: string): Promise<void> {

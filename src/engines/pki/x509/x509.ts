@@ -1,5 +1,5 @@
 /**
- * The one module that imports @peculiar/x509 (DESIGN.md): key generation and import through
+ * The one module that imports @peculiar/x509 (docs/architecture.md): key generation and import through
  * WebCrypto, certificate and CSR signing, and parsing of certificates. Everything it returns is
  * plain data (DER bytes, strings, numbers), so the engine never sees library types and the hot
  * path can be tuned or swapped here alone. The hot paths no longer reach the library: leaves are
@@ -21,7 +21,7 @@ import { generateP224KeyPair, importP224PrivateKey, isP224Key, p224PublicKeyOf, 
 import { X509Error } from "./errors";
 import { verifySignature } from "./signature";
 
-// Use the runtime's WebCrypto (workers-stack.md pitfall 7).
+// Use the runtime's WebCrypto, set once at startup.
 x509.cryptoProvider.set(crypto);
 
 export { X509Error };
@@ -82,7 +82,7 @@ export interface Signer {
   facts: PublicKeyFacts;
 }
 
-/** The hash upstream pairs with each key (pki-engine.md §1.9). */
+/** The hash upstream pairs with each key: SHA-256/384/512 for RSA, the curve's for ECDSA. */
 export function signatureHash(facts: PublicKeyFacts, signatureBits: number): string {
   if (facts.type === "rsa") return `SHA-${signatureBits || 256}`;
   if (facts.type === "ec") return facts.bits >= 521 ? "SHA-512" : facts.bits >= 384 ? "SHA-384" : "SHA-256";
