@@ -141,11 +141,22 @@ function validateBound(field: string, v: string, allowed: string[], allowTimesta
   throw badRequest(`Unknown value for field \`${field}\`. Possible values are ${allowed.map((a) => `\`${a}\``).join(" ")}${allowTimestamp ? " or an RFC 3339 timestamp" : ""}`);
 }
 
+/** What validation makes of the fields that are not stored as given. */
+interface ValidatedRoleFields {
+  cidrs: string[];
+  generateLease: boolean;
+  spec: ReturnType<typeof validateKeySpec>;
+  policies: ReturnType<typeof parsePolicyIdentifiers>;
+  cnValidations: string[];
+  warnings: string[];
+}
+
 /**
- * Builds a role from fully-resolved field values (defaults already applied, or merged from the
- * stored role for PATCH), validating in upstream's order (§2.4). Returns the role and warnings.
+ * Validates role fields in upstream's order (OpenBao builtin/logical/pki/path_roles.go): other
+ * SANs and CIDRs, no_store vs generate_lease, the not_before/not_after bounds, ttl ≤ max_ttl, key
+ * type and sizes, extended key usage OIDs, policy identifiers, cn_validations.
  */
-export function buildRole(f: Omit<RoleFieldValues, "name">): { role: Role; warnings: string[] } {
+function validateRoleFields(f: Omit<RoleFieldValues, "name">): ValidatedRoleFields {
   const warnings: string[] = [];
   // Size limits first, so no entry is parsed or stored unbounded (name-limits.ts).
   capRoleLists(f);
@@ -183,6 +194,15 @@ export function buildRole(f: Omit<RoleFieldValues, "name">): { role: Role; warni
   const policies = parsePolicyIdentifiers(f.policy_identifiers);
   const cnValidations = validateCnValidations(f.cn_validations);
   warnings.push(...identityTemplateWarnings(f));
+  return { cidrs, generateLease, spec, policies, cnValidations, warnings };
+}
+
+/**
+ * Builds a role from fully-resolved field values (defaults already applied, or merged from the
+ * stored role for PATCH), validating in upstream's order. Returns the role and warnings.
+ */
+export function buildRole(f: Omit<RoleFieldValues, "name">): { role: Role; warnings: string[] } {
+  const { cidrs, generateLease, spec, policies, cnValidations, warnings } = validateRoleFields(f);
   const role: Role = {
     allow_any_name: f.allow_any_name,
     allow_bare_domains: f.allow_bare_domains,

@@ -7,6 +7,7 @@
  * signature.ts; the library remains for RSA-PSS signing, intermediate CSRs and parseCertificate.
  */
 import * as x509 from "@peculiar/x509";
+import { hexToBytes } from "../../../core/encoding";
 import {
   CURVE_OID,
   OID,
@@ -202,13 +203,6 @@ function signatureAlgorithmDer(signer: Signer): Uint8Array<ArrayBuffer> | null {
   return signer.algorithm.name === "RSASSA-PKCS1-v1_5" ? seq(oid(id), nullValue()) : seq(oid(id));
 }
 
-/** Bytes of an even-length hex string (a serial from the Authority). */
-function hexBytes(hex: string): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(hex.length >> 1);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
-  return out;
-}
-
 /** WebCrypto's raw r‖s ECDSA signature → the DER Ecdsa-Sig-Value of RFC 3279 §2.2.3. */
 function ecdsaSigDer(raw: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
   const half = raw.length / 2;
@@ -228,7 +222,7 @@ export async function signCertificate(p: CertificateParams, encoder: "direct" | 
   const alg = signatureAlgorithmDer(p.signer);
   // `encoder: "library"` exists for the benchmark's comparison (npm run bench).
   if (!alg || (encoder === "library" && !isP224Key(p.signer.key))) return signCertificateWithLibrary(p);
-  const serialBytes = hexBytes(p.serialHex);
+  const serialBytes = hexToBytes(p.serialHex);
   const tbs = seq(
     ctxCons(0, int(2)), // version v3
     uintBytes(serialBytes),
