@@ -69,7 +69,7 @@ describe("the CRL of a fresh root", () => {
     expect(delta.number).toBe(f.number + 1);
   });
 
-  it("every endpoint's shape, content type and trailing newline (§1.6); 304 on If-Modified-Since", async () => {
+  it("every endpoint's shape, content type and trailing newline; 304 on If-Modified-Since", async () => {
     const { path, issuerId } = await setup();
     const der = await api("GET", `${path}/crl`, { token: null });
     expect(der.headers.get("content-type")).toBe("application/pkix-crl");

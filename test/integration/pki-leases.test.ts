@@ -73,7 +73,7 @@ describe("issue and sign with generate_lease", () => {
     expect(new Set([leaf.leaseId, signed.leaseId, viaIssuer.leaseId, signedViaIssuer.leaseId]).size).toBe(4);
   });
 
-  it("sign-verbatim with a generate_lease role answers a lease too (spec \"Sign verbatim\": the role's generate_lease takes effect)", async () => {
+  it("sign-verbatim with a generate_lease role answers a lease too (the role's generate_lease takes effect)", async () => {
     const { path } = await setup();
     const csr = await makeCsr("verbatim.example");
     const withRole = await issue(path, { csr: csr.pem }, "sign-verbatim/web");

@@ -148,7 +148,7 @@ describe("sign-intermediate", () => {
     expect((await write(`${path}/intermediate/cross-sign`, { key_type: "ec" }, {}, 400)).body.errors[0]).toContain("key_type nor key_bits");
   });
 
-  it("adds requested key usages to CertSign/CRLSign and truncates notAfter to the signer's (spec)", async () => {
+  it("adds requested key usages to CertSign/CRLSign and truncates notAfter to the signer's (Vault's docs)", async () => {
     const rootMount = await mount("pki");
     const root = await write(`${rootMount}/root/generate/internal`, { common_name: "Short Root", key_type: "ec", ttl: "48h" });
     const intMount = await mount("pki");

@@ -26,7 +26,7 @@ describe("request field edges", () => {
     expect(Number(parseCert(ok.body.data.certificate).getExtension(x509.BasicConstraintsExtension)?.pathLength)).toBe(2147483648);
   });
 
-  it("a body key that collides with a path capture: the path wins and a warning says so (§1.2)", async () => {
+  it("a body key that collides with a path capture: the path wins and a warning says so", async () => {
     const r = await write(`${path}/roles/from-path`, { name: "from-body", allow_any_name: true });
     expect(r.body.warnings).toContain(
       "Endpoint replaced the value of these parameters with the values captured from the endpoint's path: [name]",
@@ -92,7 +92,7 @@ describe("sign-intermediate / root generation: CA constraints", () => {
   });
 });
 
-describe("config/urls with enable_templating (§6.4)", () => {
+describe("config/urls with enable_templating", () => {
   it("warns at write time when config/cluster cannot fill the templates, and not once it can", async () => {
     const { path } = await pkiWithRoot();
     const urls = { enable_templating: true, crl_distribution_points: "{{cluster_aia_path}}/issuer/{{issuer_id}}/crl/der" };

@@ -14,7 +14,7 @@ export interface PolicyInfo {
   cps?: string;
 }
 
-/** The stored role: exactly the read shape (§2.3). */
+/** The stored role: exactly the read shape of GET roles/:name. */
 export interface Role {
   allow_any_name: boolean;
   allow_bare_domains: boolean;
@@ -155,7 +155,7 @@ export const ISSUER_DEFAULTS = {
   revocationTime: null,
 } as const;
 
-/** The per-issuer AIA entry once an issuer has one (issuer/:ref writes, §4.5). */
+/** The per-issuer AIA entry once an issuer has one (issuer/:ref writes). */
 export const ISSUER_AIA_DEFAULTS: Readonly<IssuerAia> = {
   issuing_certificates: [],
   crl_distribution_points: [],

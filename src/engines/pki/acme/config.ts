@@ -11,7 +11,7 @@
  * requires local cluster 'path' field configuration to be set").
  *
  * A directory is one of `acme/`, `issuer/:ref/acme/`, `roles/:role/acme/`,
- * `issuer/:ref/roles/:role/acme/` (§7.2): it fixes the role (none = sign-verbatim) and the
+ * `issuer/:ref/roles/:role/acme/` (Vault API /pki/acme/directory and its prefixed forms): it fixes the role (none = sign-verbatim) and the
  * issuer every order through it uses.
  */
 import { badRequest } from "../../../core/errors";

@@ -136,8 +136,8 @@ const DNS_LABEL = "[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?";
 const PERMITTED_DOMAIN_RE = new RegExp(`^\\.?${DNS_LABEL}(?:\\.${DNS_LABEL})*$`);
 
 /**
- * The CA-only request fields every CA path shares. max_path_length: -1 means "none" (spec "Sign
- * intermediate"); any other negative value has no meaning and would be encoded as a negative
+ * The CA-only request fields every CA path shares. max_path_length: -1 means "none" (Vault API
+ * /pki/root/sign-intermediate); any other negative value has no meaning and would be encoded as a negative
  * pathLenConstraint, which RFC 5280 §4.2.1.9 (INTEGER (0..MAX)) does not allow.
  * permitted_dns_domains: each entry goes into an IA5String dNSName constraint (RFC 5280
  * §4.2.1.10), so it must be an ASCII DNS name, optionally with a leading "." for "subdomains only".

@@ -68,7 +68,7 @@ export async function resolveIssuer(db: Db, mountId: string, ref: string): Promi
   return resolveIssuerIn(issuers, cfg.issuers, ref);
 }
 
-/** Normalised PEM as stored: trimmed plus exactly one newline (§4.1). */
+/** Normalised PEM as stored: trimmed plus exactly one newline, as upstream stores issuers. */
 export const issuerPem = (der: Uint8Array): string => `${toPem("CERTIFICATE", der)}\n`;
 export const issuerDer = (row: IssuerRow): Uint8Array<ArrayBuffer> => certDerFromPem(row.certificate);
 
@@ -76,7 +76,7 @@ export function certDerFromPem(pem: string): Uint8Array<ArrayBuffer> {
   return base64ToBytes(pem.replace(/-----[A-Z ]+-----/g, "").replace(/\s+/g, ""));
 }
 
-/** Chain: self first, then every parent up to the roots, breadth first (§4.1). */
+/** Chain: self first, then every parent up to the roots, breadth first (Vault's ca_chain). */
 export async function buildChain(issuer: IssuerRow, all: IssuerRow[]): Promise<string[]> {
   if (issuer.manualChain && issuer.manualChain.length > 0) return issuer.manualChain;
   const chain = [issuer.id];

@@ -92,7 +92,7 @@ function statusStmt(ctx: IssueContext, state: IssuanceState, now: number): Stmt 
   });
 }
 
-/** The signing issuer: the path's wins on per-issuer paths, else the answer's issuer_ref (§7). */
+/** The signing issuer: the path's wins on per-issuer paths, else the answer's issuer_ref (Vault's CIEPS protocol). */
 function pickIssuer(state: IssuanceState, r: ExternalPolicyRequest, requested: IssuerRow | null, resp: CiepsResponse, warnings: string[]) {
   if (r.pathIssuerRef !== null) {
     const chosen = signingIssuerFrom(state, r.pathIssuerRef);
@@ -151,7 +151,7 @@ export async function issueWithExternalPolicy(ctx: IssueContext, r: ExternalPoli
       await runBatch(ctx.db, [statusStmt(ctx, state, now)]);
       throw badRequest(`the external policy service refused the request: ${resp.error}`);
     }
-    // §7: with both a certificate and an error, the error becomes a warning and the cert is issued.
+    // CIEPS: with both a certificate and an error, the error becomes a warning and the cert is issued.
     warnings.push(resp.error);
   }
   if (resp.certificate === "") throw new ApiError(502, "external policy service: the answer has neither a certificate nor an error");

@@ -7,7 +7,7 @@
  * the signing issuer; a signature algorithm the issuer can produce is kept), the issuer DN, the
  * serial number (from the mount's Authority), the Authority Key Identifier (the issuer's SKI,
  * RFC 5280 §4.2.1.1) and the AIA / CRL distribution points / FreshestCRL (the issuer's or the
- * mount's URLs, §6.5). Also replaced: the public key, which is always the requester's (the CSR's,
+ * mount's URLs, Vault API /pki/config/urls). Also replaced: the public key, which is always the requester's (the CSR's,
  * or the key generated here for issue), so a template can never bind another key.
  */
 import { ApiError } from "../../../core/errors";
@@ -36,7 +36,7 @@ const badTemplate = (msg: string) => new ApiError(502, `external policy service:
 
 const OID_SKI = "2.5.29.14";
 const OID_AKI = "2.5.29.35";
-/** Extensions Lanyard writes itself (§7): dropped from the template. */
+/** Extensions Lanyard writes itself (docs/pki-external-policy.md "The template"): dropped from the template. */
 const REPLACED = new Set<string>([OID_AKI, OID.authorityInfoAccess, OID.crlDistributionPoints, OID.freshestCrl]);
 
 /** Parses the PEM template; every failure is the service's (502), with what was wrong. */

@@ -1,6 +1,6 @@
 /**
- * The `csr` request field of the signing paths (spec "Sign", "Sign intermediate", "Sign
- * verbatim", "Sign with external policy"): PEM in, parsed CSR out, every failure a 400 that
+ * The `csr` request field of the signing paths (Vault API /pki/sign/:name, /pki/root/sign-intermediate,
+ * /pki/sign-verbatim, /pki/external-policy/sign): PEM in, parsed CSR out, every failure a 400 that
  * names the field.
  */
 import { badRequest } from "../../../core/errors";

@@ -41,7 +41,7 @@ export function formatPrivateKey(pkcs8: Uint8Array<ArrayBuffer>, keyType: string
 
 const isSelfSigned = (i: IssuerRow) => i.subjectDer === i.issuerDer;
 
-/** The chain a response carries: signing issuer first, up to the roots (§1.11). */
+/** The chain a response carries: signing issuer first, up to the roots (Vault's ca_chain). */
 export function responseChain(issuer: IssuerRow, all: IssuerRow[], removeRoots: boolean): IssuerRow[] {
   const chain = issuer.caChain.map((id) => all.find((i) => i.id === id)).filter((i): i is IssuerRow => i !== undefined);
   if (chain.length === 0) chain.push(issuer);

@@ -13,7 +13,7 @@
  *                signature algorithm (key_type/signature_bits/use_pss); a new root signs with its own key.
  *   4. sign      `signCertificate` (x509/x509.ts, the only user of @peculiar/x509).
  *   5. store     `certificateRecord` / `storeCertificate`: the pki_certs row, through storage/.
- *   6. output    `certificateResponse`: the one response shape (spec "Certificate response").
+ *   6. output    `certificateResponse`: the one response shape (Vault API /pki/issue/:name).
  *
  * Stages 2-4 are `signNewCertificate`. The serial round trip, opening the CA key, generating
  * the subject's key and reading the issuer's key identifier run concurrently: everything that
@@ -110,7 +110,7 @@ export interface ValidityRequest {
    * have no role, sign-verbatim takes only ttl and max_ttl from one (Vault API /pki/sign-verbatim/:role).
    */
   role?: { ttl: number; maxTtl: number; notAfter?: string; notAfterBound?: string; notBefore?: string };
-  /** The signing issuer's notAfter and what to do beyond it (§1.8 step 6); null for a new root. */
+  /** The signing issuer's notAfter and what to do beyond it (leaf_not_after_behavior); null for a new root. */
   issuer: { notAfter: number; behavior: LeafNotAfterBehavior } | null;
 }
 
@@ -308,7 +308,7 @@ export async function storeCertificate(
 export interface CertificateResponse {
   certificate: string;
   issuing_ca: string;
-  /** Absent for a new root: the reference's root/generate response has no chain (§4.2). */
+  /** Absent for a new root: Vault's root/generate response has no chain. */
   ca_chain?: string[];
   serial_number: string;
   /**

@@ -1,5 +1,5 @@
 /**
- * root/sign-self-issued and issuer/:ref/sign-self-issued (spec "Sign self-issued"): an issuer
+ * root/sign-self-issued and issuer/:ref/sign-self-issued (Vault API /pki/root/sign-self-issued): an issuer
  * of the mount signs a self-issued CA certificate as it is — the root-rolling cross-signature.
  * Minimal validation (a CA, actually self-issued); the TBSCertificate keeps every byte except
  * the issuer DN (the signer's subject), the authority key ID (the signer's SKI), the signature
@@ -61,7 +61,7 @@ function signatureChoice(info: CertInfo, certKey: PublicKeyFacts, signerKey: Pub
 
 export async function signSelfIssued(ctx: IssueContext, f: FieldValues<typeof signSelfIssuedFields>, issuerRef: string) {
   const { info, parts } = submittedCertificate(f.certificate);
-  // Spec "Sign self-issued": "it must be a CA certificate and actually self-issued".
+  // Vault API /pki/root/sign-self-issued: "it must be a CA certificate and actually self-issued".
   if (!info.isCa) throw badRequest("certificate: given certificate is not a CA certificate");
   if (!equalBytes(parts.subject.raw, parts.issuer.raw)) throw badRequest("certificate: given certificate is not self-issued");
   let certKey: PublicKeyFacts;

@@ -38,7 +38,7 @@ import { certificateResponse, issuanceValidity, leafBound, signNewCertificate, s
 
 export const signVerbatimFields = defineFields({
   role: { type: "string", description: "Role (path): its ttl, max_ttl, issuer_ref, no_store, no_store_metadata and not_before_duration apply." },
-  name: { type: "string", description: "Role, as a body field (spec \"Sign verbatim\" name), when the path names none." },
+  name: { type: "string", description: "Role, as a body field, when the path names none." },
   issuer_ref: { type: "string", description: "Signing issuer (per-issuer paths)." },
   ...csrField,
   key_usage: css("Key usages when the CSR has no key usage extension (case-insensitive; empty: none).", DEFAULT_KEY_USAGE),

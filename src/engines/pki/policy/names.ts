@@ -235,7 +235,7 @@ export function parseOtherSan(entry: string): ParsedOtherSan {
   return { oid, value: rest.slice(colon + 1) };
 }
 
-/** Checks requested other SANs against the role's allowed_other_sans (§3 step 8). */
+/** Checks requested other SANs against the role's allowed_other_sans (`<oid>;UTF8:<glob>`, or `*`). */
 export function checkOtherSans(allowed: string[], requested: ParsedOtherSan[]): void {
   if (requested.length === 0) return;
   if (allowed.length === 1 && allowed[0] === "*") return;

@@ -40,7 +40,7 @@ export interface CertSubject {
   sans: SanSpec;
 }
 
-/** A role that allows everything: CA generation and similar paths (§3 "synthetic role"). */
+/** A role that allows everything: CA generation and similar paths (upstream's synthetic role). */
 /**
  * A URI SAN is an IA5String (RFC 5280 §4.2.1.6): ASCII only. Non-ASCII characters are
  * percent-encoded as UTF-8 (RFC 3987 §3.1), as upstream's url.String() does, after the role's

@@ -61,7 +61,7 @@ async function readCrl(req: Req, ref: string | null, kind: CrlKind): Promise<Crl
   );
 }
 
-/** Renaming the issuer invalidates cached CRLs too (§1.6). */
+/** Renaming the issuer invalidates cached CRLs too (as upstream's Last-Modified does). */
 const lastModifiedOf = (r: CrlRead): number => (r.crl ? Math.max(r.crl.row.thisUpdate, r.issuer?.lastModified ?? 0) : 0);
 
 const RAW_TYPES = { der: "application/pkix-crl", pem: "application/x-pem-file", "pem-newline": "application/x-pem-file" } as const;
@@ -72,7 +72,7 @@ async function rawAnswer(r: CrlRead, shape: keyof typeof RAW_TYPES): Promise<Pub
   return publicAnswer(body, RAW_TYPES[shape], lastModifiedOf(r));
 }
 
-/** A CRL of the default issuer (ref null) or of `issuer/:ref`, in one of the §1.6 shapes. */
+/** A CRL of the default issuer (ref null) or of `issuer/:ref`, as DER, PEM or JSON. */
 async function serve(req: Req, ref: string | null, kind: CrlKind, shape: Shape): Promise<Reply> {
   if (shape === "der" || shape === "pem" || shape === "pem-newline") {
     return servePublic(req, {
@@ -124,7 +124,7 @@ export const crlRoutes = [
     handlers: {
       async read(req) {
         const mount = mountOf(req);
-        // A forced build: with config/crl disable it publishes an empty CRL (§6.2).
+        // A forced build: with config/crl disable it publishes an empty CRL (as upstream).
         const r = await authorityOf(req.env, mount).crlRebuild(mount, { kind: "complete", force: true });
         // The Authority wrote the CRLs in its own isolate: forget this one's copies.
         invalidate("pki");

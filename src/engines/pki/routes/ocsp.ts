@@ -28,7 +28,7 @@ async function answer(req: Req, der: Uint8Array<ArrayBuffer> | null): Promise<Oc
   try {
     return await answerOcsp({ db: req.db, env: req.env, mount: mountOf(req) }, der, new Date());
   } catch (e) {
-    // Details stay in the log with the request id; the client gets internalError (§6.8).
+    // Details stay in the log with the request id; the client gets internalError (RFC 6960 §4.2.1).
     console.error(`request ${req.requestId}: OCSP responder failed:`, e);
     return INTERNAL_ERROR();
   }
@@ -77,7 +77,7 @@ export const ocspRoutes = [
       async read(req) {
         return uncached(await answer(req, null));
       },
-      // The raw DER body; another content type would not be an OCSP request (§6.8).
+      // The raw DER body; another content type would not be an OCSP request (RFC 6960 Appendix A.1).
       async update(req) {
         if (req.contentType !== OCSP_REQUEST || req.rawBody.length === 0) return uncached(await answer(req, null));
         // The request itself (base64url, < 2,732 characters: requests are < 2048 bytes), not a

@@ -7,7 +7,7 @@ import { buildRole, roleFields, roleToFields, type Role, type RoleFieldValues } 
 import { deleteRole, getAllConfig, getRole, listIssuers, listRoleNames, putRole } from "../storage/store";
 import { mountOf, paginate } from "./common";
 
-/** The warning for an issuer_ref that does not resolve now (§2.4): accepted, but flagged. */
+/** The warning for an issuer_ref that does not resolve now: accepted, but flagged (as upstream). */
 async function issuerRefWarning(req: Req, ref: string): Promise<string | null> {
   const mount = mountOf(req);
   const [issuers, cfg] = await Promise.all([listIssuers(req.db, mount.id), getAllConfig(req.db, mount.id)]);

@@ -23,7 +23,7 @@ function verbatim(perIssuer: boolean) {
     if (f.role && f.name && f.name !== f.role) {
       out.warnings = [...out.warnings, `name: the role "${f.role}" in the path was used; the body's name "${f.name}" was ignored`];
     }
-    // The role's generate_lease takes effect here too (spec "Sign verbatim" name).
+    // The role's generate_lease takes effect here too (Vault API /pki/sign-verbatim/:role).
     return withCertLease(req as Req, role, out);
   };
 }
