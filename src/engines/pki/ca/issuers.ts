@@ -63,11 +63,6 @@ export function resolveKeyIn(keys: KeyRow[], cfg: KeysConfig, ref: string): KeyR
   return hit;
 }
 
-export async function resolveIssuer(db: Db, mountId: string, ref: string): Promise<IssuerRow> {
-  const [issuers, cfg] = await Promise.all([listIssuers(db, mountId), getAllConfig(db, mountId)]);
-  return resolveIssuerIn(issuers, cfg.issuers, ref);
-}
-
 /** Normalised PEM as stored: trimmed plus exactly one newline, as upstream stores issuers. */
 export const issuerPem = (der: Uint8Array): string => `${toPem("CERTIFICATE", der)}\n`;
 export const issuerDer = (row: IssuerRow): Uint8Array<ArrayBuffer> => certDerFromPem(row.certificate);

@@ -40,9 +40,3 @@ export function notModified(req: Req, lastModifiedMs: number): Response | null {
   const last = Math.floor(lastModifiedMs / 1000) * 1000;
   return new Response(null, { status: 304, headers: { "last-modified": new Date(last).toUTCString() } });
 }
-
-/** Adds Last-Modified to a raw reply (so clients can send If-Modified-Since). */
-export function withLastModified(res: Response, lastModifiedMs: number): Response {
-  if (res.status === 200 && lastModifiedMs) res.headers.set("last-modified", new Date(lastModifiedMs).toUTCString());
-  return res;
-}

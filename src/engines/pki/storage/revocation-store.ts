@@ -94,16 +94,6 @@ export async function insertRevoked(db: Db, row: Omit<NewRevokedRow, "id">): Pro
 }
 
 /** Every revocation of the mount, in sequence order. */
-export const listRevoked = (db: Db, mountId: string): Promise<RevokedRow[]> =>
-  db.select().from(pkiRevoked).where(eq(pkiRevoked.mountId, mountId)).orderBy(asc(pkiRevoked.id));
-
-/** Revocations recorded after sequence number `afterSeq` (delta CRLs). */
-export const listRevokedAfter = (db: Db, mountId: string, afterSeq: number): Promise<RevokedRow[]> =>
-  db.select().from(pkiRevoked).where(and(eq(pkiRevoked.mountId, mountId), gt(pkiRevoked.id, afterSeq))).orderBy(asc(pkiRevoked.id));
-
-export const deleteRevokedStmt = (db: Db, mountId: string, serial: string): Stmt =>
-  db.delete(pkiRevoked).where(and(eq(pkiRevoked.mountId, mountId), eq(pkiRevoked.serial, serial)));
-
 export async function getCrl(db: Db, mountId: string, issuerId: string, kind: "complete" | "delta"): Promise<CrlRow | null> {
   const rows = await db.select().from(pkiCrls).where(and(eq(pkiCrls.mountId, mountId), eq(pkiCrls.issuerId, issuerId), eq(pkiCrls.kind, kind)));
   return rows[0] ?? null;

@@ -50,11 +50,6 @@ export async function insertCertsBatch(db: Db, stmts: Stmt[]): Promise<void> {
 export const listKeys = (db: Db, mountId: string): Promise<KeyRow[]> =>
   db.select().from(pkiKeys).where(eq(pkiKeys.mountId, mountId)).orderBy(asc(pkiKeys.id));
 
-export async function getKey(db: Db, mountId: string, id: string): Promise<KeyRow | null> {
-  const rows = await db.select().from(pkiKeys).where(and(eq(pkiKeys.mountId, mountId), eq(pkiKeys.id, id)));
-  return rows[0] ?? null;
-}
-
 export const insertKeyStmt = (db: Db, row: KeyRow): Stmt => db.insert(pkiKeys).values(row);
 export const deleteKeyStmt = (db: Db, mountId: string, id: string): Stmt =>
   db.delete(pkiKeys).where(and(eq(pkiKeys.mountId, mountId), eq(pkiKeys.id, id)));
@@ -69,22 +64,6 @@ export async function renameKey(db: Db, mountId: string, id: string, name: strin
 export async function listIssuers(db: Db, mountId: string): Promise<IssuerRow[]> {
   const rows = await db.select().from(pkiIssuers).where(eq(pkiIssuers.mountId, mountId)).orderBy(asc(pkiIssuers.id));
   return rows.map(decodeIssuer);
-}
-
-export async function getIssuer(db: Db, mountId: string, id: string): Promise<IssuerRow | null> {
-  const rows = await db.select().from(pkiIssuers).where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
-  return rows[0] ? decodeIssuer(rows[0]) : null;
-}
-
-/** An issuer together with its key in one query (the issuance hot path). */
-export async function getIssuerWithKey(db: Db, mountId: string, id: string): Promise<{ issuer: IssuerRow; key: KeyRow | null } | null> {
-  const rows = await db
-    .select({ issuer: pkiIssuers, key: pkiKeys })
-    .from(pkiIssuers)
-    .leftJoin(pkiKeys, eq(pkiKeys.id, pkiIssuers.keyId))
-    .where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
-  const r = rows[0];
-  return r ? { issuer: decodeIssuer(r.issuer), key: r.key } : null;
 }
 
 export const insertIssuerStmt = (db: Db, row: IssuerRow): Stmt => db.insert(pkiIssuers).values(row);
@@ -172,15 +151,6 @@ export function issuanceStateQueries(db: Db, mountId: string | SQL, roleName: st
     db.select().from(pkiConfig).where(eq(pkiConfig.mountId, mountId)),
     db.select().from(pkiKeys).where(eq(pkiKeys.mountId, mountId)),
   ] as const;
-}
-
-/**
- * What signing without a role reads (OCSP): issuers, configuration and keys, in the order of
- * issuanceStateQueries minus the role, for callers that add statements to the same D1 batch.
- */
-export function signingStateQueries(db: Db, mountId: string | SQL) {
-  const [, issuers, config, keys] = issuanceStateQueries(db, mountId, null);
-  return [issuers, config, keys] as const;
 }
 
 type RoleRow = typeof pkiRoles.$inferSelect;
