@@ -41,6 +41,13 @@ export function bytesToHex(bytes: Uint8Array): string {
   return s;
 }
 
+/** Bytes of an even-length hex string (either case); the caller has checked it is hex. */
+export function hexToBytes(hex: string): Uint8Array<ArrayBuffer> {
+  const out = new Uint8Array(hex.length >> 1);
+  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
+  return out;
+}
+
 const B64 = new TextEncoder().encode("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/");
 
 /**

@@ -1,5 +1,5 @@
 /**
- * `tidy_acme` with `acme_account_safety_buffer` (vault-ecosystem.md §7.6) over HTTP: ACME rows are
+ * `tidy_acme` with `acme_account_safety_buffer` (Vault API /pki/tidy) over HTTP: ACME rows are
  * seeded straight into D1 with times around the buffers, POST tidy runs the job in the mount's
  * Authority, and the rows left and the tidy-status counters are checked. Orders go after their
  * certificate's notAfter + safety_buffer (the account's latest one only after the account

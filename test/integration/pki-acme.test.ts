@@ -1,5 +1,5 @@
 /**
- * The ACME server of a PKI mount (RFC 8555; issue 16), driven through the Worker with the
+ * The ACME server of a PKI mount (RFC 8555), driven through the Worker with the
  * WebCrypto client of test/helpers/acme-client.ts: config/acme, directories, nonces (reuse and
  * concurrent reuse refused), accounts, orders allowed and rejected by the role, dns-01
  * validation against a fake DNS-over-HTTPS resolver (test/helpers/fake-router.ts), finalize,

@@ -1,4 +1,4 @@
-/** Bad input anywhere answers 4xx with a reason, never 500 (issue 3 quality bar). */
+/** Bad input anywhere answers 4xx with a reason, never 500. */
 import { beforeAll, describe, expect, it } from "vitest";
 import { api, mount, write } from "../helpers/api";
 import { pkiWithRoot } from "../helpers/pki";

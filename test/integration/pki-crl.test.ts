@@ -1,5 +1,5 @@
 /**
- * CRLs over HTTP (pki-engine.md §6.1–6.3, §1.6), read back with @peculiar/x509 (an independent
+ * CRLs over HTTP (RFC 5280 §5; Vault API /pki/crl, /pki/config/crl), read back with @peculiar/x509 (an independent
  * parser): the profile (v2, AKI, CRL Number, Delta CRL Indicator, Freshest CRL, validity from
  * config/crl expiry, signature by the issuer key), every endpoint's shape and content type,
  * 204 and 304, config/crl defaults and validation, disable, numbering, delta CRLs, the
@@ -69,7 +69,7 @@ describe("the CRL of a fresh root", () => {
     expect(delta.number).toBe(f.number + 1);
   });
 
-  it("every endpoint's shape, content type and trailing newline (§1.6); 304 on If-Modified-Since", async () => {
+  it("every endpoint's shape, content type and trailing newline; 304 on If-Modified-Since", async () => {
     const { path, issuerId } = await setup();
     const der = await api("GET", `${path}/crl`, { token: null });
     expect(der.headers.get("content-type")).toBe("application/pkix-crl");

@@ -1,6 +1,5 @@
 /**
- * External policy (CIEPS v1, pki-engine.md §7; spec "Issue/Sign/Sign intermediate with external
- * policy") against a fake policy service at the HTTP boundary (test/helpers/fake-policy-service.ts).
+ * External policy (CIEPS v1, docs/pki-external-policy.md) against a fake policy service at the HTTP boundary (test/helpers/fake-policy-service.ts).
  * Certificates are checked with @peculiar/x509, independent of the engine's own DER encoder.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -1,4 +1,4 @@
-/** issue/:role and sign/:role: name policy (§3), TTL rules (§1.8), formats and errors. */
+/** issue/:role and sign/:role: name policy, TTL rules, formats and errors (Vault API /pki/issue/:name). */
 import { beforeAll, describe, expect, it } from "vitest";
 import { api, list, patch, read, write } from "../helpers/api";
 import { expectSignedBy, makeCsr, parseCert, pkiWithRoot, sans, x509 } from "../helpers/pki";
@@ -125,7 +125,7 @@ describe("name policy through the API", () => {
   });
 });
 
-describe("validity (§1.8)", () => {
+describe("validity", () => {
   it("uses the role ttl, refuses a ttl above max_ttl, and backdates by not_before_duration", async () => {
     const r = await issue("strict", { common_name: "t.example.com" });
     const c = parseCert(r.body.data.certificate);
@@ -189,7 +189,7 @@ describe("keys, formats and storage", () => {
     expect(der.body.data.private_key).not.toContain("BEGIN");
     const p8 = await issue("strict", { common_name: "f.example.com", private_key_format: "pkcs8" });
     expect(p8.body.data.private_key).toContain("-----BEGIN PRIVATE KEY-----");
-    // Signed by a self-signed root: the bundle is key + leaf only (spec "Issue", format).
+    // Signed by a self-signed root: the bundle is key + leaf only (Vault API /pki/issue/:name, format).
     const bundle = await issue("strict", { common_name: "f.example.com", format: "pem_bundle" });
     expect(bundle.body.data.certificate.match(/-----BEGIN [A-Z ]+-----/g)).toEqual(["-----BEGIN EC PRIVATE KEY-----", "-----BEGIN CERTIFICATE-----"]);
     expect(bundle.body.data.certificate).not.toContain(root.split("\n")[1]);
@@ -198,7 +198,7 @@ describe("keys, formats and storage", () => {
     expect((await issue("strict", { common_name: "f.example.com", private_key_format: "pem" }, 400)).body.errors[0]).toContain("private_key_format");
   });
 
-  it("the response has the spec's fields; no_store keeps the certificate out of the store", async () => {
+  it("the response has the documented fields; no_store keeps the certificate out of the store", async () => {
     const r = await issue("strict", { common_name: "s.example.com" });
     expect(Object.keys(r.body.data).sort()).toEqual(["ca_chain", "certificate", "expiration", "issuing_ca", "private_key", "private_key_type", "serial_number"]);
     expect(r.body.data.ca_chain).toEqual([root]);

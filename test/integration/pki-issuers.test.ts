@@ -1,4 +1,4 @@
-/** Issuers, keys, defaults and imports (pki-engine.md §4), and the public read paths (§1.5, §1.6, §5). */
+/** Issuers, keys, defaults and imports (Vault API /pki/issuer/:issuer_ref, /pki/key/:key_ref), and the public read paths. */
 import { describe, expect, it } from "vitest";
 import { api, del, list, mount, patch, read, tokenWithPolicy, write } from "../helpers/api";
 import { expectSignedBy, parseCert, pkiWithRoot, x509 } from "../helpers/pki";
@@ -12,7 +12,7 @@ describe("root generation", () => {
       ["certificate", "expiration", "issuer_id", "issuer_name", "issuing_ca", "key_id", "key_name", "private_key", "private_key_type", "serial_number"].sort(),
     );
     expect(d).toMatchObject({ issuer_name: "r1", key_name: "k1", private_key_type: "ec" });
-    // spec "Certificate response": expiration is Unix seconds as a decimal string, on every signing path.
+    // Vault API /pki/issue/:name: expiration is Unix seconds as a decimal string, on every signing path.
     expect(typeof d.expiration).toBe("string");
     expect(d.expiration).toMatch(/^[1-9][0-9]*$/);
     expect(d.serial_number).toMatch(/^[0-9a-f]{2}(:[0-9a-f]{2})+$/);
@@ -159,7 +159,7 @@ describe("issuers and the default rules", () => {
 });
 
 describe("keys", () => {
-  it("lists, reads, renames and deletes keys with upstream's rules (§4.7)", async () => {
+  it("lists, reads, renames and deletes keys with upstream's rules", async () => {
     const { path } = await pkiWithRoot();
     const keys = await list(`${path}/keys`);
     const [keyId] = keys.body.data.keys;

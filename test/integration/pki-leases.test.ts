@@ -1,5 +1,5 @@
 /**
- * Certificate leases (issue 12; vault-ecosystem.md §2.8, §9): a role with generate_lease makes
+ * Certificate leases (docs/leases.md; OpenBao builtin/logical/pki/secret_certs.go): a role with generate_lease makes
  * issue/sign (and their issuer/:ref forms) answer a lease `<request path>/<24 base62>` running to
  * the certificate's notAfter (capped by the mount's max lease TTL, with Vault's warning), and
  * sys/leases/lookup, renew, revoke, revoke-prefix (sudo), LIST lookup (sudo) work on it; revoking
@@ -73,7 +73,7 @@ describe("issue and sign with generate_lease", () => {
     expect(new Set([leaf.leaseId, signed.leaseId, viaIssuer.leaseId, signedViaIssuer.leaseId]).size).toBe(4);
   });
 
-  it("sign-verbatim with a generate_lease role answers a lease too (spec \"Sign verbatim\": the role's generate_lease takes effect)", async () => {
+  it("sign-verbatim with a generate_lease role answers a lease too (the role's generate_lease takes effect)", async () => {
     const { path } = await setup();
     const csr = await makeCsr("verbatim.example");
     const withRole = await issue(path, { csr: csr.pem }, "sign-verbatim/web");

@@ -28,7 +28,7 @@ describe("mount lifecycle", () => {
     await write(`${path}/root/generate/internal`, { common_name: "Team Root", key_type: "ec" }, { namespace: "team-pki" });
     expect((await list(`${path}/issuers`, { namespace: "team-pki", token: null })).body.data.keys).toHaveLength(1);
     expect((await api("GET", `team-pki/${path}/ca/pem`, { token: null })).text).toContain("BEGIN CERTIFICATE");
-    // In the root namespace the path does not exist: without a token that is 403 (CONTRACT.md).
+    // In the root namespace the path does not exist: without a token that is 403 (docs/http-conventions.md).
     expect((await api("GET", `${path}/ca/pem`, { token: null })).status).toBe(403);
     expect((await api("GET", `${path}/ca/pem`)).status).toBe(404);
   });
@@ -148,7 +148,7 @@ describe("sign-intermediate", () => {
     expect((await write(`${path}/intermediate/cross-sign`, { key_type: "ec" }, {}, 400)).body.errors[0]).toContain("key_type nor key_bits");
   });
 
-  it("adds requested key usages to CertSign/CRLSign and truncates notAfter to the signer's (spec)", async () => {
+  it("adds requested key usages to CertSign/CRLSign and truncates notAfter to the signer's (Vault's docs)", async () => {
     const rootMount = await mount("pki");
     const root = await write(`${rootMount}/root/generate/internal`, { common_name: "Short Root", key_type: "ec", ttl: "48h" });
     const intMount = await mount("pki");

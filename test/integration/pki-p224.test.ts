@@ -1,5 +1,5 @@
 /**
- * EC P-224 end to end through the API (pki-engine.md §1.9: `ec` 224 is a valid size, signed with
+ * EC P-224 end to end through the API (Vault API /pki/roles/:name: `ec` 224 is a valid size, signed with
  * ECDSA-SHA256). WebCrypto has no P-224, so signatures are checked here with an OpenSSL-made
  * fixture set and a curve implementation driven from the test itself; the e2e project checks
  * the same paths with the openssl CLI.

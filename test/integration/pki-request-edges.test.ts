@@ -1,8 +1,8 @@
 /**
- * Edge values found by a black-box probe of the privileged signing paths (issue 4) and two
- * leftovers of issue 3: each test pins a request that used to be accepted wrongly or answered
- * without the warning upstream gives (pki-engine.md §1.2, §1.8, §1.10, §6.4; spec "Sign
- * intermediate").
+ * Edge values found by a black-box probe of the privileged signing paths and two
+ * earlier leftovers: each test pins a request that used to be accepted wrongly or answered
+ * without the warning upstream gives (Vault API /pki/root/sign-intermediate,
+ * /pki/config/urls).
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { read, write } from "../helpers/api";
@@ -26,7 +26,7 @@ describe("request field edges", () => {
     expect(Number(parseCert(ok.body.data.certificate).getExtension(x509.BasicConstraintsExtension)?.pathLength)).toBe(2147483648);
   });
 
-  it("a body key that collides with a path capture: the path wins and a warning says so (§1.2)", async () => {
+  it("a body key that collides with a path capture: the path wins and a warning says so", async () => {
     const r = await write(`${path}/roles/from-path`, { name: "from-body", allow_any_name: true });
     expect(r.body.warnings).toContain(
       "Endpoint replaced the value of these parameters with the values captured from the endpoint's path: [name]",
@@ -92,7 +92,7 @@ describe("sign-intermediate / root generation: CA constraints", () => {
   });
 });
 
-describe("config/urls with enable_templating (§6.4)", () => {
+describe("config/urls with enable_templating", () => {
   it("warns at write time when config/cluster cannot fill the templates, and not once it can", async () => {
     const { path } = await pkiWithRoot();
     const urls = { enable_templating: true, crl_distribution_points: "{{cluster_aia_path}}/issuer/{{issuer_id}}/crl/der" };

@@ -1,6 +1,6 @@
 /**
- * Revocation over HTTP (spec "Revoke certificate", "Revoke with private key"; pki-engine.md §5,
- * §4.6): by serial (colon, hyphen, any case) or PEM, idempotence, the refusals and their
+ * Revocation over HTTP (Vault API /pki/revoke, /pki/revoke-with-key,
+ * /pki/issuer/:issuer_ref/revoke): by serial (colon, hyphen, any case) or PEM, idempotence, the refusals and their
  * messages, expired certificates, proof of possession with RSA / EC / Ed25519 keys in every PEM
  * container, issuer revocation, reads of revoked certificates, LIST certs/revoked, and whether
  * the CRL (read with @peculiar/x509, an independent parser) was rotated.

@@ -1,4 +1,4 @@
-/** Roles (pki-engine.md §2): defaults, overwrite vs merge, validation and warnings. */
+/** Roles (Vault API /pki/roles/:name): defaults, overwrite vs merge, validation and warnings. */
 import { beforeAll, describe, expect, it } from "vitest";
 import { api, del, list, mount, patch, read, write } from "../helpers/api";
 
@@ -64,10 +64,10 @@ const DEFAULT_ROLE = {
 };
 
 describe("roles", () => {
-  it("a role written with {} reads back with every default (§2.3)", async () => {
+  it("a role written with {} reads back with every default", async () => {
     const w = await write(`${path}/roles/defaults`, {});
     expect(w.body.data).toEqual(DEFAULT_ROLE);
-    // No issuer yet: the default issuer_ref is accepted with a warning (§2.4).
+    // No issuer yet: the default issuer_ref is accepted with a warning.
     expect(w.body.warnings).toContain(
       "Issuing Certificate was set to default, but no default issuing certificate (configurable at /config/issuers) is currently set",
     );
@@ -105,7 +105,7 @@ describe("roles", () => {
     expect((await list(`${other}/roles?after=a&limit=1`)).body.data.keys).toEqual(["b"]);
   });
 
-  it("validates in upstream's order with messages naming the problem (§2.4)", async () => {
+  it("validates in upstream's order with messages naming the problem", async () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ allowed_other_sans: "1.2.3" }, "error parsing allowed_other_sans: expected a semicolon"],
       [{ allowed_other_sans: "1.2.3;UTF8" }, "expected a colon"],

@@ -1,5 +1,5 @@
 /**
- * Privileged signing over HTTP (spec "Sign self-issued", "Sign verbatim"): what the signed
+ * Privileged signing over HTTP (Vault API /pki/root/sign-self-issued, /pki/sign-verbatim): what the signed
  * certificates contain (read back with @peculiar/x509, independent of the service's own DER
  * code), which requests are refused, and who may call the sudo path.
  */
@@ -125,7 +125,7 @@ describe("sign-verbatim", () => {
     expect(cert.subject).toBe("CN=role.example");
     expect((await api("GET", `${path}/cert/${r.body.data.serial_number}`)).status).toBe(404);
     expect((await write(`${path}/sign-verbatim/vb`, { csr, ttl: "4h" }, {}, 400)).body.errors[0]).toContain("ttl");
-    // The body field "name" names the role as well (spec "Sign verbatim").
+    // The body field "name" names the role as well.
     await expectSignedBy((await write(`${path}/sign-verbatim`, { csr, name: "vb" })).body.data.certificate, second.body.data.certificate);
     // The per-issuer path overrides the role's issuer.
     await expectSignedBy((await write(`${path}/issuer/root-ca/sign-verbatim/vb`, { csr })).body.data.certificate, root);
@@ -152,7 +152,7 @@ describe("sign-verbatim", () => {
     expect(parseCert(pss.body.data.certificate).signatureAlgorithm).toMatchObject({ name: "RSA-PSS" });
     await expectSignedBy(pss.body.data.certificate, rsa.root);
     expect((await write(`${rsa.path}/sign-verbatim`, { csr, signature_bits: 100 }, {}, 400)).body.errors[0]).toContain("signature_bits");
-    // EC issuers ignore both (spec).
+    // EC issuers ignore both (Vault API /pki/root/sign-intermediate).
     const ec = parseCert((await write(`${path}/sign-verbatim`, { csr, ttl: "1h", signature_bits: 512, use_pss: true })).body.data.certificate);
     expect(ec.signatureAlgorithm).toMatchObject({ name: "ECDSA", hash: { name: "SHA-256" } });
   });
@@ -275,7 +275,7 @@ describe("cert_metadata (issue, sign, sign-verbatim) and cert-metadata reads", (
       expiration: new Date(Number(issued.expiration) * 1000).toISOString().replace(".000Z", "Z"),
       cert_metadata: value,
     });
-    // Hyphenated serials address the same entry (pki-engine.md §1.7).
+    // Hyphenated serials address the same entry (Vault accepts either form).
     expect((await read(`${path}/cert-metadata/${signed.serial_number.replace(/:/g, "-")}`)).body.data.cert_metadata).toBe("");
     expect((await read(`${path}/cert-metadata/${verbatim.serial_number}`)).body.data).toMatchObject({ role: "meta", cert_metadata: btoa("v") });
     const keys = (await api("GET", `${path}/cert-metadata?list=true`)).body.data.keys as string[];
@@ -363,7 +363,7 @@ describe("user_ids against the role's allowed_user_ids (issue, sign)", () => {
   });
 });
 
-describe("sign-intermediate: the spec table's parameters", () => {
+describe("sign-intermediate: the documented parameters", () => {
   let path = "";
   let root = "";
   beforeAll(async () => {

@@ -1,5 +1,5 @@
 /**
- * Rows written before a field existed (issue 11: stored roles and issuers are read through a
+ * Rows written before a field existed (stored roles and issuers are read through a
  * decoder that fills defaults). The rows are written straight to D1, as an older Lanyard would
  * have left them, and then read, patched and issued from through the API.
  */

@@ -1,5 +1,5 @@
 /**
- * Tidy and auto-tidy over HTTP (pki-engine.md §6.7): what goes and what stays around the safety
+ * Tidy and auto-tidy over HTTP (Vault API /pki/tidy, /pki/config/auto-tidy): what goes and what stays around the safety
  * buffers, revocation entries and their issuer associations, invalid entries, expired issuers,
  * status transitions and counters, cancel, issuance during a running tidy, config/auto-tidy
  * validation, and auto-tidy started by the cron handler.

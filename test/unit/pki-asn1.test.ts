@@ -85,7 +85,7 @@ describe("keys", () => {
     }
   });
 
-  it("validates key types and sizes with upstream's messages (§1.9)", () => {
+  it("validates key types and sizes with upstream's messages", () => {
     expect(validateKeySpec("rsa", 0, 0)).toEqual({ keyType: "rsa", keyBits: 2048, signatureBits: 256 });
     expect(validateKeySpec("ec", 0, 384)).toEqual({ keyType: "ec", keyBits: 256, signatureBits: 0 });
     expect(validateKeySpec("ec", 224, 0)).toEqual({ keyType: "ec", keyBits: 224, signatureBits: 0 });

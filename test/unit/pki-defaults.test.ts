@@ -1,5 +1,5 @@
 /**
- * The PKI defaults module and the stored-row decoders (issue 11): the role request fields and
+ * The PKI defaults module and the stored-row decoders: the role request fields and
  * ROLE_DEFAULTS cannot drift apart, and a decoder fills what an old row lacks, drops what is no
  * longer known and refuses what has the wrong type.
  */

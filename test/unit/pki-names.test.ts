@@ -1,4 +1,5 @@
-/** The name policy (pki-engine.md §3), including upstream's issuance-regression matrix. */
+/** The name policy (OpenBao cert_util.go validateNames), including upstream's issuance-regression matrix
+ * (OpenBao backend_test.go TestBackend_Roles_IssuanceRegression). */
 import { describe, expect, it } from "vitest";
 import {
   checkCommonName,

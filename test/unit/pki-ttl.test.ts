@@ -1,4 +1,4 @@
-/** Validity computation (pki-engine.md §1.8). */
+/** Validity computation (ttl, max_ttl, not_after of Vault API /pki/issue/:name). */
 import { describe, expect, it } from "vitest";
 import { computeValidity, type ValidityInput } from "../../src/engines/pki/issuance/ttl";
 
@@ -28,7 +28,7 @@ describe("computeValidity", () => {
     expect(computeValidity({ ...base, roleTtl: 60, requestTtl: 120 }).notAfter.getTime()).toBe(Date.UTC(2026, 0, 1, 0, 2));
   });
 
-  it("refuses a request ttl above max (CONTRACT.md) but caps a role/default ttl with upstream's warning", () => {
+  it("refuses a request ttl above max (docs/http-conventions.md) but caps a role/default ttl with upstream's warning", () => {
     expect(() => computeValidity({ ...base, requestTtl: 7200, roleMaxTtl: 3600 })).toThrow('ttl: the requested ttl "2h0m0s" is longer than the maximum allowed ttl "1h0m0s"');
     const capped = computeValidity({ ...base, roleMaxTtl: 3600 });
     expect(capped.warnings).toEqual(['TTL "768h0m0s" is longer than permitted maxTTL "1h0m0s", so maxTTL is being used']);

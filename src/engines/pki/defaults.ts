@@ -6,7 +6,7 @@
  */
 import type { IssuerAia } from "./storage/rows";
 
-// -- roles (pki-engine.md §2) -----------------------------------------------------------------
+// -- roles (Vault API /pki/roles/:name) ---------------------------------------------------------
 
 export interface PolicyInfo {
   oid: string;
@@ -14,7 +14,7 @@ export interface PolicyInfo {
   cps?: string;
 }
 
-/** The stored role: exactly the read shape (§2.3). */
+/** The stored role: exactly the read shape of GET roles/:name. */
 export interface Role {
   allow_any_name: boolean;
   allow_bare_domains: boolean;
@@ -135,7 +135,7 @@ export const ROLE_DEFAULTS: Readonly<Role> = {
   use_pss: false,
 };
 
-// -- issuers (pki-engine.md §4.1) -------------------------------------------------------------
+// -- issuers (Vault API /pki/issuer/:issuer_ref) -----------------------------------------------
 
 /** Every usage an issuer can have; a new issuer gets all that its certificate's key usage allows. */
 export const ALL_USAGES: readonly string[] = ["crl-signing", "issuing-certificates", "ocsp-signing"];
@@ -155,7 +155,7 @@ export const ISSUER_DEFAULTS = {
   revocationTime: null,
 } as const;
 
-/** The per-issuer AIA entry once an issuer has one (issuer/:ref writes, §4.5). */
+/** The per-issuer AIA entry once an issuer has one (issuer/:ref writes). */
 export const ISSUER_AIA_DEFAULTS: Readonly<IssuerAia> = {
   issuing_certificates: [],
   crl_distribution_points: [],
@@ -188,7 +188,7 @@ export interface ClusterConfig {
   aia_path: string;
 }
 
-/** config/crl (pki-engine.md §6.3). Durations are kept as the strings the user wrote. */
+/** config/crl (Vault API /pki/config/crl). Durations are kept as the strings the user wrote. */
 export interface CrlConfig {
   expiry: string;
   disable: boolean;
@@ -229,7 +229,7 @@ export interface TidyParams {
 }
 
 /**
- * config/auto-tidy (pki-engine.md §6.7). Durations in seconds except `pause_ms`;
+ * config/auto-tidy (Vault API /pki/config/auto-tidy). Durations in seconds except `pause_ms`;
  * `revoked_safety_buffer` null follows `safety_buffer`, as upstream's unset pointer does.
  */
 export interface AutoTidyConfig extends Omit<TidyParams, "revoked_safety_buffer"> {
@@ -260,7 +260,7 @@ export const AUTO_TIDY_DEFAULTS: AutoTidyConfig = {
   publish_stored_certificate_count_metrics: false,
 };
 
-/** config/external-policy (pki-engine.md §7; external-policy/config.ts). */
+/** config/external-policy (docs/pki-external-policy.md; external-policy/config.ts). */
 export interface ExternalPolicyConfig {
   enabled: boolean;
   external_service_url: string;
@@ -311,9 +311,9 @@ export interface ConfigShapes {
   urls: UrlsConfig;
   cluster: ClusterConfig;
   crl: CrlConfig;
-  /** config/auto-tidy (src/engines/pki/tidy/tidy.ts, pki-engine.md §6.7). */
+  /** config/auto-tidy (src/engines/pki/tidy/tidy.ts, docs/pki-tidy.md). */
   auto_tidy: AutoTidyConfig;
-  /** config/external-policy (src/engines/pki/external-policy/config.ts, pki-engine.md §7). */
+  /** config/external-policy (src/engines/pki/external-policy/config.ts, docs/pki-external-policy.md). */
   external_policy: ExternalPolicyConfig;
   /** The policy service's last good answer (kept apart so issuance never overwrites a config write). */
   external_policy_status: ExternalPolicyStatus;

@@ -1,9 +1,10 @@
 /**
  * ACME accounts (RFC 8555 §7.3): new-account (with `onlyReturnExisting` and the External Account
  * Binding of §7.3.4 as config/acme eab_policy demands), account/:kid (read, update `contact`,
- * deactivate, §7.3.2 and §7.3.6) and key-change (§7.3.5). Vault's rules (vault-ecosystem.md
- * §7.2–7.3): an account is bound to the directory that created it, an existing key answers 200
- * with the same Location, an EAB key is single-use and bound to its directory, and
+ * deactivate, §7.3.2 and §7.3.6) and key-change (§7.3.5). Vault's rules (OpenBao
+ * builtin/logical/pki/path_acme_account.go, path_acme_eab.go): an account is bound to the
+ * directory that created it, an existing key answers 200 with the same Location, an EAB key is
+ * single-use and bound to its directory, and
  * `termsOfServiceAgreed` is not enforced (no terms are published).
  */
 import { loadConfig } from "../../../core/config";

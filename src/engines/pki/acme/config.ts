@@ -1,5 +1,5 @@
 /**
- * config/acme (vault-ecosystem.md §7.1; issue 16) and the directory a request addresses.
+ * config/acme (Vault API /pki/config/acme; docs/pki-acme.md) and the directory a request addresses.
  *
  * The configuration: `enabled` (false), `allowed_issuers` / `allowed_roles` (["*"]),
  * `allow_role_ext_key_usage` (false: ACME certificates carry only serverAuth), the
@@ -11,7 +11,7 @@
  * requires local cluster 'path' field configuration to be set").
  *
  * A directory is one of `acme/`, `issuer/:ref/acme/`, `roles/:role/acme/`,
- * `issuer/:ref/roles/:role/acme/` (§7.2): it fixes the role (none = sign-verbatim) and the
+ * `issuer/:ref/roles/:role/acme/` (Vault API /pki/acme/directory and its prefixed forms): it fixes the role (none = sign-verbatim) and the
  * issuer every order through it uses.
  */
 import { badRequest } from "../../../core/errors";
@@ -82,7 +82,7 @@ export function decodeAcmeConfig(stored: unknown): AcmeConfig {
 
 /**
  * dns_resolver: Vault's `<ip>:<port>` (queried over TCP), or a DNS-over-HTTPS URL (RFC 8484);
- * plain http:// only to a loopback host in development (issue 16). The rule is the validator's
+ * plain http:// only to a loopback host in development (docs/pki-acme.md "Development-only switches"). The rule is the validator's
  * (validate-dns.ts), checked here at write time and again at every validation.
  */
 function checkDnsResolver(env: Env, v: string): void {

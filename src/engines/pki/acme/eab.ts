@@ -1,5 +1,5 @@
 /**
- * External account binding keys (vault-ecosystem.md §7.3), managed with a Vault token:
+ * External account binding keys (RFC 8555 §7.3.4; Vault API /pki/acme/new-eab), managed with a Vault token:
  * `<directory>/new-eab` on each of the four directory prefixes, LIST `eab`, DELETE `eab/:key_id`.
  * A key is an HMAC key: base64url of 41 bytes, 9 fixed ones that make it start with the text
  * `vault-eab-0-` (Vault's, so it never begins with "-") and 32 random ones. It is shown once, at

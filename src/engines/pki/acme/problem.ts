@@ -2,7 +2,7 @@
  * ACME problem documents (RFC 8555 §6.7, RFC 7807): every refusal of an ACME endpoint is one,
  * `application/problem+json` with `type` `urn:ietf:params:acme:error:<id>` and a `detail`, never
  * a Vault `{"errors":[…]}` body and never a 500 for bad input. The HTTP status of each type is
- * Vault's (acme_errors.go, vault-ecosystem.md §7.5); like Vault the body has no `status` member.
+ * Vault's (OpenBao builtin/logical/pki/acme_errors.go); like Vault the body has no `status` member.
  */
 import { ApiError } from "../../../core/errors";
 import { lifecycleConflict } from "../../../core/lifecycle";

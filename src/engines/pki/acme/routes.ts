@@ -1,5 +1,5 @@
 /**
- * The ACME routes of a PKI mount (issue 16; vault-ecosystem.md §7.2): every resource under each
+ * The ACME routes of a PKI mount (RFC 8555 §7; docs/pki-acme.md): every resource under each
  * of the four directory prefixes `acme/`, `issuer/:issuer_ref/acme/`, `roles/:role/acme/` and
  * `issuer/:issuer_ref/roles/:role/acme/`, all unauthenticated as Vault's are (route `public`)
  * and guarded by JWS instead (context.ts); `config/acme`; the EAB management routes (eab.ts).

@@ -8,7 +8,7 @@
  * Plain `http://` DoH is for development only (ENVIRONMENT=development, loopback host).
  *
  * Vault uses the configured resolver for every ACME lookup, also the A/AAAA of an http-01 host
- * (ecosystem reference §7.4); `lookupAddress` is that lookup for validate-http.ts.
+ * (OpenBao builtin/logical/pki/acme_challenges.go); `lookupAddress` is that lookup for validate-http.ts.
  */
 import { readCapped } from "../../../core/body";
 import { bytesToBase64Url, sha256 } from "../../../core/encoding";

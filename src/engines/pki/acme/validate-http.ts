@@ -8,7 +8,7 @@
  * (RFC 9112: status line, header fields, a body framed by chunked transfer coding, Content-Length
  * or the end of the connection).
  *
- * Vault's rules (ecosystem reference §7.4): the status code is not checked, only the body; the
+ * Vault's rules (OpenBao builtin/logical/pki/acme_challenges.go): the status code is not checked, only the body; the
  * body may be at most 512 bytes ("http-01: response too large"); redirects are followed, at most
  * 10. Stricter here: a redirect may lead to http:// on port 80 or https:// on 443 only (as Let's
  * Encrypt), and an https:// hop verifies the server's certificate (the Workers runtime always

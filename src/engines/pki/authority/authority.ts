@@ -1,6 +1,6 @@
 /**
  * The Authority Durable Object: one instance per PKI mount, named by the mount accessor
- * (DESIGN.md "Durable Object Authority"). It is the single writer for what must be serialized
+ * (docs/architecture.md). It is the single writer for what must be serialized
  * across every isolate serving the mount.
  *
  * Invariants:
@@ -8,7 +8,7 @@
  *   never will be again: it is inserted in the DO's own SQLite table (primary key) before it is
  *   handed out, in the same synchronous block that checks for it, so concurrent callers cannot
  *   interleave (a DO runs one synchronous block at a time).
- * - Serials are random positive integers below 2^159 (pki-engine.md §1.7; RFC 5280 §4.1.2.2
+ * - Serials are random positive integers below 2^159 (as upstream's, 20 bytes at most; RFC 5280 §4.1.2.2
  *   limits serials to 20 octets and requires them to be positive), encoded as their minimal
  *   big-endian bytes in lowercase hex; the caller renders them colon-separated.
  * - A reserved serial that the caller never uses is simply a gap; nothing ever reuses it.
@@ -106,7 +106,7 @@ export class Authority extends DurableObject<Env> {
     return this.retired;
   }
 
-  // -- CRLs (pki-engine.md §6.1–6.2; invariants in ./crl-coordinator.ts) ------------------------
+  // -- CRLs (RFC 5280 §5; invariants in ./crl-coordinator.ts) -----------------------------------
 
   /** Rebuilds the mount's CRLs; resolves once a build that started after this call finished. */
   crlRebuild(mount: MountRow, req: CrlBuildRequest): Promise<CrlBuildReport> {
@@ -126,7 +126,7 @@ export class Authority extends DurableObject<Env> {
     return this.crl.history;
   }
 
-  // -- tidy (pki-engine.md §6.7; invariants in ./tidy-runner.ts) ------------------------------
+  // -- tidy (Vault API /pki/tidy; invariants in ./tidy-runner.ts) ------------------------------
 
   private tidyRunner(): TidyRunner {
     return new TidyRunner(this.ctx.storage, this.env);

@@ -1,6 +1,6 @@
 /**
  * CRL rebuilds inside the mount's Authority Durable Object: one at a time, coalesced, and never
- * missing a revocation (pki-engine.md §6.2; the builder is src/engines/pki/revocation/crl-rebuild.ts).
+ * missing a revocation (docs/pki-revocation-crl.md "How rebuilds are serialized"; the builder is src/engines/pki/revocation/crl-rebuild.ts).
  *
  * Invariants:
  * - Builds never interleave. A DO lets other calls in while a build awaits D1, so builds are

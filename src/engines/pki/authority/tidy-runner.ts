@@ -1,5 +1,5 @@
 /**
- * The tidy job inside the mount's Authority Durable Object (pki-engine.md §6.7): start, status,
+ * The tidy job inside the mount's Authority Durable Object (Vault API /pki/tidy; docs/pki-tidy.md): start, status,
  * cancel, the auto-tidy check, and the alarm that runs the job one step at a time
  * (src/engines/pki/tidy/tidy-job.ts). State lives in the DO's storage under "tidy:*" keys.
  *

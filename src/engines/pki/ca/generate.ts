@@ -1,12 +1,13 @@
 /**
- * CA certificates: root generation (pki-engine.md §4.2), intermediate CSR generation (§4.3) and
- * signing an intermediate (spec "Sign intermediate"). Keys are generated in WebCrypto and only
+ * CA certificates: root generation (Vault API /pki/root/generate/:type), intermediate CSR
+ * generation (/pki/intermediate/generate/:type) and signing an intermediate
+ * (/pki/root/sign-intermediate). Keys are generated in WebCrypto and only
  * written together with the issuer that uses them (one D1 batch).
  */
 import { badRequest } from "../../../core/errors";
 import { defineFields, type FieldValues } from "../../../core/fields";
 import { css, csrField, extKeyUsageFields, formatField, keyGenFields, nameFields, notAfterField, privateKeyFormatField, signatureFields, subjectAttributeFields } from "../fields";
-import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
+import { base64ToBytes, bytesToBase64, hexToBytes } from "../../../core/encoding";
 import { OID, emptySans, encodeName, publicKeyFacts, sanExtension, sanIsEmpty, basicConstraintsExtension, type ExtensionDer } from "../x509/asn1";
 import { isValidOid } from "../x509/der";
 import { checkFormat, checkPrivateKeyFormat, formatPrivateKey } from "../issuance/format";
@@ -17,7 +18,7 @@ import { toPem } from "../x509/pem";
 import { applyRole, nameRequestFrom, permissiveRole } from "../policy/policy";
 import { NO_AIA, caExtensions, resolveAia, type AiaUrls } from "../issuance/profile";
 import { defaultRole } from "../policy/roles";
-import { getAllConfig, insertKeyStmt, listIssuers, listKeys, putConfigStmt, runBatch, type KeyRow, type Stmt } from "../storage/store";
+import { getAllConfig, insertKeyStmt, listIssuers, listKeys, putConfigStmt, runBatch, type IssuerRow, type KeyRow, type Stmt } from "../storage/store";
 import { generateKeyPair, parseCertificate, signCsr } from "../x509/x509";
 import { loadCsr, refuseWeakRsaCsr } from "../issuance/csr";
 import {
@@ -135,8 +136,8 @@ const DNS_LABEL = "[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?";
 const PERMITTED_DOMAIN_RE = new RegExp(`^\\.?${DNS_LABEL}(?:\\.${DNS_LABEL})*$`);
 
 /**
- * The CA-only request fields every CA path shares. max_path_length: -1 means "none" (spec "Sign
- * intermediate"); any other negative value has no meaning and would be encoded as a negative
+ * The CA-only request fields every CA path shares. max_path_length: -1 means "none" (Vault API
+ * /pki/root/sign-intermediate); any other negative value has no meaning and would be encoded as a negative
  * pathLenConstraint, which RFC 5280 §4.2.1.9 (INTEGER (0..MAX)) does not allow.
  * permitted_dns_domains: each entry goes into an IA5String dNSName constraint (RFC 5280
  * §4.2.1.10), so it must be an ASCII DNS name, optionally with a leading "." for "subdomains only".
@@ -183,7 +184,7 @@ export async function generateRoot(ctx: IssueContext, f: FieldValues<typeof root
   const names = namesFrom(f);
   const cfg = await getAllConfig(ctx.db, ctx.mount.id);
   const now = Date.now();
-  // A new root has no issuer to bound it (pki-engine.md §1.8 step 6 is about the signer).
+  // A new root has no issuer to bound it (leaf_not_after_behavior is the signer's).
   const validity = issuanceValidity(ctx.mount, { now, ttl: f.ttl, notAfter: f.not_after, notBeforeDuration: f.not_before_duration, issuer: null });
   warnings.push(...validity.warnings);
   const subject = encodeName(names.subject);
@@ -219,7 +220,7 @@ export async function generateRoot(ctx: IssueContext, f: FieldValues<typeof root
     issuerName = all.some((i) => i.name === "next") ? "" : "next";
   }
   const newIssuerId = crypto.randomUUID();
-  // The root is also a certificate of the mount (LIST certs, cert/:serial; pki-engine.md §4.2),
+  // The root is also a certificate of the mount (LIST certs, cert/:serial, as upstream stores it),
   // written in the same batch as its issuer and key.
   const result = await importIssuersAndKeys(ctx.db, ctx.env, ctx.mount.id, {
     issuerId: newIssuerId,
@@ -301,8 +302,9 @@ function checkOids(field: string, oids: string[]): void {
 }
 
 /**
- * root/sign-intermediate and issuer/:ref/sign-intermediate (spec "Sign intermediate"). The
- * notAfter is truncated to the signer's (the spec; OpenBao permits instead, pki-engine.md §9.1).
+ * root/sign-intermediate and issuer/:ref/sign-intermediate (Vault API /pki/root/sign-intermediate).
+ * The notAfter is truncated to the signer's, as Vault's docs say (OpenBao's path_root.go permits
+ * instead; docs/pki-privileged-signing.md).
  * With use_csr_values the CSR's subject and SAN extension are kept byte for byte, its key usages
  * replace the requested ones on top of CertSign/CRLSign, and its other extensions are copied
  * over the generated ones with the same OID (as Go's ExtraExtensions do upstream).
@@ -315,7 +317,7 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
   refuseWeakRsaCsr(csr);
   const { issuer, key, all, cfg } = await signingIssuer(ctx, issuerRef);
   const issuerFacts = await publicKeyFacts(base64ToBytes(issuer.publicKey));
-  // signature_bits: 256/384/512 for RSA issuers, ignored for the others (spec table).
+  // signature_bits: 256/384/512 for RSA issuers, ignored for the others (Vault API /pki/root/sign-intermediate).
   validateKeySpec(issuerFacts.type, 0, f.signature_bits);
   const warnings: string[] = [];
   let names;
@@ -331,40 +333,21 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
     ttl: f.ttl,
     notAfter: f.not_after,
     notBeforeDuration: f.not_before_duration,
-    // The spec: "By default the signed certificate's notAfter is truncated to the signing
-    // issuer's notAfter" (OpenBao permits instead, pki-engine.md §9.1; the spec wins).
+    // Vault's docs: "By default the signed certificate's notAfter is truncated to the signing
+    // issuer's notAfter" (OpenBao's code permits instead; Lanyard follows the docs).
     issuer: { notAfter: issuer.notAfter, behavior: "truncate" },
   });
   warnings.push(...validity.warnings);
-  // RFC 5280 §4.2.1.9: a child CA's path length must be below its signer's.
-  const issuerInfo = parseCertificate(certDerFromPem(issuer.certificate));
-  let pathLen = f.max_path_length;
-  if (pathLen < 0 && issuerInfo.pathLen !== undefined) pathLen = Math.max(0, issuerInfo.pathLen - 1);
-  if (issuerInfo.pathLen !== undefined && issuerInfo.pathLen === 0) {
-    throw badRequest("the signing issuer has a path length of zero and cannot sign intermediate CAs");
-  }
-  if (pathLen === 0) {
-    // Upstream's text (pathSignIntermediate), whether the zero was asked for or derived.
-    warnings.push("Max path length of the signed certificate is zero. This certificate cannot be used to issue intermediate CA certificates.");
-  }
+  const pathLen = childPathLength(f.max_path_length, issuer, warnings);
   const aia = resolveAia(issuer.id, issuer.aia, cfg.urls, cfg.cluster);
-  // skid: the caller's SKI, for cross-signing (spec "Sign intermediate"; RFC 5280 §4.2.1.2).
-  let skid: Uint8Array | null = null;
-  if (f.skid !== "") {
-    const hex = f.skid.replace(/[:\s-]/g, "");
-    if (!/^([0-9a-fA-F]{2})+$/.test(hex)) throw badRequest("skid: must be hex-encoded bytes");
-    skid = Uint8Array.from(hex.match(/../g) ?? [], (h) => parseInt(h, 16));
-  }
+  const skid = parseSkid(f.skid);
   const subject = f.use_csr_values ? csr.subject : encodeName(names.subject);
-  // Spec key_usage: "overwritten by use_csr_values when the CSR has a key usage extension".
+  // Vault API key_usage: "overwritten by use_csr_values when the CSR has a key usage extension".
   const csrKeyUsage = f.use_csr_values ? csr.keyUsage : null;
   const keyUsage = csrKeyUsage !== null ? [] : [...f.key_usage];
-  let extraExts: ExtensionDer[] = [];
-  if (f.use_csr_values) {
-    // The CA profile decides these; the CSR's SKI/AKI never name this signature's keys.
-    const handled = new Set<string>([OID.basicConstraints, OID.keyUsage, OID_SKI, OID_AKI]);
-    extraExts = csr.extensions.filter((e) => !handled.has(e.oid));
-  }
+  // The CA profile decides these; the CSR's SKI/AKI never name this signature's keys.
+  const handled = new Set<string>([OID.basicConstraints, OID.keyUsage, OID_SKI, OID_AKI]);
+  const extraExts: ExtensionDer[] = f.use_csr_values ? csr.extensions.filter((e) => !handled.has(e.oid)) : [];
   const signed = await signNewCertificate(ctx, {
     signedBy: { issuer, key, signature: { signatureBits: f.signature_bits, usePss: f.use_pss } },
     subject,
@@ -394,4 +377,30 @@ export async function signIntermediate(ctx: IssueContext, f: FieldValues<typeof 
     data: certificateResponse(signed, { format, chain: { issuer, all, removeRoots: false }, privateKeyFormat: null }),
     warnings,
   };
+}
+
+/**
+ * The new CA's path length: the requested one, else one below the signer's (RFC 5280 §4.2.1.9: a
+ * child CA's path length must be below its signer's). A signer with path length zero signs no CA.
+ */
+function childPathLength(requested: number, issuer: IssuerRow, warnings: string[]): number {
+  const issuerInfo = parseCertificate(certDerFromPem(issuer.certificate));
+  let pathLen = requested;
+  if (pathLen < 0 && issuerInfo.pathLen !== undefined) pathLen = Math.max(0, issuerInfo.pathLen - 1);
+  if (issuerInfo.pathLen !== undefined && issuerInfo.pathLen === 0) {
+    throw badRequest("the signing issuer has a path length of zero and cannot sign intermediate CAs");
+  }
+  if (pathLen === 0) {
+    // Upstream's text (pathSignIntermediate), whether the zero was asked for or derived.
+    warnings.push("Max path length of the signed certificate is zero. This certificate cannot be used to issue intermediate CA certificates.");
+  }
+  return pathLen;
+}
+
+/** skid: the caller's SKI, for cross-signing (Vault API /pki/root/sign-intermediate; RFC 5280 §4.2.1.2). */
+function parseSkid(skid: string): Uint8Array | null {
+  if (skid === "") return null;
+  const hex = skid.replace(/[:\s-]/g, "");
+  if (!/^([0-9a-fA-F]{2})+$/.test(hex)) throw badRequest("skid: must be hex-encoded bytes");
+  return hexToBytes(hex);
 }

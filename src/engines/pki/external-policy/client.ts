@@ -1,5 +1,5 @@
 /**
- * The external policy service webhook, CIEPS request/response version 1 (pki-engine.md §7;
+ * The external policy service webhook, CIEPS request/response version 1 (docs/pki-external-policy.md;
  * upstream's SDK types in sdk/helper/certutil/cieps.go): building the request, POSTing it with
  * the configured timeout, and reading the answer strictly. Plain functions; the issuance that
  * uses them is src/engines/pki/external-policy/issue.ts.
@@ -111,7 +111,7 @@ export function usableConfig(env: Env, cfg: ExternalPolicyConfig): URL {
 
 /**
  * POSTs the request and returns the parsed answer. Redirects are not followed and non-200
- * bodies are discarded, as upstream does (§7): a proxy in front of the service must be
+ * bodies are discarded, as upstream does (Vault's CIEPS docs): a proxy in front of the service must be
  * transparent. The timeout covers the whole exchange, body included.
  */
 export async function callPolicyService(url: URL, timeoutSeconds: number, body: CiepsRequest): Promise<CiepsResponse> {
@@ -149,7 +149,7 @@ export async function callPolicyService(url: URL, timeoutSeconds: number, body: 
 const RESPONSE_KEYS = new Set(["request_uuid", "error", "warnings", "certificate", "issuer_ref", "store_certificate", "generate_lease"]);
 
 /**
- * Reads an answer the way upstream's decoder does (§7): a JSON object, unknown fields refused,
+ * Reads an answer the way upstream's decoder does (sdk/helper/certutil/cieps.go): a JSON object, unknown fields refused,
  * each field of its type (a JSON null counts as absent, as in Go), and the request's UUID echoed.
  */
 export function parseCiepsResponse(text: string, uuid: string): CiepsResponse {

@@ -1,5 +1,5 @@
 /**
- * config/external-policy (pki-engine.md §7): where the external policy service (CIEPS) lives
+ * config/external-policy (docs/pki-external-policy.md): where the external policy service (CIEPS) lives
  * and how Lanyard talks to it. Pure functions: validation, the update rule and the read view.
  * Storage is src/engines/pki/storage/store.ts (`external_policy` and `external_policy_status` config entries);
  * the webhook itself is src/engines/pki/external-policy/client.ts. docs/pki-external-policy.md explains the
@@ -167,7 +167,7 @@ export const clientBundleContext = (mountId: string) => `pki-external-policy-cli
 const orNull = (s: string): string | null => (s === "" ? null : s);
 
 /**
- * The read shape of upstream (pki-engine.md §7): `timeout` in nanoseconds, unset values null,
+ * The read shape of Vault's (Vault API /pki/config/external-policy): `timeout` in nanoseconds, unset values null,
  * the client bundle only without its keys. `external_service_validated` is true once the
  * service has answered well-formed for the current configuration.
  */

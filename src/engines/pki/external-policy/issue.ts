@@ -1,6 +1,6 @@
 /**
- * external-policy/issue, /sign and /sign-intermediate (spec "Issue/Sign/Sign intermediate with
- * external policy"; pki-engine.md §7). Only format, key_type, key_bits, private_key_format,
+ * external-policy/issue, /sign and /sign-intermediate (Vault API
+ * /pki/external-policy/issue; docs/pki-external-policy.md). Only format, key_type, key_bits, private_key_format,
  * remove_roots_from_chain and csr are read here; the caller's whole body goes to the policy
  * service, which decides. Private keys never leave: for issue the key is generated here and the
  * service gets a CSR for it (with an empty subject, see docs/pki-external-policy.md).
@@ -92,7 +92,7 @@ function statusStmt(ctx: IssueContext, state: IssuanceState, now: number): Stmt 
   });
 }
 
-/** The signing issuer: the path's wins on per-issuer paths, else the answer's issuer_ref (§7). */
+/** The signing issuer: the path's wins on per-issuer paths, else the answer's issuer_ref (Vault's CIEPS protocol). */
 function pickIssuer(state: IssuanceState, r: ExternalPolicyRequest, requested: IssuerRow | null, resp: CiepsResponse, warnings: string[]) {
   if (r.pathIssuerRef !== null) {
     const chosen = signingIssuerFrom(state, r.pathIssuerRef);
@@ -151,7 +151,7 @@ export async function issueWithExternalPolicy(ctx: IssueContext, r: ExternalPoli
       await runBatch(ctx.db, [statusStmt(ctx, state, now)]);
       throw badRequest(`the external policy service refused the request: ${resp.error}`);
     }
-    // §7: with both a certificate and an error, the error becomes a warning and the cert is issued.
+    // CIEPS: with both a certificate and an error, the error becomes a warning and the cert is issued.
     warnings.push(resp.error);
   }
   if (resp.certificate === "") throw new ApiError(502, "external policy service: the answer has neither a certificate nor an error");

@@ -1,5 +1,5 @@
 /**
- * The certificate template an external policy service answers with (pki-engine.md §7): what is
+ * The certificate template an external policy service answers with (docs/pki-external-policy.md "The template"): what is
  * taken from it and what Lanyard replaces. Pure functions over DER.
  *
  * Taken: subject, validity, every extension (SANs, key usage, EKU, policies, custom ones …) in
@@ -7,7 +7,7 @@
  * the signing issuer; a signature algorithm the issuer can produce is kept), the issuer DN, the
  * serial number (from the mount's Authority), the Authority Key Identifier (the issuer's SKI,
  * RFC 5280 §4.2.1.1) and the AIA / CRL distribution points / FreshestCRL (the issuer's or the
- * mount's URLs, §6.5). Also replaced: the public key, which is always the requester's (the CSR's,
+ * mount's URLs, Vault API /pki/config/urls). Also replaced: the public key, which is always the requester's (the CSR's,
  * or the key generated here for issue), so a template can never bind another key.
  */
 import { ApiError } from "../../../core/errors";
@@ -36,7 +36,7 @@ const badTemplate = (msg: string) => new ApiError(502, `external policy service:
 
 const OID_SKI = "2.5.29.14";
 const OID_AKI = "2.5.29.35";
-/** Extensions Lanyard writes itself (§7): dropped from the template. */
+/** Extensions Lanyard writes itself (docs/pki-external-policy.md "The template"): dropped from the template. */
 const REPLACED = new Set<string>([OID_AKI, OID.authorityInfoAccess, OID.crlDistributionPoints, OID.freshestCrl]);
 
 /** Parses the PEM template; every failure is the service's (502), with what was wrong. */
@@ -175,8 +175,9 @@ export interface SignatureChoice {
 }
 
 /**
- * Keeps the template's signature algorithm when the issuer's key can produce it (§7: "a compatible
- * signature algorithm is kept"); otherwise the issuer's default (pki-engine.md §1.9).
+ * Keeps the template's signature algorithm when the issuer's key can produce it (Vault's CIEPS
+ * docs: "a compatible signature algorithm is kept"); otherwise the issuer's default (SHA-256 for
+ * RSA, the curve's hash for ECDSA).
  */
 export function signatureChoice(t: Template, issuerKeyType: KeyType): SignatureChoice {
   if (issuerKeyType === "rsa") {
@@ -199,7 +200,7 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(".000Z", "Z");
 
 /**
  * The template's validity against the signing issuer: its leaf_not_after_behavior for leaves
- * (pki-engine.md §1.8 step 6), truncation for intermediates (as sign-intermediate does here).
+ * (Vault API /pki/issuer/:issuer_ref), truncation for intermediates (as sign-intermediate does here).
  */
 export function templateValidity(t: Template, issuerNotAfter: number, behavior: string, now: number): { notBefore: Date; notAfter: Date; warnings: string[] } {
   const notBefore = t.notBefore.getTime();

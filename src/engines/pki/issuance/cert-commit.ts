@@ -1,6 +1,6 @@
 /**
  * Group commit of certificate rows: concurrent issues in one isolate share one D1 batch
- * (issue 14: "≤ 1 D1 round trip per issued certificate, which may be shared").
+ * (at most one D1 round trip per issued certificate, which may be shared; docs/pki-issuance-benchmark.md).
  *
  * Invariants:
  * - **Durable before the answer.** `commitCertificate` resolves only after the D1 batch holding

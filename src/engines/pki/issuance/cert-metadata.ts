@@ -1,6 +1,6 @@
 /**
- * Certificate metadata (spec "Issue"/"Sign"/"Sign verbatim" cert_metadata; Vault Enterprise
- * "Read certificate metadata"): a base64 value the caller ties to a certificate's serial number.
+ * Certificate metadata (cert_metadata of Vault API /pki/issue/:name, /pki/sign/:name and
+ * /pki/sign-verbatim; Vault Enterprise /pki/cert-metadata/:serial): a base64 value the caller ties to a certificate's serial number.
  * It is stored sealed (src/core/db/seal.ts) in the certificate's row, bound to the mount and the
  * serial so a sealed value copied to another row does not open, together with the role name
  * the read returns.
@@ -18,12 +18,12 @@ export interface MetadataRequest {
   value: string | null;
   /** The role in effect, or null (sign-verbatim without a role). */
   role: Role | null;
-  /** sign-verbatim: metadata needs a named role (spec "Sign verbatim", cert_metadata). */
+  /** sign-verbatim: metadata needs a named role (docs/pki-privileged-signing.md). */
   verbatim?: boolean;
 }
 
 /**
- * Checks a request's cert_metadata against the rules of the spec (Errors 2; "Sign verbatim")
+ * Checks a request's cert_metadata against the rules of docs/pki-privileged-signing.md "Certificate metadata"
  * before anything is signed; returns the value to store, or null when there is none.
  */
 export function metadataToStore(r: MetadataRequest): string | null {

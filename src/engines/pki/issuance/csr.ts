@@ -1,6 +1,6 @@
 /**
- * The `csr` request field of the signing paths (spec "Sign", "Sign intermediate", "Sign
- * verbatim", "Sign with external policy"): PEM in, parsed CSR out, every failure a 400 that
+ * The `csr` request field of the signing paths (Vault API /pki/sign/:name, /pki/root/sign-intermediate,
+ * /pki/sign-verbatim, /pki/external-policy/sign): PEM in, parsed CSR out, every failure a 400 that
  * names the field.
  */
 import { badRequest } from "../../../core/errors";
@@ -33,7 +33,7 @@ export async function loadCsr(text: string): Promise<CsrInfo> {
 /**
  * The paths without a role to set key_bits (sign-verbatim, sign-intermediate, external policy)
  * still refuse RSA keys under 2048 bits, as upstream does for every key it certifies
- * (pki-engine.md §1.9).
+ * ("RSA keys < 2048 bits are unsafe and not supported").
  */
 export function refuseWeakRsaCsr(csr: CsrInfo): void {
   if (csr.facts.type === "rsa" && csr.facts.bits < 2048) {

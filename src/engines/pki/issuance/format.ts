@@ -1,6 +1,6 @@
 /**
- * Output encodings of issuance responses (pki-engine.md §1.9, §1.11; spec "Certificate
- * response"): pem / der / pem_bundle, private_key_format der / pkcs8, ca_chain and
+ * Output encodings of issuance responses (Vault API /pki/issue/:name, `format`,
+ * `private_key_format`, `remove_roots_from_chain`): pem / der / pem_bundle, private_key_format der / pkcs8, ca_chain and
  * remove_roots_from_chain.
  */
 import { badRequest } from "../../../core/errors";
@@ -41,7 +41,7 @@ export function formatPrivateKey(pkcs8: Uint8Array<ArrayBuffer>, keyType: string
 
 const isSelfSigned = (i: IssuerRow) => i.subjectDer === i.issuerDer;
 
-/** The chain a response carries: signing issuer first, up to the roots (§1.11). */
+/** The chain a response carries: signing issuer first, up to the roots (Vault's ca_chain). */
 export function responseChain(issuer: IssuerRow, all: IssuerRow[], removeRoots: boolean): IssuerRow[] {
   const chain = issuer.caChain.map((id) => all.find((i) => i.id === id)).filter((i): i is IssuerRow => i !== undefined);
   if (chain.length === 0) chain.push(issuer);
@@ -67,9 +67,9 @@ export interface CertOutput {
 
 /**
  * certificate / issuing_ca / ca_chain per format. pem_bundle joins the key (issue only), the
- * leaf and the chain — except that, as the spec's issue and sign tables say, the issuing CA is
- * left out when it is a self-signed root (upstream's code appends it anyway, pki-engine.md
- * §9.2 item 17; the spec wins, CONTRACT.md).
+ * leaf and the chain — except that, as Vault's docs for issue and sign say, the issuing CA is
+ * left out when it is a self-signed root (upstream's code appends it anyway; Lanyard follows the
+ * docs).
  */
 export function certOutput(leafDer: Uint8Array, issuer: IssuerRow, chain: IssuerRow[], format: CertFormat, key: FormattedKey | null): CertOutput {
   const leaf = encodeCert(leafDer, format);

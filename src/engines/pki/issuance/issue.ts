@@ -1,5 +1,5 @@
 /**
- * Issue and sign (spec "Issue", "Sign"; pki-engine.md §1.8–1.11, §3): resolve the issuer, apply
+ * Issue and sign (Vault API /pki/issue/:name, /pki/sign/:name): resolve the issuer, apply
  * the role, then the issuance pipeline (pipeline.ts): validity, serial, signer, sign, store
  * (unless no_store), output.
  */

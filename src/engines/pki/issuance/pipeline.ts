@@ -6,14 +6,14 @@
  *
  *   1. validity  `issuanceValidity`: ttl / not_after / not_before_duration against the role, the
  *                mount's TTLs and the issuer's notAfter with its leaf_not_after_behavior
- *                (pki-engine.md §1.8; the arithmetic is ttl.ts's computeValidity).
+ *                (Vault API /pki/issuer/:issuer_ref; the arithmetic is ttl.ts's computeValidity).
  *   2. serial    `reserveSerial` (serials.ts): the mount's Authority Durable Object, pooled per
  *                isolate.
  *   3. signer    `issuerSigner`: the issuer's sealed key, unsealed and imported for the chosen
- *                signature algorithm (pki-engine.md §1.9); a new root signs with its own key.
+ *                signature algorithm (key_type/signature_bits/use_pss); a new root signs with its own key.
  *   4. sign      `signCertificate` (x509/x509.ts, the only user of @peculiar/x509).
  *   5. store     `certificateRecord` / `storeCertificate`: the pki_certs row, through storage/.
- *   6. output    `certificateResponse`: the one response shape (spec "Certificate response").
+ *   6. output    `certificateResponse`: the one response shape (Vault API /pki/issue/:name).
  *
  * Stages 2-4 are `signNewCertificate`. The serial round trip, opening the CA key, generating
  * the subject's key and reading the issuer's key identifier run concurrently: everything that
@@ -106,22 +106,22 @@ export interface ValidityRequest {
   notAfter: string;
   notBeforeDuration: number;
   /**
-   * The role's limits (pki-engine.md §1.8 steps 1-5). Absent fields are "not set": the CA paths
-   * have no role, sign-verbatim takes only ttl and max_ttl from one (spec "Sign verbatim").
+   * The role's limits (ttl, max_ttl, not_after and not_after_bound of Vault API /pki/roles/:name). Absent fields are "not set": the CA paths
+   * have no role, sign-verbatim takes only ttl and max_ttl from one (Vault API /pki/sign-verbatim/:role).
    */
   role?: { ttl: number; maxTtl: number; notAfter?: string; notAfterBound?: string; notBefore?: string };
-  /** The signing issuer's notAfter and what to do beyond it (§1.8 step 6); null for a new root. */
+  /** The signing issuer's notAfter and what to do beyond it (leaf_not_after_behavior); null for a new root. */
   issuer: { notAfter: number; behavior: LeafNotAfterBehavior } | null;
 }
 
-/** The issuer bound of a leaf: the issuer's leaf_not_after_behavior (pki-engine.md §1.8 step 6). */
+/** The issuer bound of a leaf: the issuer's leaf_not_after_behavior (err, truncate or permit). */
 export function leafBound(issuer: IssuerRow): { notAfter: number; behavior: LeafNotAfterBehavior } {
   return { notAfter: issuer.notAfter, behavior: issuer.leafNotAfterBehavior as LeafNotAfterBehavior };
 }
 
 /**
  * Validity of a new certificate under the mount's TTLs. A ttl above the applicable max_ttl is
- * refused on every path (CONTRACT.md "Settled questions": the spec's error list wins over
+ * refused on every path (docs/http-conventions.md "Settled questions": a refusal rather than
  * upstream's capping); a long-lived root uses not_after, which max_ttl does not cap.
  */
 export function issuanceValidity(mount: MountRow, v: ValidityRequest): Validity {
@@ -145,7 +145,7 @@ export function issuanceValidity(mount: MountRow, v: ValidityRequest): Validity 
 
 // -- 3. signer ----------------------------------------------------------------------------------
 
-/** The signature algorithm of a new certificate (pki-engine.md §1.9). */
+/** The signature algorithm of a new certificate (signature_bits, use_pss; RFC 5758, RFC 4055). */
 export interface SignatureChoice {
   /** RSA hash size 256/384/512 (0: the key's default). */
   signatureBits: number;
@@ -217,7 +217,7 @@ export interface CertificateToSign {
 
 export interface SignedCertificate {
   der: Uint8Array<ArrayBuffer>;
-  /** Colon-separated lowercase hex (pki-engine.md §1.7). */
+  /** Colon-separated lowercase hex, as Vault writes serial_number. */
   serial: string;
   /** notAfter in Unix seconds: the stored row's and the response's expiration. */
   notAfterSec: number;
@@ -284,7 +284,7 @@ function certificateRow(ctx: IssueContext, signed: SignedCertificate, r: CertRec
 
 /**
  * Stores the certificate with its cert_metadata, sealed (cert-metadata.ts), in one D1 batch
- * with `before` (D1 has no interactive transactions, workers-stack.md pitfall 8). A certificate
+ * with `before` (D1 has no interactive transactions: drizzle's BEGIN is refused). A certificate
  * alone is group-committed with the isolate's concurrent issues (cert-commit.ts); resolved only
  * once its row is committed either way.
  */
@@ -302,19 +302,18 @@ export async function storeCertificate(
 // -- 6. output ----------------------------------------------------------------------------------
 
 /**
- * The data of every signing response (spec "Certificate response"; pki-engine.md §4.2 adds the
- * issuer and key fields for root generation, which the caller spreads next to these).
+ * The data of every signing response (Vault API /pki/issue/:name; root generation adds the
+ * issuer and key fields, which the caller spreads next to these).
  */
 export interface CertificateResponse {
   certificate: string;
   issuing_ca: string;
-  /** Absent for a new root: the reference's root/generate response has no chain (§4.2). */
+  /** Absent for a new root: Vault's root/generate response has no chain. */
   ca_chain?: string[];
   serial_number: string;
   /**
-   * notAfter, "Unix time in seconds as a decimal string" (spec "Certificate response"). The
-   * reference says upstream's code answers a JSON integer (pki-engine.md §1.8, §9.2 item 1); the
-   * spec is the source of truth (CONTRACT.md), so every path answers the string.
+   * notAfter in Unix seconds as a decimal string, as Vault's API docs show it. Upstream's code
+   * answers a JSON integer; Lanyard keeps the documented shape on every path.
    */
   expiration: string;
   private_key?: string;
@@ -335,7 +334,7 @@ export function certificateResponse(signed: SignedCertificate, o: ResponseOption
   let head: Pick<CertificateResponse, "certificate" | "issuing_ca" | "ca_chain">;
   if (o.chain === "self-signed") {
     const leaf = encodeCert(signed.der, o.format);
-    // pem_bundle: the key, then the certificate (pki-engine.md §4.2).
+    // pem_bundle: the key, then the certificate (Vault API /pki/root/generate/:type).
     head = { certificate: o.format === "pem_bundle" && key ? `${key.bundlePem}\n${leaf}` : leaf, issuing_ca: leaf };
   } else {
     head = certOutput(signed.der, o.chain.issuer, responseChain(o.chain.issuer, o.chain.all, o.chain.removeRoots), o.format, key);

@@ -1,6 +1,6 @@
 /**
- * The certificate profile (pki-engine.md §1.10): which extensions a leaf or CA certificate
- * gets, and the AIA / CRL distribution point URLs (§6.5). Pure functions returning DER.
+ * The certificate profile (RFC 5280 §4.2): which extensions a leaf or CA certificate
+ * gets, and the AIA / CRL distribution point URLs (Vault API /pki/config/urls). Pure functions returning DER.
  */
 import { badRequest } from "../../../core/errors";
 import {
@@ -72,7 +72,7 @@ export interface AiaUrls {
 }
 
 /**
- * The URLs a certificate signed by `issuerId` carries (§6.5): the issuer's own set when any of
+ * The URLs a certificate signed by `issuerId` carries (Vault API /pki/config/urls): the issuer's own set when any of
  * it is configured, else the mount's; templates expanded. A template that cannot be filled
  * fails the issuance with 400 (upstream 500s).
  */
@@ -92,7 +92,7 @@ export function resolveAia(issuerId: string, issuerAia: IssuerRow["aia"], urls: 
   };
 }
 
-/** AIA URL templates filled (§6.5); a module-level function, not a closure per issue. */
+/** AIA URL templates filled ({{issuer_id}}, {{cluster_path}}, {{cluster_aia_path}}); a module-level function, not a closure per issue. */
 function expandUrls(list: string[], t: { on: boolean; issuerId: string; cluster: ClusterConfig }): string[] {
   if (!t.on || list.length === 0) return list.slice();
   const { issuerId, cluster } = t;
@@ -185,9 +185,9 @@ export interface CaProfile {
   maxPathLength: number;
   keyUsage: string[];
   /**
-   * Root generation honours only DigitalSignature from `keyUsage` (pki-engine.md §1.10);
-   * sign-intermediate adds every requested usage to CertSign and CRLSign (spec "Sign
-   * intermediate", key_usage), plus `extraKeyUsageBits` (the CSR's, with use_csr_values).
+   * Root generation honours only DigitalSignature from `keyUsage` (upstream's CA certificates
+   * always get CertSign and CRLSign); sign-intermediate adds every requested usage to CertSign and
+   * CRLSign (Vault API /pki/root/sign-intermediate, key_usage), plus `extraKeyUsageBits` (the CSR's, with use_csr_values).
    */
   additiveKeyUsage?: boolean;
   extraKeyUsageBits?: number[];
@@ -198,7 +198,7 @@ export interface CaProfile {
 }
 
 /**
- * Extensions of a CA certificate (§1.10): CertSign and CRLSign always, DigitalSignature only
+ * Extensions of a CA certificate (RFC 5280 §4.2.1.3, §4.2.1.9): CertSign and CRLSign always, DigitalSignature only
  * when requested; CA:true with the path length when one is set (RFC 5280 §4.2.1.9).
  */
 export function caExtensions(p: CaProfile): ExtensionDer[] {

@@ -2,7 +2,7 @@
  * Serial numbers come from the mount's Authority Durable Object (src/engines/pki/authority/authority.ts),
  * which guarantees uniqueness across every issuer of the mount.
  *
- * Reservation is batched per isolate (DESIGN.md allows it where a benchmark shows the round trip
+ * Reservation is batched per isolate (worth it because a benchmark shows the round trip
  * matters: `npm run bench` measured the DO call as the longest step of an issue). Invariants:
  * - Every serial handed out was returned by the Authority's `reserveSerials`, which never returns
  *   a serial twice for a mount; so serials stay unique across isolates and across issuers.

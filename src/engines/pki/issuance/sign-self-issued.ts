@@ -1,10 +1,10 @@
 /**
- * root/sign-self-issued and issuer/:ref/sign-self-issued (spec "Sign self-issued"): an issuer
+ * root/sign-self-issued and issuer/:ref/sign-self-issued (Vault API /pki/root/sign-self-issued): an issuer
  * of the mount signs a self-issued CA certificate as it is — the root-rolling cross-signature.
  * Minimal validation (a CA, actually self-issued); the TBSCertificate keeps every byte except
  * the issuer DN (the signer's subject), the authority key ID (the signer's SKI), the signature
  * algorithm and, when the mount or issuer has URLs configured, the CRL distribution points and
- * authority information access (pki-engine.md §6.5). Upstream neither stores the result nor
+ * authority information access (Vault API /pki/config/urls). Upstream neither stores the result nor
  * changes its serial number, and neither does this.
  */
 import { badRequest } from "../../../core/errors";
@@ -51,7 +51,7 @@ function submittedCertificate(text: string): { info: CertInfo; parts: TbsParts }
 /**
  * Hash and padding for the new signature. Upstream signs with the submitted certificate's own
  * signature algorithm when the key types match (Go keeps the template's), else with the
- * signer's default (pki-engine.md §1.9). Only RSA signers have a choice to keep.
+ * signer's default (SHA-256 for RSA). Only RSA signers have a choice to keep.
  */
 function signatureChoice(info: CertInfo, certKey: PublicKeyFacts, signerKey: PublicKeyFacts): SignatureChoice {
   if (signerKey.type !== "rsa" || certKey.type !== "rsa") return { signatureBits: 0, usePss: false };
@@ -61,7 +61,7 @@ function signatureChoice(info: CertInfo, certKey: PublicKeyFacts, signerKey: Pub
 
 export async function signSelfIssued(ctx: IssueContext, f: FieldValues<typeof signSelfIssuedFields>, issuerRef: string) {
   const { info, parts } = submittedCertificate(f.certificate);
-  // Spec "Sign self-issued": "it must be a CA certificate and actually self-issued".
+  // Vault API /pki/root/sign-self-issued: "it must be a CA certificate and actually self-issued".
   if (!info.isCa) throw badRequest("certificate: given certificate is not a CA certificate");
   if (!equalBytes(parts.subject.raw, parts.issuer.raw)) throw badRequest("certificate: given certificate is not self-issued");
   let certKey: PublicKeyFacts;

@@ -1,9 +1,9 @@
 /**
- * sign-verbatim(/:role) and issuer/:ref/sign-verbatim(/:role) (spec "Sign verbatim"): a leaf
- * certificate with the CSR's own subject and extensions, not subject to role name policy. The
- * only refusal of content is a CA request (spec Errors 6). Upstream builds a synthetic role
- * (pki-engine.md §3 "synthetic role") and copies every CSR extension but basicConstraints over
- * what it generates (Go's ExtraExtensions), so the key_usage / ext_key_usage / OID fields are
+ * sign-verbatim(/:role) and issuer/:ref/sign-verbatim(/:role) (Vault API /pki/sign-verbatim/:role):
+ * a leaf certificate with the CSR's own subject and extensions, not subject to role name policy.
+ * The only refusal of content is a CA request (docs/pki-privileged-signing.md). Upstream builds a
+ * synthetic role that allows any name (OpenBao builtin/logical/pki/path_issue_sign.go) and copies
+ * every CSR extension but basicConstraints over what it generates (Go's ExtraExtensions), so the key_usage / ext_key_usage / OID fields are
  * defaults that apply only when the CSR lacks the extension. A named role contributes ttl,
  * max_ttl, issuer_ref, no_store, no_store_metadata and not_before_duration.
  */
@@ -26,18 +26,19 @@ import { metadataToStore } from "./cert-metadata";
 import { DerError, children, isValidOid, oid, parse, seq, set, utf8 } from "../x509/der";
 import { checkFormat } from "./format";
 import { loadCsr, refuseWeakRsaCsr } from "./csr";
+import type { CsrInfo } from "../x509/x509";
 import { validateKeySpec } from "../x509/keytypes";
-import { extKeyUsageOids, keyUsageBits, resolveAia } from "./profile";
+import { extKeyUsageOids, keyUsageBits, resolveAia, type AiaUrls } from "./profile";
 import { OID_AKI, OID_SKI } from "../x509/resign";
 import type { Role } from "../policy/roles";
 import { DEFAULT_KEY_USAGE } from "../defaults";
 import { css, csrField, formatField, notAfterField, removeRootsField, signatureFields } from "../fields";
 import { loadIssuanceState } from "../storage/store";
-import { certificateResponse, issuanceValidity, leafBound, signNewCertificate, signingIssuerFrom, storeCertificate, type IssueContext } from "./pipeline";
+import { certificateResponse, issuanceValidity, leafBound, signNewCertificate, signingIssuerFrom, storeCertificate, type IssueContext, type KeyIds } from "./pipeline";
 
 export const signVerbatimFields = defineFields({
   role: { type: "string", description: "Role (path): its ttl, max_ttl, issuer_ref, no_store, no_store_metadata and not_before_duration apply." },
-  name: { type: "string", description: "Role, as a body field (spec \"Sign verbatim\" name), when the path names none." },
+  name: { type: "string", description: "Role, as a body field, when the path names none." },
   issuer_ref: { type: "string", description: "Signing issuer (per-issuer paths)." },
   ...csrField,
   key_usage: css("Key usages when the CSR has no key usage extension (case-insensitive; empty: none).", DEFAULT_KEY_USAGE),
@@ -83,6 +84,36 @@ function subjectWithUserIds(subject: Uint8Array<ArrayBuffer>, userIds: string[])
   return seq(...rdns, ...added);
 }
 
+/**
+ * The extensions of a verbatim certificate. The CSR's win over generated ones with the same OID
+ * (Go's ExtraExtensions); basicConstraints is never copied, and the AKI must name this issuer
+ * (RFC 5280 §4.2.1.1).
+ */
+function verbatimExtensions(csr: CsrInfo, f: FieldValues<typeof signVerbatimFields>, aia: AiaUrls): (ids: KeyIds) => ExtensionDer[] {
+  const fromCsr = csr.extensions.filter((e) => e.oid !== OID.basicConstraints && e.oid !== OID_AKI);
+  const inCsr = (o: string) => fromCsr.some((e) => e.oid === o);
+  const eku = extKeyUsageOids({
+    server_flag: false,
+    client_flag: false,
+    code_signing_flag: false,
+    email_protection_flag: false,
+    ext_key_usage: f.ext_key_usage,
+    ext_key_usage_oids: f.ext_key_usage_oids.map((o) => o.trim()),
+  });
+  return ({ ski, issuerSki }) => {
+    const generated: (ExtensionDer | null)[] = [
+      inCsr(OID.keyUsage) ? null : keyUsageExtension(keyUsageBits(f.key_usage)),
+      inCsr(OID.extKeyUsage) ? null : extKeyUsageExtension(eku),
+      inCsr(OID_SKI) ? null : skiExtension(ski),
+      akiExtension(issuerSki),
+      inCsr(OID.authorityInfoAccess) ? null : aiaExtension(aia.issuingCertificates, aia.ocspServers),
+      inCsr(OID.crlDistributionPoints) ? null : distributionPointsExtension(aia.crlDistributionPoints, "crl"),
+      inCsr(OID.freshestCrl) ? null : distributionPointsExtension(aia.deltaCrlDistributionPoints, "delta"),
+    ];
+    return [...generated.filter((e): e is ExtensionDer => e !== null), ...fromCsr];
+  };
+}
+
 export async function signVerbatim(ctx: IssueContext, f: FieldValues<typeof signVerbatimFields>, opts: VerbatimOptions) {
   const format = checkFormat(f.format);
   const state = await loadIssuanceState(ctx.db, ctx.mount.id, opts.roleName || null);
@@ -94,7 +125,7 @@ export async function signVerbatim(ctx: IssueContext, f: FieldValues<typeof sign
   }
 
   const csr = await loadCsr(f.csr);
-  // Spec Errors 6: "Sign-verbatim refuses to issue an intermediate CA certificate."
+  // Sign-verbatim refuses to issue an intermediate CA certificate (sign-intermediate does that).
   if (csr.isCa) {
     throw badRequest("csr: the certificate request asks for a CA certificate (basicConstraints CA:TRUE); sign-verbatim does not issue CA certificates, use sign-intermediate");
   }
@@ -103,7 +134,7 @@ export async function signVerbatim(ctx: IssueContext, f: FieldValues<typeof sign
   const { issuer, key, all, cfg } = signingIssuerFrom(state, opts.pathIssuer ?? (role?.issuer_ref || "default"));
   const issuerSpki = base64ToBytes(issuer.publicKey);
   const issuerFacts = await publicKeyFacts(issuerSpki);
-  // Only RSA issuers honour signature_bits (spec "Sign intermediate"), but a bad value is refused.
+  // Only RSA issuers honour signature_bits (as on sign-intermediate), but a bad value is refused.
   validateKeySpec(issuerFacts.type, 0, f.signature_bits);
 
   const now = Date.now();
@@ -112,25 +143,13 @@ export async function signVerbatim(ctx: IssueContext, f: FieldValues<typeof sign
     ttl: f.ttl,
     notAfter: f.not_after,
     notBeforeDuration: role && role.not_before_duration > 0 ? role.not_before_duration : 30,
-    // A role contributes only ttl and max_ttl to validity (spec "Sign verbatim" name).
+    // A role contributes only ttl and max_ttl to validity (Vault API /pki/sign-verbatim/:role, name).
     role: { ttl: role?.ttl ?? 0, maxTtl: role?.max_ttl ?? 0 },
-    // enforce_leaf_not_after_behavior=false truncates to the issuer's notAfter (spec).
+    // enforce_leaf_not_after_behavior=false truncates to the issuer's notAfter (Vault API docs).
     issuer: f.enforce_leaf_not_after_behavior ? leafBound(issuer) : { notAfter: issuer.notAfter, behavior: "truncate" },
   });
 
-  // The CSR's extensions win over generated ones with the same OID (Go's ExtraExtensions);
-  // basicConstraints is never copied, and the AKI must name this issuer (RFC 5280 §4.2.1.1).
-  const fromCsr = csr.extensions.filter((e) => e.oid !== OID.basicConstraints && e.oid !== OID_AKI);
-  const inCsr = (o: string) => fromCsr.some((e) => e.oid === o);
   const aia = resolveAia(issuer.id, issuer.aia, cfg.urls, cfg.cluster);
-  const eku = extKeyUsageOids({
-    server_flag: false,
-    client_flag: false,
-    code_signing_flag: false,
-    email_protection_flag: false,
-    ext_key_usage: f.ext_key_usage,
-    ext_key_usage_oids: f.ext_key_usage_oids.map((o) => o.trim()),
-  });
   const subject = subjectWithUserIds(csr.subject, f.user_ids);
 
   const signed = await signNewCertificate(ctx, {
@@ -138,18 +157,7 @@ export async function signVerbatim(ctx: IssueContext, f: FieldValues<typeof sign
     subject,
     subjectKey: { spki: csr.spki, pkcs8: null, keyType: csr.facts.type },
     validity,
-    extensions: ({ ski, issuerSki }) => {
-      const generated: (ExtensionDer | null)[] = [
-        inCsr(OID.keyUsage) ? null : keyUsageExtension(keyUsageBits(f.key_usage)),
-        inCsr(OID.extKeyUsage) ? null : extKeyUsageExtension(eku),
-        inCsr(OID_SKI) ? null : skiExtension(ski),
-        akiExtension(issuerSki),
-        inCsr(OID.authorityInfoAccess) ? null : aiaExtension(aia.issuingCertificates, aia.ocspServers),
-        inCsr(OID.crlDistributionPoints) ? null : distributionPointsExtension(aia.crlDistributionPoints, "crl"),
-        inCsr(OID.freshestCrl) ? null : distributionPointsExtension(aia.deltaCrlDistributionPoints, "delta"),
-      ];
-      return [...generated.filter((e): e is ExtensionDer => e !== null), ...fromCsr];
-    },
+    extensions: verbatimExtensions(csr, f, aia),
   });
 
   if (!role?.no_store) {

@@ -1,6 +1,7 @@
 /**
- * Validity computation for issued certificates (pki-engine.md §1.8). Pure: callers pass the
- * clock. Lanyard refuses a ttl above the applicable max_ttl (CONTRACT.md "Settled questions"),
+ * Validity computation for issued certificates (ttl, not_after, not_before of Vault API
+ * /pki/issue/:name). Pure: callers pass the clock. Lanyard refuses a ttl above the applicable
+ * max_ttl (docs/http-conventions.md "Settled questions"),
  * where upstream caps it with a warning.
  */
 import { badRequest } from "../../../core/errors";

@@ -1,5 +1,5 @@
 /**
- * Size limits on the names a request asks for and on a role's name lists (issue 18 #4). They
+ * Size limits on the names a request asks for and on a role's name lists. They
  * are checked before any parsing or matching, so the work a request can cause is bounded by its
  * own size and by the role's, and a refusal is a 400 that names the field. Lengths are UTF-8
  * bytes; counts are list entries after comma splitting. docs/security.md lists them.

@@ -1,5 +1,6 @@
 /**
- * The role name policy applied at issuance (pki-engine.md §3): which common names, DNS and
+ * The role name policy applied at issuance (Vault API /pki/roles/:name; OpenBao
+ * builtin/logical/pki/cert_util.go validateNames): which common names, DNS and
  * e-mail SANs, IP and URI SANs, other SANs, subject serial numbers and user ids a role allows.
  * Pure functions over plain data, so the matrix of upstream cases is unit-tested directly.
  */
@@ -103,13 +104,13 @@ const WILDCARD_LABEL_RE = new RegExp(`^(\\*|\\*${LABEL}|${LABEL}\\*|${LABEL}\\*$
 
 /**
  * Shell-style glob where only `*` is special and matches any run, dots included (upstream's
- * go-glob). Linear, never a RegExp: see src/core/glob.ts (issue 18 #4).
+ * go-glob). Linear, never a RegExp: see src/core/glob.ts.
  */
 export { globMatch };
 
 // ---------------------------------------------------------------------------------------------
 
-/** Whether one DNS name or e-mail address is allowed (pki-engine.md §3 step 7). */
+/** Whether one DNS name or e-mail address is allowed (upstream's validateNames, one name). */
 export function nameAllowed(p: NamePolicy, name: string): boolean {
   let reduced = name;
   let emailDomain = "";
@@ -178,7 +179,7 @@ export interface SubjectNames {
 }
 
 /**
- * Sorts request names into DNS and e-mail SANs (pki-engine.md §3 steps 2–3): names with `@`
+ * Sorts request names into DNS and e-mail SANs (the common name, then alt_names): names with `@`
  * are e-mail; others are IDNA-converted and kept only when hostname-shaped (others are
  * silently dropped, as upstream does).
  */
@@ -199,7 +200,7 @@ export function classifyNames(names: string[], into: SubjectNames): void {
   }
 }
 
-/** cn_validations (pki-engine.md §3 step 4). */
+/** cn_validations (Vault API /pki/roles/:name): `email`, `hostname` or `disabled`. */
 export function checkCommonName(p: NamePolicy, cnValidations: string[], cn: string): void {
   if (cnValidations.includes("disabled") || cn === "") return;
   const kindOk = cn.includes("@") ? cnValidations.includes("email") : cnValidations.includes("hostname");
@@ -234,7 +235,7 @@ export function parseOtherSan(entry: string): ParsedOtherSan {
   return { oid, value: rest.slice(colon + 1) };
 }
 
-/** Checks requested other SANs against the role's allowed_other_sans (§3 step 8). */
+/** Checks requested other SANs against the role's allowed_other_sans (`<oid>;UTF8:<glob>`, or `*`). */
 export function checkOtherSans(allowed: string[], requested: ParsedOtherSan[]): void {
   if (requested.length === 0) return;
   if (allowed.length === 1 && allowed[0] === "*") return;

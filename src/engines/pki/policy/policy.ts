@@ -1,5 +1,5 @@
 /**
- * Applies a role to a request (pki-engine.md §3, in upstream's order) and yields the subject
+ * Applies a role to a request (in the order of OpenBao builtin/logical/pki/cert_util.go) and yields the subject
  * and SANs of the certificate to build. Pure: the CSR has already been parsed.
  */
 import { badRequest } from "../../../core/errors";
@@ -40,7 +40,7 @@ export interface CertSubject {
   sans: SanSpec;
 }
 
-/** A role that allows everything: CA generation and similar paths (§3 "synthetic role"). */
+/** A role that allows everything: CA generation and similar paths (upstream's synthetic role). */
 /**
  * A URI SAN is an IA5String (RFC 5280 §4.2.1.6): ASCII only. Non-ASCII characters are
  * percent-encoded as UTF-8 (RFC 3987 §3.1), as upstream's url.String() does, after the role's
@@ -95,7 +95,7 @@ export function applyRole(role: Role, req: NameRequest, csr: CsrInfo | null): Ce
   const fromCsr = csrSubjectFields(csr);
   const useCsrSans = csr !== null && role.use_csr_sans;
 
-  // 0. Size limits, before any name is parsed or matched (issue 18 #4; name-limits.ts): the CSR's
+  // 0. Size limits, before any name is parsed or matched (name-limits.ts): the CSR's
   // names only where this request would use them.
   capNameRequest(req);
   if (csr !== null) {
@@ -136,63 +136,14 @@ export function applyRole(role: Role, req: NameRequest, csr: CsrInfo | null): Ce
   for (const e of names.email) if (!nameAllowed(policy, e)) throw badRequest(`email address ${e} not allowed by this role`);
 
   // 8. Other SANs.
-  const otherSans: ParsedOtherSan[] = [];
-  for (const o of req.other_sans) {
-    try {
-      otherSans.push(parseOtherSan(o));
-    } catch (e) {
-      throw badRequest(`could not parse requested other SAN: ${e instanceof Error ? e.message : String(e)}`);
-    }
-  }
-  if (useCsrSans) otherSans.push(...(csr?.sans?.otherNames ?? []));
-  checkOtherSans(role.allowed_other_sans, otherSans);
-
+  const otherSans = otherSansOf(role, req, useCsrSans ? csr : null);
   // 9. IP SANs.
-  const ips: Uint8Array[] = [];
-  if (useCsrSans) ips.push(...(csr?.sans?.ip ?? []));
-  else {
-    for (const t of req.ip_sans) {
-      const ip = parseIp(t);
-      if (!ip) throw badRequest(`the value "${t}" is not a valid IP address`);
-      ips.push(ip);
-    }
-  }
-  if (ips.length > 0) {
-    if (!role.allow_ip_sans) {
-      throw badRequest(`IP Subject Alternative Names are not allowed in this role, but was provided via ${useCsrSans ? "CSR" : "the API"}`);
-    }
-    if (role.allowed_ip_sans_cidr.length > 0) {
-      const cidrs = role.allowed_ip_sans_cidr.map((c) => parseCidr(c)).filter((c) => c !== null);
-      for (const ip of ips) {
-        if (!cidrs.some((c) => cidrContains(c, ip))) throw badRequest(`the IP address "${formatIp(ip)}" is not allowed in this role`);
-      }
-    }
-  }
-
+  const ips = ipSansOf(role, req, useCsrSans ? csr : null);
   // 10. URI SANs.
-  const uris = useCsrSans ? (csr?.sans?.uri ?? []) : req.uri_sans;
-  if (uris.length > 0) {
-    const via = useCsrSans ? "CSR" : "the API";
-    if (role.allowed_uri_sans.length === 0) throw badRequest(`URI Subject Alternative Names are not allowed in this role, but were provided via ${via}`);
-    for (const u of uris) {
-      let ok = matchesAny(role.allowed_uri_sans, u);
-      try {
-        const parsed = new URL(u);
-        ok = ok && parsed.protocol !== "";
-      } catch {
-        ok = false;
-      }
-      if (!ok) throw badRequest(`URI Subject Alternative Names were provided via ${via} which are not valid for this role`);
-    }
-  }
-
+  const uris = uriSansOf(role, req, useCsrSans ? csr : null);
   // 11. User ids.
   const userIds = req.user_ids.length > 0 ? req.user_ids : fromCsr.uids;
-  // Case-insensitive, as upstream; the role's list is lower-cased once, not once per user id.
-  const allowedUserIds = userIds.length > 0 ? role.allowed_user_ids.map((a) => a.toLowerCase()) : [];
-  for (const u of userIds) {
-    if (!matchesAny(allowedUserIds, u.toLowerCase())) throw badRequest(`user_id ${u} is not allowed by this role`);
-  }
+  checkUserIds(role, userIds);
 
   return {
     subject: {
@@ -209,4 +160,73 @@ export function applyRole(role: Role, req: NameRequest, csr: CsrInfo | null): Ce
     },
     sans: { dns: names.dns, email: names.email, ip: ips, uri: uniq(uris.map(asciiUri)), otherNames: otherSans },
   };
+}
+
+/** Step 8: the request's other SANs, plus the CSR's when its SANs are used (`sansCsr`). */
+function otherSansOf(role: Role, req: NameRequest, sansCsr: CsrInfo | null): ParsedOtherSan[] {
+  const otherSans: ParsedOtherSan[] = [];
+  for (const o of req.other_sans) {
+    try {
+      otherSans.push(parseOtherSan(o));
+    } catch (e) {
+      throw badRequest(`could not parse requested other SAN: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  if (sansCsr) otherSans.push(...(sansCsr.sans?.otherNames ?? []));
+  checkOtherSans(role.allowed_other_sans, otherSans);
+  return otherSans;
+}
+
+/** Step 9: IP SANs from the CSR when its SANs are used, else from `ip_sans`; allow_ip_sans and the CIDRs. */
+function ipSansOf(role: Role, req: NameRequest, sansCsr: CsrInfo | null): Uint8Array[] {
+  const ips: Uint8Array[] = [];
+  if (sansCsr) ips.push(...(sansCsr.sans?.ip ?? []));
+  else {
+    for (const t of req.ip_sans) {
+      const ip = parseIp(t);
+      if (!ip) throw badRequest(`the value "${t}" is not a valid IP address`);
+      ips.push(ip);
+    }
+  }
+  if (ips.length > 0) {
+    if (!role.allow_ip_sans) {
+      throw badRequest(`IP Subject Alternative Names are not allowed in this role, but was provided via ${sansCsr ? "CSR" : "the API"}`);
+    }
+    if (role.allowed_ip_sans_cidr.length > 0) {
+      const cidrs = role.allowed_ip_sans_cidr.map((c) => parseCidr(c)).filter((c) => c !== null);
+      for (const ip of ips) {
+        if (!cidrs.some((c) => cidrContains(c, ip))) throw badRequest(`the IP address "${formatIp(ip)}" is not allowed in this role`);
+      }
+    }
+  }
+  return ips;
+}
+
+/** Step 10: URI SANs must glob-match allowed_uri_sans (none allowed when it is empty) and parse as URLs. */
+function uriSansOf(role: Role, req: NameRequest, sansCsr: CsrInfo | null): string[] {
+  const uris = sansCsr ? (sansCsr.sans?.uri ?? []) : req.uri_sans;
+  if (uris.length > 0) {
+    const via = sansCsr ? "CSR" : "the API";
+    if (role.allowed_uri_sans.length === 0) throw badRequest(`URI Subject Alternative Names are not allowed in this role, but were provided via ${via}`);
+    for (const u of uris) {
+      let ok = matchesAny(role.allowed_uri_sans, u);
+      try {
+        const parsed = new URL(u);
+        ok = ok && parsed.protocol !== "";
+      } catch {
+        ok = false;
+      }
+      if (!ok) throw badRequest(`URI Subject Alternative Names were provided via ${via} which are not valid for this role`);
+    }
+  }
+  return uris;
+}
+
+/** Step 11: each user id must match allowed_user_ids. */
+function checkUserIds(role: Role, userIds: string[]): void {
+  // Case-insensitive, as upstream; the role's list is lower-cased once, not once per user id.
+  const allowedUserIds = userIds.length > 0 ? role.allowed_user_ids.map((a) => a.toLowerCase()) : [];
+  for (const u of userIds) {
+    if (!matchesAny(allowedUserIds, u.toLowerCase())) throw badRequest(`user_id ${u} is not allowed by this role`);
+  }
 }

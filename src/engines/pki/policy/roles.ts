@@ -1,7 +1,7 @@
 /**
- * Roles (pki-engine.md §2): the field declarations with their defaults, and the pure
+ * Roles (Vault API /pki/roles/:name): the field declarations with their defaults, and the pure
  * validation that turns request fields into the stored role object (the same object a read
- * returns, §2.3). Whether `issuer_ref` resolves is checked by the route (it needs storage).
+ * returns). Whether `issuer_ref` resolves is checked by the route (it needs storage).
  */
 import { badRequest } from "../../../core/errors";
 import { defineFields, type FieldValues } from "../../../core/fields";
@@ -141,13 +141,24 @@ function validateBound(field: string, v: string, allowed: string[], allowTimesta
   throw badRequest(`Unknown value for field \`${field}\`. Possible values are ${allowed.map((a) => `\`${a}\``).join(" ")}${allowTimestamp ? " or an RFC 3339 timestamp" : ""}`);
 }
 
+/** What validation makes of the fields that are not stored as given. */
+interface ValidatedRoleFields {
+  cidrs: string[];
+  generateLease: boolean;
+  spec: ReturnType<typeof validateKeySpec>;
+  policies: ReturnType<typeof parsePolicyIdentifiers>;
+  cnValidations: string[];
+  warnings: string[];
+}
+
 /**
- * Builds a role from fully-resolved field values (defaults already applied, or merged from the
- * stored role for PATCH), validating in upstream's order (§2.4). Returns the role and warnings.
+ * Validates role fields in upstream's order (OpenBao builtin/logical/pki/path_roles.go): other
+ * SANs and CIDRs, no_store vs generate_lease, the not_before/not_after bounds, ttl ≤ max_ttl, key
+ * type and sizes, extended key usage OIDs, policy identifiers, cn_validations.
  */
-export function buildRole(f: Omit<RoleFieldValues, "name">): { role: Role; warnings: string[] } {
+function validateRoleFields(f: Omit<RoleFieldValues, "name">): ValidatedRoleFields {
   const warnings: string[] = [];
-  // Size limits first, so no entry is parsed or stored unbounded (issue 18 #4; name-limits.ts).
+  // Size limits first, so no entry is parsed or stored unbounded (name-limits.ts).
   capRoleLists(f);
   for (const entry of f.allowed_other_sans) {
     if (entry === "*") continue;
@@ -183,6 +194,15 @@ export function buildRole(f: Omit<RoleFieldValues, "name">): { role: Role; warni
   const policies = parsePolicyIdentifiers(f.policy_identifiers);
   const cnValidations = validateCnValidations(f.cn_validations);
   warnings.push(...identityTemplateWarnings(f));
+  return { cidrs, generateLease, spec, policies, cnValidations, warnings };
+}
+
+/**
+ * Builds a role from fully-resolved field values (defaults already applied, or merged from the
+ * stored role for PATCH), validating in upstream's order. Returns the role and warnings.
+ */
+export function buildRole(f: Omit<RoleFieldValues, "name">): { role: Role; warnings: string[] } {
+  const { cidrs, generateLease, spec, policies, cnValidations, warnings } = validateRoleFields(f);
   const role: Role = {
     allow_any_name: f.allow_any_name,
     allow_bare_domains: f.allow_bare_domains,

@@ -1,5 +1,5 @@
 /**
- * config/crl (pki-engine.md §6.3): the fields, their defaults, the partial update and its
+ * config/crl (Vault API /pki/config/crl): the fields, their defaults, the partial update and its
  * validation, in upstream's order and words. Durations stay the strings the client wrote.
  */
 import { parseDurationSeconds } from "../../../core/duration";
@@ -31,7 +31,7 @@ export function fullCrlConfig(stored: CrlConfig): CrlConfigFull {
   return { ...CONFIG_DEFAULTS.crl, ...CRL_CLUSTER_DEFAULTS, ...stored };
 }
 
-/** The read shape (every field, pki-engine.md §6.3). */
+/** The read shape (every field, with its default when unset). */
 export function crlConfigView(c: CrlConfigFull): Record<string, unknown> {
   return {
     expiry: c.expiry,

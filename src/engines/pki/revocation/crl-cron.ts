@@ -1,5 +1,5 @@
 /**
- * The CRL auto-rebuild cron job (pki-engine.md §6.2; the PKI engine's cron hook, ../index.ts; runs every
+ * The CRL auto-rebuild cron job (docs/pki-revocation-crl.md "When CRLs are rebuilt"; the PKI engine's cron hook, ../index.ts; runs every
  * minute): for each PKI mount with config/crl auto_rebuild, asks the mount's Authority to build
  * what is due (complete CRLs within auto_rebuild_grace_period of nextUpdate, or new issuers;
  * delta CRLs every delta_rebuild_interval when revocations arrived). The due check runs inside

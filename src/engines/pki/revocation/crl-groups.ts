@@ -1,5 +1,5 @@
 /**
- * Which CRLs a mount has, and who signs them (pki-engine.md §6.2).
+ * Which CRLs a mount has, and who signs them (docs/pki-revocation-crl.md "What a CRL holds").
  *
  * Choice (documented in docs/pki-revocation-crl.md): one CRL per (key, subject) group of the
  * issuers that have a key, as upstream. Issuers sharing key and subject are the same CRL issuer
@@ -67,7 +67,7 @@ function familyOf(spec: AlgorithmSpec): PublicKeyFacts["type"] {
 
 /**
  * Imports the group's key for the representative's revocation_signature_algorithm (auto when
- * empty: the key's default, pki-engine.md §1.9). An algorithm that does not suit the key (an
+ * empty: the key's default: SHA-256 for RSA, the curve's hash for ECDSA). An algorithm that does not suit the key (an
  * issuer written before that check existed) falls back to the default, with a warning.
  */
 export async function crlSigner(env: Env, group: CrlGroup, key: KeyRow, warnings: string[]): Promise<CrlSigner> {

@@ -1,5 +1,5 @@
 /**
- * Building a mount's CRLs (pki-engine.md §6.1–6.2). `buildMountCrls` does the work and runs only
+ * Building a mount's CRLs (RFC 5280 §5; docs/pki-revocation-crl.md). `buildMountCrls` does the work and runs only
  * inside the mount's Authority Durable Object, which calls it one build at a time
  * (src/engines/pki/authority/crl-coordinator.ts); everything else asks the Authority through `rebuildCrls` /
  * `rebuildDeltaCrls`, which answer once a build that started after the call has finished.
@@ -165,6 +165,73 @@ async function signCrl(env: Env, group: CrlGroup, keys: Map<string, KeyRow>, war
   return bytesToBase64(assembleCertificateList(tbs, s.algorithm, sig));
 }
 
+/** The complete CRL each group's delta builds on; null when a group has none yet. */
+function deltaBases(groups: CrlGroup[], metas: CrlMetaRow[]): Map<string, { number: number; maxSeq: number }> | null {
+  const completes = new Map<string, { number: number; maxSeq: number }>();
+  for (const g of groups) {
+    const c = metas.find((r) => r.issuerId === g.representative.id && r.kind === "complete");
+    if (!c) return null;
+    completes.set(g.id, { number: c.number, maxSeq: c.maxSeq });
+  }
+  return completes;
+}
+
+type CrlMetaRow = Awaited<ReturnType<typeof listCrlMeta>>[number];
+
+/** What signing one build's CRLs needs. */
+interface SignRun {
+  env: Env;
+  db: Db;
+  mountId: string;
+  kind: CrlKind;
+  cfg: ConfigShapes;
+  keys: Map<string, KeyRow>;
+  metas: CrlMetaRow[];
+  counters: CrlCounters;
+  report: CrlBuildReport;
+  thisUpdate: Date;
+  nextUpdate: Date;
+  maxSeq: number;
+}
+
+/**
+ * Signs one group's CRLs (a complete one with its fresh empty delta, or a delta) and stores them
+ * for every member issuer. Over max_crl_entries, the group gets an error and keeps its old CRLs.
+ */
+async function signAndStore(run: SignRun, t: Target): Promise<void> {
+  const { env, db, kind, cfg, keys, counters, report, thisUpdate, nextUpdate, maxSeq } = run;
+  const g = t.group;
+  const limit = cfg.crl.max_crl_entries;
+  if (limit > 0 && t.writer.count > limit) {
+    report.errors.push(`error building CRL: revocation list size (${t.writer.count}) exceeds configured maximum (${limit}) for issuer ${g.representative.id}`);
+    return;
+  }
+  const revoked = t.writer.finish();
+  const ids = new Set(g.members.map((m) => m.id));
+  const stored = Math.max(await counters.last(g.id), ...run.metas.filter((r) => ids.has(r.issuerId)).map((r) => r.number));
+  const meta = (k: CrlKind, number: number, seq: number) => ({ kind: k, number, maxSeq: seq, thisUpdate: thisUpdate.getTime(), nextUpdate: nextUpdate.getTime() });
+  const rows: { kind: CrlKind; number: number; maxSeq: number; thisUpdate: number; nextUpdate: number; b64: string }[] = [];
+  if (kind === "complete") {
+    const number = stored + 1;
+    // RFC 5280 §5.2.4: the delta names the complete CRL it updates; it lists nothing yet.
+    await counters.store(g.id, number + 1);
+    const fresh = freshestUrls(g.representative, cfg, report.warnings);
+    const b64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked, crlNumber: number, freshestCrlUrls: fresh });
+    const deltaB64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked: null, crlNumber: number + 1, deltaOf: number });
+    rows.push({ ...meta("complete", number, maxSeq), b64 }, { ...meta("delta", number + 1, maxSeq), b64: deltaB64 });
+  } else {
+    const number = stored + 1;
+    await counters.store(g.id, number);
+    const b64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked, crlNumber: number, deltaOf: t.completeNumber });
+    rows.push({ ...meta("delta", number, maxSeq), b64 });
+  }
+  const stmts = g.members.flatMap((m) => rows.flatMap((r) => putCrlStmts(db, { mountId: run.mountId, issuerId: m.id, ...meta(r.kind, r.number, r.maxSeq) }, r.b64)));
+  await runRevocationBatch(db, stmts);
+  for (const m of g.members) {
+    for (const r of rows) report.numbers[m.id] = { ...report.numbers[m.id], [r.kind]: r.number };
+  }
+}
+
 /**
  * Builds and stores the mount's complete CRLs (each with a fresh, empty delta) or its delta CRLs.
  * Runs inside the Authority only (see the invariants above).
@@ -180,19 +247,10 @@ export async function buildMountCrls(env: Env, mount: MountRow, req: CrlBuildReq
   report.warnings.push(...warnings);
   const keys = new Map(keyRows.map((k) => [k.id, k]));
 
-  let kind = req.kind;
-  const completes = new Map<string, { number: number; maxSeq: number }>();
-  if (kind === "delta") {
-    for (const g of groups) {
-      const c = metas.find((r) => r.issuerId === g.representative.id && r.kind === "complete");
-      if (!c) {
-        // A CRL issuer without a complete CRL yet (new issuer): a delta needs a base, so build all.
-        kind = "complete";
-        break;
-      }
-      completes.set(g.id, { number: c.number, maxSeq: c.maxSeq });
-    }
-  }
+  const bases = req.kind === "delta" ? deltaBases(groups, metas) : null;
+  // A CRL issuer without a complete CRL yet (new issuer): a delta needs a base, so build all.
+  const kind: CrlKind = bases === null ? "complete" : "delta";
+  const completes = bases ?? new Map<string, { number: number; maxSeq: number }>();
 
   const maxSeq = await maxRevokedSeq(db, mount.id);
   report.maxSeq = maxSeq;
@@ -216,40 +274,10 @@ export async function buildMountCrls(env: Env, mount: MountRow, req: CrlBuildReq
     if (kind === "complete") await addRevokedIssuers(issuers, targets);
   }
 
-  const limit = crlCfg.max_crl_entries;
   const thisUpdate = new Date(Math.floor(now / 1000) * 1000);
   const nextUpdate = new Date(thisUpdate.getTime() + durationOr(crlCfg.expiry, 72 * 3600) * 1000);
-  for (const t of targets) {
-    const g = t.group;
-    if (limit > 0 && t.writer.count > limit) {
-      report.errors.push(`error building CRL: revocation list size (${t.writer.count}) exceeds configured maximum (${limit}) for issuer ${g.representative.id}`);
-      continue;
-    }
-    const revoked = t.writer.finish();
-    const ids = new Set(g.members.map((m) => m.id));
-    const stored = Math.max(await counters.last(g.id), ...metas.filter((r) => ids.has(r.issuerId)).map((r) => r.number));
-    const meta = (k: CrlKind, number: number, seq: number) => ({ kind: k, number, maxSeq: seq, thisUpdate: thisUpdate.getTime(), nextUpdate: nextUpdate.getTime() });
-    const rows: { kind: CrlKind; number: number; maxSeq: number; thisUpdate: number; nextUpdate: number; b64: string }[] = [];
-    if (kind === "complete") {
-      const number = stored + 1;
-      // RFC 5280 §5.2.4: the delta names the complete CRL it updates; it lists nothing yet.
-      await counters.store(g.id, number + 1);
-      const fresh = freshestUrls(g.representative, cfg, report.warnings);
-      const b64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked, crlNumber: number, freshestCrlUrls: fresh });
-      const deltaB64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked: null, crlNumber: number + 1, deltaOf: number });
-      rows.push({ ...meta("complete", number, maxSeq), b64 }, { ...meta("delta", number + 1, maxSeq), b64: deltaB64 });
-    } else {
-      const number = stored + 1;
-      await counters.store(g.id, number);
-      const b64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked, crlNumber: number, deltaOf: t.completeNumber });
-      rows.push({ ...meta("delta", number, maxSeq), b64 });
-    }
-    const stmts = g.members.flatMap((m) => rows.flatMap((r) => putCrlStmts(db, { mountId: mount.id, issuerId: m.id, ...meta(r.kind, r.number, r.maxSeq) }, r.b64)));
-    await runRevocationBatch(db, stmts);
-    for (const m of g.members) {
-      for (const r of rows) report.numbers[m.id] = { ...report.numbers[m.id], [r.kind]: r.number };
-    }
-  }
+  const run: SignRun = { env, db, mountId: mount.id, kind, cfg, keys, metas, counters, report, thisUpdate, nextUpdate, maxSeq };
+  for (const t of targets) await signAndStore(run, t);
   // CRLs of deleted issuers go (upstream removes CRLs no issuer points at any more).
   if (kind === "complete") await runRevocationBatch(db, deleteCrlsExceptStmts(db, mount.id, issuers.map((i) => i.id)));
   report.built = kind;
@@ -267,7 +295,7 @@ export async function crlFor(env: Env, db: Db, mount: MountRow, issuer: IssuerRo
 }
 
 /**
- * The auto_rebuild schedule (pki-engine.md §6.2), checked by the cron every minute: a complete
+ * The auto_rebuild schedule (Vault API /pki/config/crl), checked by the cron every minute: a complete
  * build when an issuer that may sign CRLs has none yet or a CRL is within the grace period of its
  * nextUpdate; with enable_delta, a delta build every delta_rebuild_interval when revocations
  * arrived since the last delta.

@@ -1,5 +1,5 @@
 /**
- * The PKI secret's Revoke callback (vault-ecosystem.md §9; upstream secret_certs.go): what
+ * The PKI secret's Revoke callback (OpenBao builtin/logical/pki/secret_certs.go; docs/leases.md): what
  * sys/leases/revoke, revoke-prefix and a lease's expiry do to a certificate issued with
  * `generate_lease`. It goes through the same revocation as POST revoke (revoke.ts), so the
  * pki_revoked row, the CRLs and OCSP all reflect it. As upstream:

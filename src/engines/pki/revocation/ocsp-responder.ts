@@ -1,5 +1,5 @@
 /**
- * The OCSP responder of a mount (pki-engine.md §6.8, RFC 6960): from a DER request to the DER
+ * The OCSP responder of a mount (RFC 6960; docs/pki-ocsp.md): from a DER request to the DER
  * response and its HTTP status. It takes the mount's issuers, keys and config/crl from the PKI
  * read model (storage/store.ts loadIssuanceState) and the revocation status of the requested
  * serials from storage/revocation-store.ts (revocationStatuses), both cached per isolate for at
@@ -45,7 +45,7 @@ export interface OcspContext {
   mount: MountRow;
 }
 
-/** What the route sends: the HTTP status of §6.8's table, the DER body and, when signed, its times. */
+/** What the route sends: the HTTP status (200, or 400/401/500 as upstream's path_ocsp.go), the DER body and, when signed, its times. */
 export interface OcspOutcome {
   httpStatus: 200 | 400 | 401 | 500;
   body: Uint8Array<ArrayBuffer>;
@@ -67,7 +67,7 @@ const signerCache = new Map<string, { sealed: string; signer: Promise<Signer> }>
 
 /**
  * How the responder signs for an issuer: its revocation_signature_algorithm, with PSS downgraded
- * to PKCS#1 v1.5 as upstream does (§6.8); a value that does not suit the key (or none) means the
+ * to PKCS#1 v1.5 as upstream does (OpenBao path_ocsp.go); a value that does not suit the key (or none) means the
  * key's default (SHA-256 for RSA, the curve's hash for ECDSA, pure Ed25519).
  */
 function signatureChoice(issuer: IssuerRow, key: KeyRow): { bits: number; ecHash: string | null; label: string } {
@@ -102,7 +102,7 @@ const matchesIssuer = async (id: OcspCertId, issuer: IssuerRow): Promise<boolean
 /**
  * The status of one CertID in a response signed by `signer`. A serial is revoked only under the
  * issuer its revocation entry names (when it names one); "good" is any other serial under the
- * signer, issued here or not (upstream behaviour, §6.8); anything else is "unknown".
+ * signer, issued here or not (upstream behaviour: "good" for any serial not revoked); anything else is "unknown".
  */
 async function statusOf(id: OcspCertId, signer: IssuerRow, rev: RevocationStatus | undefined, issuers: Map<string, IssuerRow>): Promise<CertStatus> {
   if (!(await matchesIssuer(id, signer))) return { kind: "unknown" };
@@ -129,7 +129,7 @@ export async function answerOcsp(ctx: OcspContext, der: Uint8Array<ArrayBuffer> 
     if (!(e instanceof OcspRequestError)) throw e;
   }
   if (!request) {
-    // §6.8: a disabled responder answers unauthorized whatever it is sent.
+    // ocsp_disable: the responder answers unauthorized whatever it is sent (as upstream).
     const { config } = await loadIssuanceState(db, mount.id, null);
     return config.crl.ocsp_disable ? UNAUTHORIZED() : MALFORMED();
   }
@@ -142,13 +142,13 @@ export async function answerOcsp(ctx: OcspContext, der: Uint8Array<ArrayBuffer> 
   try {
     expirySeconds = parseDurationSeconds(crl.ocsp_expiry);
   } catch {
-    return UNAUTHORIZED(); // "config unreadable" row of §6.8
+    return UNAUTHORIZED(); // upstream answers unauthorized when config/crl is unreadable
   }
   const keys = new Map(state.keys.map((k) => [k.id, k]));
   const issuers = new Map(state.issuers.map((i) => [i.id, i]));
   const keyOf = (i: IssuerRow): KeyRow | undefined => (i.keyId ? keys.get(i.keyId) : undefined);
 
-  // The signer (§6.8): the issuer with a key whose name and key hashes match the first CertID
+  // The signer (as upstream's path_ocsp.go chooses it): the issuer with a key whose name and key hashes match the first CertID
   // (only the issuer named by its revocation entry, if any), and that may sign OCSP.
   const [first] = request.certIds;
   if (!first) return MALFORMED();

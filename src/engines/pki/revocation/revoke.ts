@@ -1,5 +1,5 @@
 /**
- * Revocation (spec "Revoke certificate", "Revoke with private key"; pki-engine.md §5, §4.6):
+ * Revocation (Vault API /pki/revoke, /pki/revoke-with-key, /pki/issuer/:issuer_ref/revoke):
  * find the certificate by serial or from a PEM signed by an issuer of the mount, prove
  * possession of its key on revoke-with-key, record the revocation, and rebuild the CRLs unless
  * config/crl auto_rebuild leaves that to the schedule.
@@ -29,7 +29,7 @@ export interface RevokeInput {
   withKey: boolean;
 }
 
-/** The revocation answer (pki-engine.md §5): integer seconds, RFC 3339 and the state. */
+/** The revocation answer (Vault API /pki/revoke): integer seconds, RFC 3339 and the state. */
 export function revocationData(row: Pick<RevokedRow, "revocationTime">): Record<string, unknown> {
   return {
     revocation_time: row.revocationTime,
@@ -164,7 +164,7 @@ export async function revokeCertificate(ctx: IssueContext, input: RevokeInput): 
   if (input.withKey) await checkPossession(input.privateKey ?? "", located.cert);
 
   const { serial, cert } = located;
-  // Issuers are revoked through issuer/:ref/revoke only (pki-engine.md §4.6).
+  // Issuers are revoked through issuer/:ref/revoke only (upstream's words below).
   const asIssuer = issuers.find((i) => i.serial === serial);
   if (asIssuer) throw badRequest(`adding issuer (id: ${asIssuer.id}) to its own CRL is not allowed`);
 
@@ -194,7 +194,7 @@ export async function revokeCertificate(ctx: IssueContext, input: RevokeInput): 
     createdAt: nowMs,
   });
   // Without auto_rebuild the CRL is rotated before answering; with it, the row is the delta
-  // bookkeeping and the schedule (or crl/rotate) picks it up (pki-engine.md §5).
+  // bookkeeping and the schedule (or crl/rotate) picks it up (Vault API /pki/config/crl, auto_rebuild).
   const warnings = cfg.crl.auto_rebuild ? [] : rebuildWarnings(await rebuildCrls(ctx.env, mount));
   return { data: revocationData(row), warnings };
 }
@@ -206,7 +206,7 @@ export const NO_PARENT_WARNING =
 export const DEFAULT_ISSUER_WARNING =
   "This issuer is currently configured as the default issuer for this mount; operations such as certificate issuance may not work until a new default issuer is selected.";
 
-/** POST issuer/:ref/revoke (pki-engine.md §4.6): irreversible; the issuer stops issuing. */
+/** POST issuer/:ref/revoke (Vault API /pki/issuer/:issuer_ref/revoke): irreversible; the issuer stops issuing. */
 export async function revokeIssuer(ctx: IssueContext, ref: string): Promise<JsonReply> {
   const { db, mount } = ctx;
   const [issuers, cfg] = await Promise.all([listIssuers(db, mount.id), getAllConfig(db, mount.id)]);

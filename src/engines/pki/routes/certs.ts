@@ -1,6 +1,6 @@
 /**
- * Certificate reads (pki-engine.md §5, §1.6): cert/:serial (+ /raw, /raw/pem), cert/ca,
- * cert/ca_chain, ca, ca/pem, ca_chain, certs; and config/urls, config/cluster (§6.4, §6.6).
+ * Certificate reads (Vault API /pki/cert/:serial, /pki/ca): cert/:serial (+ /raw, /raw/pem), cert/ca,
+ * cert/ca_chain, ca, ca/pem, ca_chain, certs; and config/urls, config/cluster.
  *
  * The public CA reads (ca, ca/pem, ca_chain, cert/ca, cert/ca_chain and their raw forms) take
  * the issuers from the PKI read model (storage/store.ts loadIssuanceState) and the raw ones go
@@ -41,7 +41,7 @@ function caRead(req: Req, what: "der" | "pem" | "chain"): Promise<Response> {
       // A chain changes when any issuer of it does: its newest modification.
       const members = all.filter((i) => issuer.caChain.includes(i.id));
       const lastModified = Math.max(issuer.lastModified, ...members.map((i) => i.lastModified));
-      // Upstream labels this PEM chain application/pkix-cert (pki-engine.md §1.6).
+      // Upstream labels this PEM chain application/pkix-cert (OpenBao path_fetch.go).
       return publicAnswer(chainPems(issuer, all).map((p) => p.trim()).join("\n"), "application/pkix-cert", lastModified);
     },
   });
@@ -79,7 +79,7 @@ async function readCert(req: Req) {
     return pemPart ? raw(toPem("CERTIFICATE", der), "application/pem-certificate-chain") : raw(der, "application/pkix-cert");
   }
   if (!row) throw notFound();
-  // Revocation fields (pki-engine.md §5): time and issuer association once revoked.
+  // Revocation fields (Vault API /pki/cert/:serial): time and issuer association once revoked.
   const revoked = await getRevoked(req.db, mountOf(req).id, serial);
   const revocation = revoked
     ? { revocation_time: revoked.revocationTime, revocation_time_rfc3339: revocationData(revoked).revocation_time_rfc3339, ...(revoked.issuerId ? { issuer_id: revoked.issuerId } : {}) }
@@ -96,7 +96,7 @@ const urlKeys = ["issuing_certificates", "crl_distribution_points", "delta_crl_d
 
 /**
  * With templating on, URLs are checked only at issuance; say now if config/cluster cannot fill
- * them (pki-engine.md §6.4, upstream's "issuance may fail" warning). Any issuer id fills
+ * them (upstream's "issuance may fail" warning, OpenBao path_config_urls.go). Any issuer id fills
  * {{issuer_id}}, so a placeholder stands in for the issuer that will sign.
  */
 function templatingWarnings(urls: UrlsConfig, cluster: ClusterConfig): string[] {

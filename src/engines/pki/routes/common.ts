@@ -15,13 +15,13 @@ export function ctxOf(req: Req): IssueContext {
   return { db: req.db, env: req.env, mount: mountOf(req), waitUntil: req.waitUntil };
 }
 
-/** A raw (non-JSON) reply; an empty body is 204 (pki-engine.md §1.6). */
+/** A raw (non-JSON) reply; an empty body is 204, as upstream's raw paths answer. */
 export function raw(body: string | Uint8Array<ArrayBuffer> | null, contentType: string): Response {
   if (body === null || body.length === 0) return new Response(null, { status: 204 });
   return new Response(body, { status: 200, headers: { "content-type": contentType } });
 }
 
-/** Sorted keys with `after`/`limit` pagination (pki-engine.md §2.1); 404 when none. */
+/** Sorted keys with `after`/`limit` pagination (`after` exclusive, `limit` ≤ 0 for all); 404 when none. */
 export function paginate(keys: string[], req: Req): string[] {
   const after = typeof req.body.after === "string" ? req.body.after : "";
   const limit = Number(req.body.limit ?? 0);
@@ -32,17 +32,11 @@ export function paginate(keys: string[], req: Req): string[] {
 }
 
 /**
- * Conditional GET on CA paths (pki-engine.md §1.6): 304 when the object's last modification is
+ * Conditional GET on CA paths (RFC 9110 §13.1.3, as Vault's PKI does): 304 when the object's last modification is
  * strictly before If-Modified-Since. HTTP dates carry whole seconds, so the comparison does too.
  */
 export function notModified(req: Req, lastModifiedMs: number): Response | null {
   if (!notModifiedSince(req.headers, lastModifiedMs)) return null;
   const last = Math.floor(lastModifiedMs / 1000) * 1000;
   return new Response(null, { status: 304, headers: { "last-modified": new Date(last).toUTCString() } });
-}
-
-/** Adds Last-Modified to a raw reply (so clients can send If-Modified-Since). */
-export function withLastModified(res: Response, lastModifiedMs: number): Response {
-  if (res.status === 200 && lastModifiedMs) res.headers.set("last-modified", new Date(lastModifiedMs).toUTCString());
-  return res;
 }

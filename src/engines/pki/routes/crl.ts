@@ -1,7 +1,7 @@
 /**
- * CRL endpoints (pki-engine.md §6.1, content types and newlines §1.6, public paths §1.5):
+ * CRL endpoints (Vault API /pki/crl, /pki/issuer/:issuer_ref/crl; docs/pki-revocation-crl.md):
  * crl, crl/pem, crl/delta, crl/delta/pem, cert/crl, cert/delta-crl, issuer/:ref/crl(/pem|/der),
- * issuer/:ref/crl/delta(/pem|/der); crl/rotate, crl/rotate-delta; config/crl (§6.3).
+ * issuer/:ref/crl/delta(/pem|/der); crl/rotate, crl/rotate-delta; config/crl.
  * Reads never build, except an issuer's first CRL (crl-rebuild.ts crlFor); builds run in the
  * mount's Authority.
  *
@@ -61,7 +61,7 @@ async function readCrl(req: Req, ref: string | null, kind: CrlKind): Promise<Crl
   );
 }
 
-/** Renaming the issuer invalidates cached CRLs too (§1.6). */
+/** Renaming the issuer invalidates cached CRLs too (as upstream's Last-Modified does). */
 const lastModifiedOf = (r: CrlRead): number => (r.crl ? Math.max(r.crl.row.thisUpdate, r.issuer?.lastModified ?? 0) : 0);
 
 const RAW_TYPES = { der: "application/pkix-crl", pem: "application/x-pem-file", "pem-newline": "application/x-pem-file" } as const;
@@ -72,7 +72,7 @@ async function rawAnswer(r: CrlRead, shape: keyof typeof RAW_TYPES): Promise<Pub
   return publicAnswer(body, RAW_TYPES[shape], lastModifiedOf(r));
 }
 
-/** A CRL of the default issuer (ref null) or of `issuer/:ref`, in one of the §1.6 shapes. */
+/** A CRL of the default issuer (ref null) or of `issuer/:ref`, as DER, PEM or JSON. */
 async function serve(req: Req, ref: string | null, kind: CrlKind, shape: Shape): Promise<Reply> {
   if (shape === "der" || shape === "pem" || shape === "pem-newline") {
     return servePublic(req, {
@@ -124,9 +124,9 @@ export const crlRoutes = [
     handlers: {
       async read(req) {
         const mount = mountOf(req);
-        // A forced build: with config/crl disable it publishes an empty CRL (§6.2).
+        // A forced build: with config/crl disable it publishes an empty CRL (as upstream).
         const r = await authorityOf(req.env, mount).crlRebuild(mount, { kind: "complete", force: true });
-        // The Authority wrote the CRLs in its own isolate: forget this one's copies (issue 14).
+        // The Authority wrote the CRLs in its own isolate: forget this one's copies.
         invalidate("pki");
         if (r.errors.length > 0) throw badRequest(`Error during CRL building: ${r.errors.join("; ")}`);
         return { data: { success: true }, warnings: rebuildWarnings(r.warnings) };

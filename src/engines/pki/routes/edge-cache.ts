@@ -1,5 +1,5 @@
 /**
- * Caching of the public PKI reads (issue 14; docs/pki-ocsp.md and docs/pki-revocation-crl.md
+ * Caching of the public PKI reads (docs/pki-ocsp.md and docs/pki-revocation-crl.md
  * "Caching"): OCSP answers, CRLs, CA certificates and chains. Layer 0 is in front of the
  * pipeline (src/core/public-answers.ts: a repeated GET answered by its request line, fed from
  * servePublic below); then three layers, tried in order:
@@ -32,7 +32,7 @@
  * HTTP (RFC 9110 §8.8, §13; RFC 9111 §5.2; RFC 5019 §6.2): GET answers carry a strong ETag (the
  * body's SHA-256), Last-Modified and `Cache-Control: public, max-age=N, no-transform,
  * must-revalidate`; If-None-Match (weak comparison, §13.1.2) answers 304 and, when absent,
- * If-Modified-Since does with the rule of pki-engine.md §1.6 (core/public-answers.ts renderAnswer,
+ * If-Modified-Since does (304 when last modified strictly before it; core/public-answers.ts renderAnswer,
  * shared with layer 0).
  * OCSP POST answers use layer 1 only and are sent `no-store` (RFC 5019 §5: POST is not cached).
  */
@@ -44,7 +44,7 @@ import { mountOf } from "./common";
 
 export type { PublicAnswer };
 
-/** A cached result: an answer, or `null` for "nothing to serve" (204, pki-engine.md §1.6). */
+/** A cached result: an answer, or `null` for "nothing to serve" (204, as upstream's raw paths answer). */
 interface Entry {
   answer: PublicAnswer | null;
   readAt: number;

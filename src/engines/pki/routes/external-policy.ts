@@ -1,6 +1,6 @@
 /**
- * config/external-policy and the external-policy issuance paths (spec "Issue/Sign/Sign
- * intermediate with external policy"; pki-engine.md §7), plain and per issuer.
+ * config/external-policy and the external-policy issuance paths (Vault API
+ * /pki/external-policy/issue; docs/pki-external-policy.md), plain and per issuer.
  *
  * The issuance routes declare no fields on purpose: apart from the few Lanyard reads itself
  * (src/engines/pki/external-policy/issue.ts), the body is the policy service's input, not ignored, so

@@ -1,5 +1,5 @@
 /**
- * CA generation paths (pki-engine.md §4.2–4.3, §4.8): root/generate, issuers/generate/root,
+ * CA generation paths (Vault API /pki/root/generate/:type, /pki/intermediate/generate/:type): root/generate, issuers/generate/root,
  * root/rotate, intermediate/generate, issuers/generate/intermediate, root/sign-intermediate,
  * issuer/:ref/sign-intermediate, DELETE root (sudo).
  */
@@ -35,7 +35,7 @@ export const generateRoutes = [
     handlers: { update: (req) => generateIntermediate(ctxOf(req), req.fields, (n) => req.has(n as keyof typeof intermediateFields & string)) },
   }),
   route({
-    // A CSR for an existing key of the mount, to have it cross-signed elsewhere (§4.3).
+    // A CSR for an existing key of the mount, to have it cross-signed elsewhere (Vault API /pki/intermediate/cross-sign).
     pattern: "intermediate/cross-sign",
     fields: crossSignFields,
     handlers: {
@@ -56,7 +56,7 @@ export const generateRoutes = [
     pattern: "root",
     sudo: ["delete"],
     handlers: {
-      // Deletes every issuer and key of the mount; issued certificates stay (§4.8).
+      // Deletes every issuer and key of the mount; issued certificates stay (Vault API DELETE /pki/root).
       async delete(req) {
         await deleteAllIssuersAndKeys(req.db, mountOf(req).id);
         return {

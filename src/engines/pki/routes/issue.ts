@@ -1,4 +1,4 @@
-/** issue/:role, sign/:role and their per-issuer forms (spec "Issue", "Sign"). */
+/** issue/:role, sign/:role and their per-issuer forms (Vault API /pki/issue/:name, /pki/sign/:name). */
 import { badRequest } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
 import { css, csrField, formatField, nameFields, notAfterField, privateKeyFormatField, removeRootsField } from "../fields";

@@ -1,6 +1,6 @@
 /**
  * issuers, issuer/:ref (+ json/der/pem), config/issuers, root/replace, imports
- * (issuers/import/bundle|cert, config/ca, intermediate/set-signed) — pki-engine.md §4.4–4.5, §4.8.
+ * (issuers/import/bundle|cert, config/ca, intermediate/set-signed) — Vault API /pki/issuer/:issuer_ref, /pki/issuers/import/bundle.
  */
 import { badRequest, notFound } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
@@ -81,13 +81,13 @@ function issuerRaw(req: Req, ref: string, form: "der" | "pem"): Promise<Response
   });
 }
 
-/** Resolves `:ref`; an unknown issuer is a 400 (upstream answers 500, pki-engine.md §1.4). */
+/** Resolves `:ref`; an unknown issuer is a 400 (upstream answers 500, OpenBao path_fetch_issuers.go). */
 async function loadIssuer(req: Req, ref: string) {
   const ctx = await load(req);
   return { ...ctx, issuer: resolveIssuerIn(ctx.issuers, ctx.cfg.issuers, ref) };
 }
 
-/** AIA URLs must have a scheme and a host and, without templating, no {{…}} (§4.5, §6.4). */
+/** AIA URLs must have a scheme and a host and, without templating, no {{…}} (Vault API /pki/config/urls). */
 export function checkAiaUrls(field: string, urls: string[], templating: boolean): void {
   for (const u of urls) {
     let ok = false;
@@ -116,6 +116,33 @@ const issuerFields = defineFields({
   enable_aia_url_templating: { type: "bool", description: "Expand {{issuer_id}} and cluster templates." },
 });
 
+/** `usage`: the known names only; no issuing on a revoked issuer, no CRL signing without CRLSign. */
+function checkUsage(list: string[], issuer: IssuerRow): string[] {
+  const bad = list.filter((u) => !["issuing-certificates", "crl-signing", "ocsp-signing", "read-only"].includes(u));
+  if (bad.length > 0) throw badRequest(`Unable to parse specified usages: unknown usage: ${bad.join(", ")}`);
+  const usage = ALL_USAGES.filter((u) => list.includes(u));
+  if (usage.includes("issuing-certificates") && issuer.revoked) throw badRequest("Unable to set issuing-certificates usage on a revoked issuer");
+  if (usage.includes("crl-signing") && !issuer.usage.includes("crl-signing")) {
+    const ku = parseCertificate(certDerFromPem(issuer.certificate)).keyUsage;
+    if (ku && !ku.includes(6)) throw badRequest("Unable to set crl-signing usage: the issuer certificate lacks the CRLSign key usage");
+  }
+  return usage;
+}
+
+/** `revocation_signature_algorithm`: a known name (any case; "" is automatic) that suits the key. */
+async function checkRevocationAlgorithm(v: string, issuer: IssuerRow): Promise<string> {
+  const lower = v.toLowerCase() === "pureed25519" ? "ed25519" : v.toLowerCase();
+  const hit = v === "" ? "" : REVOCATION_ALGORITHMS.find((a) => a.toLowerCase() === lower);
+  if (hit === undefined) throw badRequest(`Unknown signature algorithm: ${v}`);
+  if (hit !== "") {
+    // The algorithm must suit the issuer's key (upstream fails later, with a 500).
+    const { type } = await publicKeyFacts(base64ToBytes(issuer.publicKey));
+    const family = hit.includes("RSA") ? "rsa" : hit.startsWith("ECDSA") ? "ec" : "ed25519";
+    if (family !== type) throw badRequest(`revocation_signature_algorithm: ${hit} cannot be used with this issuer's ${type} key`);
+  }
+  return hit;
+}
+
 async function writeIssuer(req: Req<typeof issuerFields>, patch: boolean) {
   const { mount, issuers, issuer, cfg } = await loadIssuer(req as Req, req.fields.ref);
   const f = req.fields;
@@ -141,30 +168,9 @@ async function writeIssuer(req: Req<typeof issuerFields>, patch: boolean) {
     }
     next.leafNotAfterBehavior = b;
   }
-  if (given("usage") || !patch) {
-    const list = f.usage ?? [...ALL_USAGES, "read-only"];
-    const bad = list.filter((u) => !["issuing-certificates", "crl-signing", "ocsp-signing", "read-only"].includes(u));
-    if (bad.length > 0) throw badRequest(`Unable to parse specified usages: unknown usage: ${bad.join(", ")}`);
-    const usage = ALL_USAGES.filter((u) => list.includes(u));
-    if (usage.includes("issuing-certificates") && issuer.revoked) throw badRequest("Unable to set issuing-certificates usage on a revoked issuer");
-    if (usage.includes("crl-signing") && !issuer.usage.includes("crl-signing")) {
-      const ku = parseCertificate(certDerFromPem(issuer.certificate)).keyUsage;
-      if (ku && !ku.includes(6)) throw badRequest("Unable to set crl-signing usage: the issuer certificate lacks the CRLSign key usage");
-    }
-    next.usage = usage;
-  }
+  if (given("usage") || !patch) next.usage = checkUsage(f.usage ?? [...ALL_USAGES, "read-only"], issuer);
   if (given("revocation_signature_algorithm") || !patch) {
-    const v = (f.revocation_signature_algorithm ?? "").trim();
-    const lower = v.toLowerCase() === "pureed25519" ? "ed25519" : v.toLowerCase();
-    const hit = v === "" ? "" : REVOCATION_ALGORITHMS.find((a) => a.toLowerCase() === lower);
-    if (hit === undefined) throw badRequest(`Unknown signature algorithm: ${v}`);
-    if (hit !== "") {
-      // The algorithm must suit the issuer's key (upstream fails later, with a 500).
-      const { type } = await publicKeyFacts(base64ToBytes(issuer.publicKey));
-      const family = hit.includes("RSA") ? "rsa" : hit.startsWith("ECDSA") ? "ec" : "ed25519";
-      if (family !== type) throw badRequest(`revocation_signature_algorithm: ${hit} cannot be used with this issuer's ${type} key`);
-    }
-    next.revocationSignatureAlgorithm = hit;
+    next.revocationSignatureAlgorithm = await checkRevocationAlgorithm((f.revocation_signature_algorithm ?? "").trim(), issuer);
   }
   if (given("manual_chain") || !patch) {
     const refs = f.manual_chain ?? [];

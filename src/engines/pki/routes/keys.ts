@@ -1,4 +1,4 @@
-/** keys, key/:ref, keys/generate/:type, keys/import, config/keys (pki-engine.md §4.7–4.8). */
+/** keys, key/:ref, keys/generate/:type, keys/import, config/keys (Vault API /pki/key/:key_ref). */
 import { badRequest, notFound } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
 import { keyGenFields } from "../fields";

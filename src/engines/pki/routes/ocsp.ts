@@ -1,5 +1,5 @@
 /**
- * OCSP over HTTP (pki-engine.md §6.8, RFC 6960 Appendix A, RFC 5019 §5–6): `GET ocsp/<base64>`
+ * OCSP over HTTP (docs/pki-ocsp.md, RFC 6960 Appendix A, RFC 5019 §5–6): `GET ocsp/<base64>`
  * and `POST ocsp` with `Content-Type: application/ocsp-request`. Both are public. Every answer,
  * errors included, is an OCSPResponse with `application/ocsp-response`, never a JSON error.
  *
@@ -7,7 +7,7 @@
  * and request DER, for GET and POST alike, for at most CACHE_TTL_MS after the
  * reads it was built from, and dropped at once in the isolate that revokes (or changes an issuer,
  * key or config/crl). RFC 5019 §6.2 would allow reuse until nextUpdate; our bound is shorter on
- * purpose (a revocation shows within CACHE_TTL_MS, issue 14). Only signed (successful) answers
+ * purpose (a revocation shows within CACHE_TTL_MS). Only signed (successful) answers
  * are cached; malformedRequest, unauthorized and internalError are built each time, and so is
  * the answer to a request with a nonce (RFC 8954: a client never sends the same nonce twice, so
  * keeping it would only push useful answers out; the revocation state it is built from is still
@@ -28,7 +28,7 @@ async function answer(req: Req, der: Uint8Array<ArrayBuffer> | null): Promise<Oc
   try {
     return await answerOcsp({ db: req.db, env: req.env, mount: mountOf(req) }, der, new Date());
   } catch (e) {
-    // Details stay in the log with the request id; the client gets internalError (§6.8).
+    // Details stay in the log with the request id; the client gets internalError (RFC 6960 §4.2.1).
     console.error(`request ${req.requestId}: OCSP responder failed:`, e);
     return INTERNAL_ERROR();
   }
@@ -77,7 +77,7 @@ export const ocspRoutes = [
       async read(req) {
         return uncached(await answer(req, null));
       },
-      // The raw DER body; another content type would not be an OCSP request (§6.8).
+      // The raw DER body; another content type would not be an OCSP request (RFC 6960 Appendix A.1).
       async update(req) {
         if (req.contentType !== OCSP_REQUEST || req.rawBody.length === 0) return uncached(await answer(req, null));
         // The request itself (base64url, < 2,732 characters: requests are < 2048 bytes), not a

@@ -1,6 +1,6 @@
 /**
- * revoke, revoke-with-key (spec "Revoke certificate", "Revoke with private key"),
- * issuer/:ref/revoke (pki-engine.md §4.6) and LIST certs/revoked (§5). Logic in ../revoke.ts.
+ * revoke, revoke-with-key, issuer/:ref/revoke and LIST certs/revoked (Vault API /pki/revoke,
+ * /pki/revoke-with-key, /pki/issuer/:issuer_ref/revoke, /pki/certs/revoked). Logic in ../revoke.ts.
  */
 import { notFound } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";

@@ -1,4 +1,4 @@
-/** roles, roles/:name (pki-engine.md §2). */
+/** roles, roles/:name (Vault API /pki/roles/:name). */
 import { badRequest, notFound } from "../../../core/errors";
 import { parseFields } from "../../../core/fields";
 import { route, type Req } from "../../../core/route";
@@ -7,7 +7,7 @@ import { buildRole, roleFields, roleToFields, type Role, type RoleFieldValues } 
 import { deleteRole, getAllConfig, getRole, listIssuers, listRoleNames, putRole } from "../storage/store";
 import { mountOf, paginate } from "./common";
 
-/** The warning for an issuer_ref that does not resolve now (§2.4): accepted, but flagged. */
+/** The warning for an issuer_ref that does not resolve now: accepted, but flagged (as upstream). */
 async function issuerRefWarning(req: Req, ref: string): Promise<string | null> {
   const mount = mountOf(req);
   const [issuers, cfg] = await Promise.all([listIssuers(req.db, mount.id), getAllConfig(req.db, mount.id)]);

@@ -1,6 +1,6 @@
 /**
- * The privileged signing paths (spec "Sign self-issued", "Sign verbatim"): root/sign-self-issued
- * (sudo, pki-engine.md §1.5), issuer/:ref/sign-self-issued (no sudo), sign-verbatim(/:role) and
+ * The privileged signing paths (Vault API /pki/root/sign-self-issued, /pki/sign-verbatim):
+ * root/sign-self-issued (sudo, as upstream's root paths), issuer/:ref/sign-self-issued (no sudo), sign-verbatim(/:role) and
  * issuer/:ref/sign-verbatim(/:role). Domain logic: src/engines/pki/issuance/sign-self-issued.ts, sign-verbatim.ts.
  */
 import { route, type Req } from "../../../core/route";
@@ -19,11 +19,11 @@ function verbatim(perIssuer: boolean) {
       certMetadata: req.has("cert_metadata") ? f.cert_metadata : null,
     });
     // The path's role wins over the body's `name`; say so rather than drop it without a word
-    // (the same courtesy as pki-engine.md §1.2's path-capture warning).
+    // (the same courtesy as Vault's warning when a body key collides with a path capture).
     if (f.role && f.name && f.name !== f.role) {
       out.warnings = [...out.warnings, `name: the role "${f.role}" in the path was used; the body's name "${f.name}" was ignored`];
     }
-    // The role's generate_lease takes effect here too (spec "Sign verbatim" name).
+    // The role's generate_lease takes effect here too (Vault API /pki/sign-verbatim/:role).
     return withCertLease(req as Req, role, out);
   };
 }

@@ -1,5 +1,5 @@
 /**
- * tidy, tidy-status, tidy-cancel, config/auto-tidy (pki-engine.md §6.7). The job itself runs in
+ * tidy, tidy-status, tidy-cancel, config/auto-tidy (Vault API /pki/tidy; docs/pki-tidy.md). The job itself runs in
  * the mount's Authority Durable Object (src/engines/pki/authority/tidy-runner.ts); these handlers validate,
  * hand over and shape the answers.
  */

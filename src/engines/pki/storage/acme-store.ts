@@ -72,10 +72,6 @@ export async function deleteExpiredNonces(db: Db, mountId: string, now: number):
 export const accountByIdQuery = (db: Db, mountId: string, id: string) =>
   db.select().from(pkiAcmeAccounts).where(and(eq(pkiAcmeAccounts.mountId, mountId), eq(pkiAcmeAccounts.id, id)));
 
-export async function getAccount(db: Db, mountId: string, id: string): Promise<AcmeAccountRow | null> {
-  return (await accountByIdQuery(db, mountId, id))[0] ?? null;
-}
-
 export async function getAccountByThumbprint(db: Db, mountId: string, thumbprint: string): Promise<AcmeAccountRow | null> {
   const rows = await db.select().from(pkiAcmeAccounts).where(and(eq(pkiAcmeAccounts.mountId, mountId), eq(pkiAcmeAccounts.thumbprint, thumbprint)));
   return rows[0] ?? null;

@@ -1,5 +1,5 @@
 /**
- * Tidy's storage for ACME (`tidy_acme`, vault-ecosystem.md §7.6): paged scans of a mount's ACME
+ * Tidy's storage for ACME (`tidy_acme`, Vault API /pki/tidy): paged scans of a mount's ACME
  * accounts and their orders, and the bulk deletes and revocations the tidy job decides on. Kept
  * apart from acme-store.ts (the ACME server's single-row reads and writes of the same tables)
  * because only the tidy job needs these bulk forms, as tidy-store.ts is for pki_certs.

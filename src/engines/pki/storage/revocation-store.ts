@@ -37,7 +37,7 @@ export async function getRevoked(db: Db, mountId: string, serial: string): Promi
   return rows[0] ?? null;
 }
 
-/** What the OCSP responder needs of a revocation entry (pki-engine.md §6.8). */
+/** What the OCSP responder needs of a revocation entry (RFC 6960 §2.2). */
 export type RevocationStatus = Pick<RevokedRow, "serial" | "issuerId" | "revocationTime">;
 
 /**
@@ -78,13 +78,13 @@ export async function revocationStatuses(db: Db, mountId: string, serials: strin
 
 /**
  * Records a revocation unless the serial is already revoked (revoking twice keeps the first
- * time, pki-engine.md §5). Returns the stored row either way.
+ * time, as upstream does). Returns the stored row either way.
  */
 export async function insertRevoked(db: Db, row: Omit<NewRevokedRow, "id">): Promise<RevokedRow> {
   const inserted = await db.insert(pkiRevoked).values(row).onConflictDoNothing().returning();
   const first = inserted[0];
   if (first) {
-    // The revoking isolate's OCSP and CRL answers must show it at once (issue 14).
+    // The revoking isolate's OCSP and CRL answers must show it at once (docs/pki-ocsp.md "Caching").
     invalidate("pki");
     return first;
   }
@@ -94,16 +94,6 @@ export async function insertRevoked(db: Db, row: Omit<NewRevokedRow, "id">): Pro
 }
 
 /** Every revocation of the mount, in sequence order. */
-export const listRevoked = (db: Db, mountId: string): Promise<RevokedRow[]> =>
-  db.select().from(pkiRevoked).where(eq(pkiRevoked.mountId, mountId)).orderBy(asc(pkiRevoked.id));
-
-/** Revocations recorded after sequence number `afterSeq` (delta CRLs). */
-export const listRevokedAfter = (db: Db, mountId: string, afterSeq: number): Promise<RevokedRow[]> =>
-  db.select().from(pkiRevoked).where(and(eq(pkiRevoked.mountId, mountId), gt(pkiRevoked.id, afterSeq))).orderBy(asc(pkiRevoked.id));
-
-export const deleteRevokedStmt = (db: Db, mountId: string, serial: string): Stmt =>
-  db.delete(pkiRevoked).where(and(eq(pkiRevoked.mountId, mountId), eq(pkiRevoked.serial, serial)));
-
 export async function getCrl(db: Db, mountId: string, issuerId: string, kind: "complete" | "delta"): Promise<CrlRow | null> {
   const rows = await db.select().from(pkiCrls).where(and(eq(pkiCrls.mountId, mountId), eq(pkiCrls.issuerId, issuerId), eq(pkiCrls.kind, kind)));
   return rows[0] ?? null;
@@ -231,7 +221,7 @@ export function putCrlStmts(db: Db, row: Omit<CrlRow, "der">, derB64: string): S
 /**
  * Removes the CRLs of issuers that no longer have one (deleted, keyless, or lacking crl-signing).
  * The ids to keep travel as one JSON array parameter: a list of bound parameters broke with 100
- * issuers in a mount, D1's limit per statement (issue 18 #6).
+ * issuers in a mount, D1's limit per statement.
  */
 export function deleteCrlsExceptStmts(db: Db, mountId: string, keepIssuerIds: string[]): Stmt[] {
   const keep = JSON.stringify(keepIssuerIds);

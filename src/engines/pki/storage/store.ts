@@ -3,8 +3,8 @@
  * have their own doors beside it (revocation-store.ts, tidy-store.ts, metadata-store.ts); nothing
  * outside storage/ touches any of them. Roles, issuers and
  * configuration come out through the decoders of ./decode.ts (defaults filled). Writes that must
- * land together are returned as statements for `db.batch` (D1 has no interactive transactions,
- * workers-stack.md pitfall 8), so an issuer and its key are never half-written.
+ * land together are returned as statements for `db.batch` (D1 has no interactive transactions:
+ * it refuses BEGIN), so an issuer and its key are never half-written.
  */
 import { and, asc, eq, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
@@ -50,11 +50,6 @@ export async function insertCertsBatch(db: Db, stmts: Stmt[]): Promise<void> {
 export const listKeys = (db: Db, mountId: string): Promise<KeyRow[]> =>
   db.select().from(pkiKeys).where(eq(pkiKeys.mountId, mountId)).orderBy(asc(pkiKeys.id));
 
-export async function getKey(db: Db, mountId: string, id: string): Promise<KeyRow | null> {
-  const rows = await db.select().from(pkiKeys).where(and(eq(pkiKeys.mountId, mountId), eq(pkiKeys.id, id)));
-  return rows[0] ?? null;
-}
-
 export const insertKeyStmt = (db: Db, row: KeyRow): Stmt => db.insert(pkiKeys).values(row);
 export const deleteKeyStmt = (db: Db, mountId: string, id: string): Stmt =>
   db.delete(pkiKeys).where(and(eq(pkiKeys.mountId, mountId), eq(pkiKeys.id, id)));
@@ -71,22 +66,6 @@ export async function listIssuers(db: Db, mountId: string): Promise<IssuerRow[]>
   return rows.map(decodeIssuer);
 }
 
-export async function getIssuer(db: Db, mountId: string, id: string): Promise<IssuerRow | null> {
-  const rows = await db.select().from(pkiIssuers).where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
-  return rows[0] ? decodeIssuer(rows[0]) : null;
-}
-
-/** An issuer together with its key in one query (the issuance hot path). */
-export async function getIssuerWithKey(db: Db, mountId: string, id: string): Promise<{ issuer: IssuerRow; key: KeyRow | null } | null> {
-  const rows = await db
-    .select({ issuer: pkiIssuers, key: pkiKeys })
-    .from(pkiIssuers)
-    .leftJoin(pkiKeys, eq(pkiKeys.id, pkiIssuers.keyId))
-    .where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
-  const r = rows[0];
-  return r ? { issuer: decodeIssuer(r.issuer), key: r.key } : null;
-}
-
 export const insertIssuerStmt = (db: Db, row: IssuerRow): Stmt => db.insert(pkiIssuers).values(row);
 export const updateIssuerStmt = (db: Db, mountId: string, id: string, patch: Partial<IssuerRow>): Stmt =>
   db.update(pkiIssuers).set(patch).where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
@@ -94,7 +73,7 @@ export const deleteIssuerStmt = (db: Db, mountId: string, id: string): Stmt =>
   db.delete(pkiIssuers).where(and(eq(pkiIssuers.mountId, mountId), eq(pkiIssuers.id, id)));
 
 /**
- * DELETE root (pki-engine.md §4.8): every issuer and key of the mount and the default pointers
+ * DELETE root (Vault API /pki/root): every issuer and key of the mount and the default pointers
  * to them, in one batch; issued certificates and the other configuration stay.
  */
 export async function deleteAllIssuersAndKeys(db: Db, mountId: string): Promise<void> {
@@ -172,15 +151,6 @@ export function issuanceStateQueries(db: Db, mountId: string | SQL, roleName: st
     db.select().from(pkiConfig).where(eq(pkiConfig.mountId, mountId)),
     db.select().from(pkiKeys).where(eq(pkiKeys.mountId, mountId)),
   ] as const;
-}
-
-/**
- * What signing without a role reads (OCSP): issuers, configuration and keys, in the order of
- * issuanceStateQueries minus the role, for callers that add statements to the same D1 batch.
- */
-export function signingStateQueries(db: Db, mountId: string | SQL) {
-  const [, issuers, config, keys] = issuanceStateQueries(db, mountId, null);
-  return [issuers, config, keys] as const;
 }
 
 type RoleRow = typeof pkiRoles.$inferSelect;

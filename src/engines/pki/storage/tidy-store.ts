@@ -1,5 +1,5 @@
 /**
- * Tidy's storage (pki-engine.md §6.7): paged scans and bulk deletes over pki_certs and
+ * Tidy's storage (Vault API /pki/tidy): paged scans and bulk deletes over pki_certs and
  * pki_revoked, the stored-certificate counts of tidy-status, and the list of mounts with
  * auto-tidy enabled. Kept apart from store.ts / revocation-store.ts (which own the single-row
  * reads and writes of those tables) because only the tidy job needs these bulk forms.

@@ -1,5 +1,5 @@
 /**
- * What `tidy_acme` does with one ACME account and its orders (vault-ecosystem.md §7.6; upstream
+ * What `tidy_acme` does with one ACME account and its orders (upstream
  * tidyAcmeAccountByThumbprint and acmeTidyOrder in path_tidy.go). Pure: the job
  * (tidy-job.ts) reads a page of accounts, asks here, and writes through
  * storage/acme-tidy-store.ts.

@@ -1,5 +1,5 @@
 /**
- * The auto-tidy cron job (pki-engine.md §6.7; the PKI engine's cron hook, ../index.ts; runs every minute): for
+ * The auto-tidy cron job (Vault API /pki/config/auto-tidy; the PKI engine's cron hook, ../index.ts; runs every minute): for
  * each PKI mount with auto-tidy enabled, asks the mount's Authority whether a tidy is due (now >
  * last tidy end + interval_duration; the mount's creation counts as a tidy end) and starts it.
  * The decision is the Authority's, so a manual tidy that is running, or that just ran, is seen.

@@ -1,5 +1,5 @@
 /**
- * One step of a tidy job (pki-engine.md §6.7): the unit of work between two checkpoints. The
+ * One step of a tidy job (docs/pki-tidy.md "How it runs"): the unit of work between two checkpoints. The
  * mount's Authority (src/engines/pki/authority/tidy-runner.ts) calls `tidyStep` from its alarm, stores the
  * job it returns and schedules the next step, so a cancel or a restart only ever lands between
  * steps. A step is one page of the cert store, one page of the revocation list, the CRL rebuild,

@@ -1,5 +1,5 @@
 /**
- * Tidy and auto-tidy as data (pki-engine.md §6.7): the request fields, their validation, the
+ * Tidy and auto-tidy as data (Vault API /pki/tidy, /pki/config/auto-tidy): the request fields, their validation, the
  * parameters a tidy job runs with, the stored auto-tidy configuration, the read shapes of
  * `tidy-status` and `config/auto-tidy`, and the per-row verdicts the job applies. Everything here
  * is pure (no storage, no clock of its own), so it can be unit-tested; the job that applies it is
@@ -34,7 +34,7 @@ export const TIDY_NOTHING_WARNING = `Manual tidy requested but no tidy operation
 export const TIDY_RUNNING_WARNING = "Tidy operation already in progress.";
 export const TIDY_CANCEL_NONE_WARNING = "Tidy operation cannot be cancelled as none is currently running.";
 
-/** The fields of POST tidy (pki-engine.md §6.7 table); config/auto-tidy adds its own four. */
+/** The fields of POST tidy (Vault API /pki/tidy); config/auto-tidy adds its own four. */
 export const tidyFields = defineFields({
   tidy_cert_store: flag("Delete stored certificates past notAfter + safety_buffer.", false),
   tidy_revoked_certs: flag("Delete revocation entries (and their stored certificates) past notAfter + revoked_safety_buffer; rebuilds the CRLs.", false),

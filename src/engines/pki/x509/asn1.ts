@@ -1,6 +1,6 @@
 /**
  * The X.509 structures the engine writes and reads itself (RFC 5280): distinguished names,
- * general names and the certificate extensions of its profile (pki-engine.md §1.10), plus the
+ * general names and the certificate extensions of its profile (RFC 5280 §4.2), plus the
  * private-key containers it hands out (PKCS#1, SEC1, PKCS#8) and public-key facts (type, size,
  * Subject Key Identifier).
  */
@@ -378,7 +378,7 @@ function pkcs8Inner(pkcs8: Uint8Array<ArrayBuffer>): { alg: string; param: Node 
 
 /**
  * The "traditional" encoding upstream returns: RSA → PKCS#1, EC → SEC1 with the named curve in
- * its parameters (OpenSSL needs it), Ed25519 → PKCS#8 unchanged (pki-engine.md §1.9).
+ * its parameters (OpenSSL needs it), Ed25519 → PKCS#8 unchanged (RFC 8017, RFC 5915, RFC 5958).
  */
 export function traditionalPrivateKey(pkcs8: Uint8Array<ArrayBuffer>): { label: string; der: Uint8Array<ArrayBuffer> } {
   const { alg, param, key } = pkcs8Inner(pkcs8);

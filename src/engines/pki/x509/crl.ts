@@ -12,7 +12,7 @@ import { TAG, bitString, bool, concat, ctxCons, int, nullValue, octets, oid, seq
 /** RFC 5280 §5.2.3 CRL Number, §5.2.4 Delta CRL Indicator. */
 export const CRL_OID = { crlNumber: "2.5.29.20", deltaCrlIndicator: "2.5.29.27" } as const;
 
-/** The signature algorithms an issuer's revocation_signature_algorithm can name (pki-engine.md §4.5). */
+/** The signature algorithms an issuer's revocation_signature_algorithm can name (Vault API /pki/issuer/:issuer_ref). */
 export type RevocationAlgorithm =
   | "SHA256WithRSA"
   | "SHA384WithRSA"
@@ -122,7 +122,7 @@ function hexDigit(c: number): number {
 /**
  * The revokedCertificates list (RFC 5280 §5.1.2.6): for each entry
  * `SEQUENCE { userCertificate INTEGER, revocationDate Time }` with no entry extensions (upstream
- * writes no reason codes, pki-engine.md §6.2). Serials and times are written digit by digit into
+ * writes no reason codes). Serials and times are written digit by digit into
  * the buffer: this loop is the CRL's hot path (100,000 entries per rebuild).
  */
 export class RevokedListWriter {

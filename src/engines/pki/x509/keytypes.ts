@@ -1,4 +1,4 @@
-/** Key types, sizes and signature sizes (pki-engine.md §1.9). Pure functions. */
+/** Key types, sizes and signature sizes (key_type, key_bits, signature_bits of Vault API /pki/roles/:name). Pure functions. */
 import { badRequest } from "../../../core/errors";
 
 export type RoleKeyType = "rsa" | "ec" | "ed25519" | "any";

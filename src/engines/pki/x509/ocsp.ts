@@ -2,11 +2,11 @@
  * OCSP (RFC 6960) as pure functions: parse an OCSPRequest, compute the CertID hashes of an
  * issuer, and build the (signed) OCSPResponse. No storage and no HTTP here: the route
  * (src/engines/pki/routes/ocsp.ts) reads the mount's state and decides who signs what
- * (pki-engine.md §6.8).
+ * (docs/pki-ocsp.md).
  *
  * Everything is hand-encoded with src/engines/pki/x509/der.ts: a response is a handful of TLVs around one
  * signature, and the generic ASN.1 schema encoder would cost more than the signature itself.
- * The module-level caches hold only values derived from immutable inputs (DESIGN.md): CertID
+ * The module-level caches hold only values derived from immutable inputs: CertID
  * hashes keyed by the bytes they are computed from.
  */
 import { base64ToBytes } from "../../../core/encoding";
@@ -40,7 +40,7 @@ const HASHES: Record<string, { name: OcspHash; size: number }> = {
   "2.16.840.1.101.3.4.2.3": { name: "SHA-512", size: 64 },
 };
 
-/** The request limits of pki-engine.md §6.8 (upstream's maximumRequestSize). */
+/** The request limit: under 2048 bytes (upstream's maximumRequestSize, OpenBao path_ocsp.go). */
 export const MAX_OCSP_REQUEST_BYTES = 2048;
 
 /** Why a request could not be understood: always answered with malformedRequest. */
@@ -51,7 +51,7 @@ export interface OcspCertId {
   hash: OcspHash;
   issuerNameHash: Uint8Array<ArrayBuffer>;
   issuerKeyHash: Uint8Array<ArrayBuffer>;
-  /** The serial as colon lowercase hex of its minimal big-endian bytes (pki-engine.md §1.7). */
+  /** The serial as colon lowercase hex of its minimal big-endian bytes, as Vault writes serial_number. */
   serial: string;
   /** The CertID exactly as the client sent it: the response repeats it (§4.2.1 SingleResponse). */
   der: Uint8Array<ArrayBuffer>;

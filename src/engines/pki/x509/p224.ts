@@ -1,6 +1,6 @@
 /**
  * NIST P-224 (secp224r1) ECDSA in software. WebCrypto — and so workerd — implements only P-256,
- * P-384 and P-521, while the engine must accept `ec` keys of 224 bits (pki-engine.md §1.9). This
+ * P-384 and P-521, while the engine must accept `ec` keys of 224 bits (Vault API /pki/roles/:name, key_bits). This
  * is the only module that imports @noble/curves / @noble/hashes; x509.ts reaches it through its
  * Signer abstraction, so the rest of the engine never sees which implementation signs.
  *

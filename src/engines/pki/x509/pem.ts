@@ -6,7 +6,7 @@ import { bytesToHex } from "../../../core/encoding";
 
 export { PemError, decodePemBlocks, toPem, type PemBlock } from "../../../core/encoding";
 
-/** Colon-separated lowercase hex (pki-engine.md §1.7). */
+/** Colon-separated lowercase hex, as Vault writes serial_number. */
 export function colonHex(hex: string): string {
   const h = hex.length % 2 ? `0${hex}` : hex;
   return (h.match(/../g) ?? []).join(":").toLowerCase();

@@ -4,7 +4,7 @@
  * schema parser cost more than a millisecond per request, several times the rest of a sign.
  *
  * Invariants, each kept from the library path it replaces (and tested in
- * test/unit/pkcs10.test.ts and the pki-* integration files):
+ * test/unit/pki-pkcs10.test.ts and the pki-* integration files):
  * - nothing after the outer SEQUENCE ("trailing data after the CSR"), nor inside any SEQUENCE
  *   this module reads;
  * - the public key is read (type, size) and its size checked before the signature, so the

@@ -1,8 +1,8 @@
 /**
  * DER surgery on existing certificates (RFC 5280 §4.1): read a TBSCertificate into its parts,
  * swap the parts a re-signature changes (signature algorithm, issuer, some extensions) and
- * re-encode it, leaving every other byte as it was. Used by sign-self-issued (spec "Sign
- * self-issued": "Only authority key ID, issuer DN and, if set, distribution points are
+ * re-encode it, leaving every other byte as it was. Used by sign-self-issued (Vault API
+ * /pki/root/sign-self-issued: "Only authority key ID, issuer DN and, if set, distribution points are
  * changed"), and to read an issuer's own Subject Key Identifier. Pure functions over bytes.
  */
 import type { ExtensionDer } from "./asn1";

@@ -1,5 +1,5 @@
 /**
- * The one module that imports @peculiar/x509 (DESIGN.md): key generation and import through
+ * The one module that imports @peculiar/x509 (docs/architecture.md): key generation and import through
  * WebCrypto, certificate and CSR signing, and parsing of certificates. Everything it returns is
  * plain data (DER bytes, strings, numbers), so the engine never sees library types and the hot
  * path can be tuned or swapped here alone. The hot paths no longer reach the library: leaves are
@@ -7,6 +7,7 @@
  * signature.ts; the library remains for RSA-PSS signing, intermediate CSRs and parseCertificate.
  */
 import * as x509 from "@peculiar/x509";
+import { hexToBytes } from "../../../core/encoding";
 import {
   CURVE_OID,
   OID,
@@ -21,7 +22,7 @@ import { generateP224KeyPair, importP224PrivateKey, isP224Key, p224PublicKeyOf, 
 import { X509Error } from "./errors";
 import { verifySignature } from "./signature";
 
-// Use the runtime's WebCrypto (workers-stack.md pitfall 7).
+// Use the runtime's WebCrypto, set once at startup.
 x509.cryptoProvider.set(crypto);
 
 export { X509Error };
@@ -82,7 +83,7 @@ export interface Signer {
   facts: PublicKeyFacts;
 }
 
-/** The hash upstream pairs with each key (pki-engine.md §1.9). */
+/** The hash upstream pairs with each key: SHA-256/384/512 for RSA, the curve's for ECDSA. */
 export function signatureHash(facts: PublicKeyFacts, signatureBits: number): string {
   if (facts.type === "rsa") return `SHA-${signatureBits || 256}`;
   if (facts.type === "ec") return facts.bits >= 521 ? "SHA-512" : facts.bits >= 384 ? "SHA-384" : "SHA-256";
@@ -202,13 +203,6 @@ function signatureAlgorithmDer(signer: Signer): Uint8Array<ArrayBuffer> | null {
   return signer.algorithm.name === "RSASSA-PKCS1-v1_5" ? seq(oid(id), nullValue()) : seq(oid(id));
 }
 
-/** Bytes of an even-length hex string (a serial from the Authority). */
-function hexBytes(hex: string): Uint8Array<ArrayBuffer> {
-  const out = new Uint8Array(hex.length >> 1);
-  for (let i = 0; i < out.length; i++) out[i] = parseInt(hex.slice(i * 2, i * 2 + 2), 16);
-  return out;
-}
-
 /** WebCrypto's raw r‖s ECDSA signature → the DER Ecdsa-Sig-Value of RFC 3279 §2.2.3. */
 function ecdsaSigDer(raw: Uint8Array<ArrayBuffer>): Uint8Array<ArrayBuffer> {
   const half = raw.length / 2;
@@ -228,7 +222,7 @@ export async function signCertificate(p: CertificateParams, encoder: "direct" | 
   const alg = signatureAlgorithmDer(p.signer);
   // `encoder: "library"` exists for the benchmark's comparison (npm run bench).
   if (!alg || (encoder === "library" && !isP224Key(p.signer.key))) return signCertificateWithLibrary(p);
-  const serialBytes = hexBytes(p.serialHex);
+  const serialBytes = hexToBytes(p.serialHex);
   const tbs = seq(
     ctxCons(0, int(2)), // version v3
     uintBytes(serialBytes),
