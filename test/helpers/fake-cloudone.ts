@@ -4,7 +4,7 @@
  * against the credentials it knows, enforces the name rules, and answers with the provider's
  * error shapes (`{"__type","message"}` with 400, STS XML errors).
  */
-import { amzDate, signature } from "../../src/engines/sync/connectors/sigv4";
+import { amzDate, signature } from "../../src/engines/sync/providers/cloudone-sm/sigv4";
 import { FakeThrottle } from "./fake-limits";
 import { applyFault, json, type Fault } from "./fake-router";
 

@@ -7,7 +7,7 @@
  */
 import * as nacl from "tweetnacl";
 import { base64ToBytes, base64UrlToBytes, bytesToBase64 } from "../../src/core/encoding";
-import { openSealed } from "../../src/engines/sync/connectors/repohost/sealed-box";
+import { openSealed } from "../../src/engines/sync/providers/repohost/sealed-box";
 import { FakeThrottle } from "./fake-limits";
 import { applyFault, json, type Fault } from "./fake-router";
 

@@ -24,7 +24,9 @@ import { loadConfig } from "../../src/core/config";
 import { syncReconcileJob } from "../../src/engines/sync/cron";
 import { driftPassDue, startDriftPass } from "../../src/engines/sync/reconcile";
 import { parsePem } from "../../src/engines/sync/rsa";
-import type { DestinationType } from "../../src/engines/sync/destinations/types";
+
+/** The five destination types the fixtures cover. */
+type DestinationType = keyof typeof BODIES;
 
 const aws = new FakeCloudone({ [SECRETS.awsKey]: SECRETS.awsSecret });
 const azure = new FakeCloudtwo();

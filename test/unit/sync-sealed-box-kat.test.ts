@@ -14,7 +14,7 @@
 import { blake2b } from "blakejs";
 import * as nacl from "tweetnacl";
 import { describe, expect, it } from "vitest";
-import { openSealed, seal } from "../../src/engines/sync/connectors/repohost/sealed-box";
+import { openSealed, seal } from "../../src/engines/sync/providers/repohost/sealed-box";
 
 const b64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");

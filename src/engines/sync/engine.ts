@@ -56,7 +56,6 @@ import {
   type Outcome,
   type SyncStatus,
 } from "./association-store";
-import { CONNECTORS } from "./connectors/registry";
 import { ConnectorError, type ConnectorContext, type PutResult } from "./connectors/types";
 import { digestContext, valueDigest } from "./digest";
 import {
@@ -74,7 +73,7 @@ import {
 } from "./external-store";
 import { backoffSeconds } from "./messages";
 import { renderSecretName } from "./destinations/options";
-import { DESTINATIONS } from "./destinations/registry";
+import { providerOf } from "./providers/registry";
 import type { Granularity } from "./destinations/types";
 import { destinationOf, destinationStatement, getApp, getSyncConfig, type DestinationKey, type DestinationRecord } from "./store";
 
@@ -193,7 +192,7 @@ async function openSecret(deps: EngineDeps, a: Association, v: kvStore.StoredVer
 async function externalNames(deps: EngineDeps, a: Association, dest: DestinationRecord, data: JsonObject | null): Promise<Record<string, string>> {
   const names: Record<string, string> = {};
   if (!data) return names;
-  const def = DESTINATIONS[dest.type];
+  const def = providerOf(dest.type);
   const base = {
     destinationType: dest.type,
     destinationName: dest.name,
@@ -241,7 +240,7 @@ async function execute(
   previous: Record<string, ExternalEntry>,
   ledger: Ledger,
 ): Promise<{ external: Record<string, ExternalEntry>; error: unknown; left: string[] }> {
-  const connector = CONNECTORS[ctx.dest.type];
+  const connector = providerOf(ctx.dest.type).connector;
   const external: Record<string, ExternalEntry> = { ...previous };
   const left: string[] = [];
   try {
@@ -470,7 +469,7 @@ async function runOnce(deps: EngineDeps, a: Association, token: string, finalOnR
   }
   // The generation moved before anything was sent (claimAndLedger's markInFlight): look again.
   if (!inFlight) return { current: false, retryable: false };
-  const ctx: ConnectorContext = { env: deps.env, dest, loadApp: (name) => getApp(deps.db, deps.keys, a.namespaceId, name) };
+  const ctx: ConnectorContext = { env: deps.env, dest, loadApp: (name) => getApp(deps.db, deps.keys, a.namespaceId, name), limits: providerOf(dest.type).limits };
   const { external, error } = await execute(ctx, plan, a.external, ledger);
   let outcome: Outcome;
   let retryable = false;

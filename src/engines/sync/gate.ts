@@ -15,7 +15,7 @@
  *   reopen a closed window. Permits in flight are memory only (they expire after PERMIT_TTL_MS).
  */
 import { DurableObject } from "cloudflare:workers";
-import { GateState, type AcquireArgs, type AcquireResult, type GateStore, type ReleaseArgs } from "./limits";
+import { GateState, type AcquireArgs, type AcquireResult, type GateStore, type ReleaseArgs } from "./limits/gate-state";
 
 interface Waiter {
   args: AcquireArgs;

@@ -4,7 +4,7 @@
  * after a newer one is harmless (see ./engine.ts).
  */
 import type { DestinationKey } from "./store";
-import { isDestinationType } from "./destinations/types";
+import { isDestinationType } from "./providers/registry";
 
 export type SyncMessage =
   | { kind: "association"; id: string }

@@ -5,7 +5,7 @@
  * what it last wrote and rewrites it from the source.
  *
  * - What is compared: for each name an association wrote (./external-store.ts, its
- *   sync_external_secrets row), the provider's copy read back (./connectors/readers.ts) against
+ *   sync_external_secrets row), the provider's copy read back (each provider's read.ts) against
  *   the HMAC of the value Lanyard last wrote (./digest.ts) where the provider returns the value
  *   (cloudone-sm, cloudtwo-kv, cloudthree-sm, webhost-project), against the provider's
  *   `updated_at` its own write produced where it cannot (repohost). Gone (deleted, AWS scheduled
@@ -38,7 +38,8 @@ import {
   isDriftCandidate,
   releaseLease,
 } from "./association-store";
-import { READERS, type ReadBack } from "./connectors/readers";
+import type { ReadBack } from "./connectors/read-back";
+import { providerOf } from "./providers/registry";
 import { ConnectorError, type ConnectorContext } from "./connectors/types";
 import { digestContext, digestMatches } from "./digest";
 import { drive, type EngineDeps } from "./engine";
@@ -129,8 +130,9 @@ export async function checkDrift(deps: EngineDeps, id: string): Promise<DriftChe
     if (!dest || dest.purgeInitiatedAt !== null) return { kind: "skipped" };
     repair = dest.options.driftRepair;
     label = `${dest.type}/${dest.name}`;
-    const ctx: ConnectorContext = { env: deps.env, dest, loadApp: (name) => getApp(deps.db, deps.keys, a.namespaceId, name) };
-    const read = READERS[dest.type];
+    const provider = providerOf(dest.type);
+    const ctx: ConnectorContext = { env: deps.env, dest, loadApp: (name) => getApp(deps.db, deps.keys, a.namespaceId, name), limits: provider.limits };
+    const read = provider.read;
     for (const row of await externalSecretsOf(deps.db, id)) {
       if (row.ownership === null || row.writtenAt === null) continue;
       if (await drifted(deps, key, row, await read(ctx, row.name))) found.push(row.name);

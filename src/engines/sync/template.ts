@@ -549,29 +549,3 @@ export async function renderTemplate(t: ParsedTemplate, data: TemplateData): Pro
   }
   return out;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Per-type normalisation of a rendered name (§1.11 "casing and delimiters are adapted to each
-// destination's character set"; the exact upstream algorithm is unpublished, so Lanyard's rules
-// are these, documented in the README).
-
-export type NameStyle = "cloudone" | "cloudtwo" | "cloudthree" | "upper-snake";
-
-export function normalizeName(style: NameStyle, name: string): string {
-  switch (style) {
-    case "cloudone":
-      // Secrets-manager names allow [A-Za-z0-9/_+=.@-]; "/" is kept as the hierarchy separator.
-      return name.replace(/[^A-Za-z0-9/_+=.@-]/g, "_");
-    case "cloudtwo":
-      // Key-vault names allow only [0-9A-Za-z-]: every other character becomes "-".
-      return name.replace(/[^0-9A-Za-z-]/g, "-");
-    case "cloudthree":
-      // Secret-manager ids allow [A-Za-z0-9_-]: every other character becomes "_".
-      return name.replace(/[^A-Za-z0-9_-]/g, "_");
-    case "upper-snake": {
-      // Repository-host secrets and web-host variables: [A-Z0-9_], not starting with a digit.
-      const s = name.toUpperCase().replace(/[^A-Z0-9_]/g, "_");
-      return /^[0-9]/.test(s) ? `_${s}` : s;
-    }
-  }
-}

@@ -6,7 +6,8 @@
  * token endpoints are called without one.
  */
 import { bytesToBase64Url, sha256Hex } from "../../../core/encoding";
-import { gatedFetch, parseRetryAfter } from "../limits";
+import { gatedFetch } from "../limits";
+import { parseRetryAfter } from "../limits/throttle";
 import { ConnectorError, type ConnectorContext } from "./types";
 
 export { parseRetryAfter };

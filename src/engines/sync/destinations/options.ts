@@ -5,7 +5,7 @@
  */
 import { defineFields, type FieldSchema } from "../../../core/fields";
 import type { DestinationOptions } from "../store";
-import { normalizeName, parseTemplate, renderTemplate, TemplateError, type TemplateData } from "../template";
+import { parseTemplate, renderTemplate, TemplateError, type TemplateData } from "../template";
 import { GRANULARITIES, invalid, type DestinationDef, type Granularity } from "./types";
 import { trimEndChar } from "../../../core/text";
 
@@ -98,7 +98,7 @@ export function templateData(i: NameInputs): TemplateData {
 /** The external name of one secret: the template rendered, then normalised for the type. */
 export async function renderSecretName(def: DestinationDef, opts: DestinationOptions, inputs: NameInputs): Promise<string> {
   const parsed = parseTemplate(effectiveTemplate(def, opts));
-  return normalizeName(def.nameStyle, await renderTemplate(parsed, templateData(inputs)));
+  return def.normalizeName(await renderTemplate(parsed, templateData(inputs)));
 }
 
 const TEMPLATE_INVALID = "secret name template is invalid";
@@ -121,7 +121,7 @@ export async function validateTemplate(def: DestinationDef, opts: DestinationOpt
       secretPath: "path/to/secret",
       secretKey: opts.granularity === "secret-key" ? "key" : "",
     });
-    const name = normalizeName(def.nameStyle, await renderTemplate(parsed, data));
+    const name = def.normalizeName(await renderTemplate(parsed, data));
     if (name === "") throw new TemplateError("the template renders an empty name");
   } catch (e) {
     if (e instanceof TemplateError) throw invalid("secret_name_template", `${TEMPLATE_INVALID}: ${e.message}`);

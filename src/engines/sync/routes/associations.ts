@@ -9,7 +9,8 @@ import { route, type Req, type RouteDef } from "../../../core/route";
 import * as kvStore from "../../kv";
 import { findMountForPath, getMount, type MountRow } from "../../../core/mount-store";
 import { associationsOfDestination, associationsOfNamespace, findAssociationByStoredMount, type Association, type Link } from "../association-store";
-import { canonicalDestinationType, type DestinationType } from "../destinations/types";
+import type { DestinationType } from "../destinations/types";
+import { findProvider } from "../providers/registry";
 import { removeAssociation, setAssociation } from "../operations";
 import { destinationExists, getDestination } from "../store";
 import { loadConfig } from "../../../core/config";
@@ -69,7 +70,7 @@ export function associationEntries(a: Association): Record<string, Record<string
 
 function destinationKey(req: Req) {
   // A Vault alias (aws-sm, gh, ...) names the same destination as the spec's type name.
-  const type = canonicalDestinationType(req.params.type ?? "");
+  const type = findProvider(req.params.type ?? "")?.type;
   if (!type) throw badRequest(`type: unknown destination type "${req.params.type ?? ""}"`);
   return { namespaceId: req.ns.id, type, name: req.params.name ?? "" };
 }

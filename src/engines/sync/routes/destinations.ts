@@ -8,9 +8,9 @@ import { badRequest, fieldError, notFound } from "../../../core/errors";
 import { coerceValue } from "../../../core/fields";
 import { route, type Req, type RouteDef } from "../../../core/route";
 import { writeFields } from "../destinations/options";
-import { DESTINATIONS } from "../destinations/registry";
 import { deleteDestination, destinationView, writeDestination } from "../destinations/service";
-import { canonicalDestinationType, DESTINATION_TYPES, VAULT_TYPE_ALIASES, type DestinationDef } from "../destinations/types";
+import type { DestinationDef } from "../destinations/types";
+import { DESTINATION_TYPES, findProvider, PROVIDERS } from "../providers/registry";
 import { engineDeps } from "./deps";
 import { requestPurge } from "../operations";
 import { destinationExists, getDestination, listDestinations } from "../store";
@@ -115,7 +115,7 @@ export const destinationRoutes: RouteDef[] = [
     pattern: "sync/destinations/:type",
     handlers: {
       async list(req) {
-        const type = canonicalDestinationType(req.params.type ?? "");
+        const type = findProvider(req.params.type ?? "")?.type;
         if (!type) throw unknownType(req.params.type ?? "");
         const rows = await listDestinations(req.db, req.ns.id, type);
         if (rows.length === 0) throw notFound();
@@ -123,8 +123,8 @@ export const destinationRoutes: RouteDef[] = [
       },
     },
   }),
-  ...DESTINATION_TYPES.map((t) => typeRoute(DESTINATIONS[t])),
-  ...Object.entries(VAULT_TYPE_ALIASES).map(([alias, t]) => typeRoute(DESTINATIONS[t], alias)),
+  ...PROVIDERS.map((p) => typeRoute(p)),
+  ...PROVIDERS.map((p) => typeRoute(p, p.vaultType)),
   route({
     pattern: "sync/destinations/:type/:name",
     handlers: { read: refuseUnknown, update: refuseUnknown, patch: refuseUnknown, delete: refuseUnknown },

@@ -6,14 +6,14 @@
  */
 import { badRequest, notFound } from "../../../core/errors";
 import { route, type Req } from "../../../core/route";
-import { canonicalDestinationType, DESTINATION_TYPES } from "../destinations/types";
+import { DESTINATION_TYPES, findProvider } from "../providers/registry";
 import { queueDestinationReconcile } from "../reconcile";
 import { destinationExists, getSyncConfig, listPurging } from "../store";
 import { engineDeps } from "./deps";
 
 async function reconcileDestination(req: Req) {
   const raw = req.params.type ?? "";
-  const type = canonicalDestinationType(raw);
+  const type = findProvider(raw)?.type;
   if (!type) throw badRequest(`type: unknown destination type "${raw}"; known types: ${DESTINATION_TYPES.join(", ")}`);
   const key = { namespaceId: req.ns.id, type, name: req.params.name ?? "" };
   if (!(await destinationExists(req.db, key))) throw notFound();
