@@ -1,213 +1,26 @@
 /**
- * The secret-name template language (reference/secrets-sync.md §1.11): a safe subset of Go
- * text/template, parsed and evaluated here without any code generation.
- *
- * Supported: text; actions `{{ pipeline }}` with trim markers `{{- ` / ` -}}`; comments
- * `{{/* ... *\/}}`; pipelines `cmd | cmd | ...` where a piped value becomes the last argument;
- * operands `.Field` (the variables of §1.11), `$var`, "quoted" and `raw` strings, integers,
- * true/false and parenthesised pipelines; variable declaration `$x := ...` and assignment
- * `$x = ...`; the functions of Vault's template helper that are deterministic (uppercase,
- * lowercase, replace, truncate, truncate_sha256, sha256, base64) plus Go's print and printf.
- *
- * Why it is safe: there are no control structures at all (if/range/with/define/template/block
- * are refused), so evaluation is one pass over a tree whose size is bounded by the template
- * length; nesting depth and every intermediate string are capped; functions are a fixed table of
- * pure string operations. Non-deterministic helpers (random, uuid, unix_time, timestamp) are
- * refused because a destination must compute the same external name again to unsync it.
+ * Lexing and parsing a template into the tree of ./types.ts; every error says what and where.
+ * Nesting depth and the template's length are bounded, so the tree is bounded too.
  */
-import { bytesToBase64, bytesToHex, sha256Hex } from "../../core/encoding";
-import { trimEndChars } from "../../core/text";
-
-export const TEMPLATE_VARIABLES = [
-  "DestinationType",
-  "DestinationName",
-  "NamespacePath",
-  "NamespaceBaseName",
-  "NamespaceID",
-  "MountPath",
-  "MountBaseName",
-  "MountAccessor",
-  "SecretPath",
-  "SecretBaseName",
-  "SecretKey",
-] as const;
-export type TemplateVariable = (typeof TEMPLATE_VARIABLES)[number];
-export type TemplateData = Record<TemplateVariable, string>;
-
-/** Longest template source accepted. */
-export const MAX_TEMPLATE_LENGTH = 1024;
-/** Longest string any step of an evaluation may produce (also the longest rendered name). */
-export const MAX_RENDERED_LENGTH = 4096;
-const MAX_DEPTH = 8;
-
-export class TemplateError extends Error {}
-
-type Value = string | number | boolean;
-
-type Operand =
-  | { kind: "field"; name: TemplateVariable }
-  | { kind: "var"; name: string }
-  | { kind: "literal"; value: Value }
-  | { kind: "func"; name: FuncName }
-  | { kind: "pipe"; pipe: Pipeline };
-
-interface Command {
-  operands: Operand[];
-}
-
-interface Pipeline {
-  /** `$x := ...` declares, `$x = ...` assigns; either prints nothing. */
-  decl?: { name: string };
-  commands: Command[];
-}
-
-type TemplateNode = { kind: "text"; text: string } | { kind: "action"; pipe: Pipeline };
-
-export interface ParsedTemplate {
-  source: string;
-  nodes: TemplateNode[];
-  /** Every variable the template mentions, including in declarations (§1.11 validation rule). */
-  variables: ReadonlySet<TemplateVariable>;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Functions
-
-interface FuncDef {
-  /** Number of arguments, counting the piped value. */
-  arity: number | "variadic";
-  call(args: Value[]): Value | Promise<Value>;
-}
-
-function str(fn: string, v: Value | undefined): string {
-  if (typeof v !== "string") throw new TemplateError(`${fn}: wrong type for value; expected string; got ${typeof v}`);
-  return v;
-}
-
-function int(fn: string, v: Value | undefined): number {
-  if (typeof v !== "number") throw new TemplateError(`${fn}: wrong type for value; expected int; got ${typeof v}`);
-  return v;
-}
-
-function capped(s: string): string {
-  if (s.length > MAX_RENDERED_LENGTH) throw new TemplateError(`result longer than ${MAX_RENDERED_LENGTH} characters`);
-  return s;
-}
-
-/** Go's %v of a value. */
-function show(v: Value): string {
-  return typeof v === "string" ? v : String(v);
-}
-
-/** Go's fmt.Sprint: operands joined, with a space between two operands that are both non-strings. */
-function sprint(args: Value[]): string {
-  let out = "";
-  args.forEach((a, i) => {
-    const prev = args[i - 1];
-    if (i > 0 && typeof a !== "string" && prev !== undefined && typeof prev !== "string") out += " ";
-    out += show(a);
-  });
-  return out;
-}
-
-/** A small fmt.Sprintf: verbs %s %v %d %q %x %X and %%, no flags or widths. */
-function sprintf(format: string, args: Value[]): string {
-  let out = "";
-  let next = 0;
-  for (let i = 0; i < format.length; i++) {
-    const c = format[i];
-    if (c !== "%") {
-      out += c;
-      continue;
-    }
-    const verb = format[++i];
-    if (verb === "%") {
-      out += "%";
-      continue;
-    }
-    if (verb === undefined || !"svdqxX".includes(verb)) {
-      throw new TemplateError(`printf: unsupported verb %${verb ?? ""} (supported: %s %v %d %q %x %X %%)`);
-    }
-    const arg = args[next++];
-    if (arg === undefined) {
-      out += `%!${verb}(MISSING)`;
-      continue;
-    }
-    switch (verb) {
-      case "s":
-      case "v":
-        out += show(arg);
-        break;
-      case "d":
-        out += typeof arg === "number" ? String(arg) : `%!d(${typeof arg}=${show(arg)})`;
-        break;
-      case "q":
-        out += typeof arg === "string" ? JSON.stringify(arg) : `%!q(${typeof arg}=${show(arg)})`;
-        break;
-      default: {
-        const hex =
-          typeof arg === "number" ? arg.toString(16) : bytesToHex(new TextEncoder().encode(show(arg)));
-        out += verb === "X" ? hex.toUpperCase() : hex;
-      }
-    }
-    capped(out);
-  }
-  if (next < args.length) out += `%!(EXTRA ${args.slice(next).map(show).join(", ")})`;
-  return out;
-}
-
-const FUNCS = {
-  uppercase: { arity: 1, call: ([s]: Value[]) => str("uppercase", s).toUpperCase() },
-  lowercase: { arity: 1, call: ([s]: Value[]) => str("lowercase", s).toLowerCase() },
-  // Vault's helper takes (find, replacement, input): the piped value comes last.
-  replace: {
-    arity: 3,
-    call: ([find, repl, s]: Value[]) => capped(str("replace", s).replaceAll(str("replace", find), str("replace", repl))),
-  },
-  truncate: {
-    arity: 2,
-    call: ([n, s]: Value[]) => {
-      const max = int("truncate", n);
-      if (max <= 0) throw new TemplateError("truncate: max length must be > 0");
-      const chars = Array.from(str("truncate", s));
-      return chars.length > max ? chars.slice(0, max).join("") : chars.join("");
-    },
-  },
-  // Keeps max-8 characters and appends the first 8 hex digits of the SHA-256 of the cut tail.
-  truncate_sha256: {
-    arity: 2,
-    call: async ([n, s]: Value[]) => {
-      const max = int("truncate_sha256", n);
-      if (max <= 8) throw new TemplateError("truncate_sha256: max length must be > 8");
-      const chars = Array.from(str("truncate_sha256", s));
-      if (chars.length <= max) return chars.join("");
-      const cut = max - 8;
-      return chars.slice(0, cut).join("") + (await sha256Hex(chars.slice(cut).join(""))).slice(0, 8);
-    },
-  },
-  sha256: { arity: 1, call: ([s]: Value[]) => sha256Hex(str("sha256", s)) },
-  base64: { arity: 1, call: ([s]: Value[]) => capped(bytesToBase64(new TextEncoder().encode(str("base64", s)))) },
-  print: { arity: "variadic", call: (args: Value[]) => capped(sprint(args)) },
-  printf: {
-    arity: "variadic",
-    call: ([format, ...rest]: Value[]) => sprintf(str("printf", format), rest),
-  },
-} satisfies Record<string, FuncDef>;
-type FuncName = keyof typeof FUNCS;
-
-const NON_DETERMINISTIC = new Set(["random", "uuid", "unix_time", "unix_time_millis", "timestamp"]);
-const CONTROL = new Set(["if", "else", "end", "range", "with", "define", "template", "block", "break", "continue"]);
-
-function isFunc(name: string): name is FuncName {
-  return Object.hasOwn(FUNCS, name);
-}
+import { trimEndChars } from "../../../core/text";
+import { CONTROL, FUNCS, isFunc, NON_DETERMINISTIC } from "./functions";
+import {
+  MAX_DEPTH,
+  MAX_TEMPLATE_LENGTH,
+  TEMPLATE_VARIABLES,
+  TemplateError,
+  type Command,
+  type Operand,
+  type ParsedTemplate,
+  type Pipeline,
+  type TemplateNode,
+  type TemplateVariable,
+  type Value,
+} from "./types";
 
 function isVariable(name: string): name is TemplateVariable {
   return (TEMPLATE_VARIABLES as readonly string[]).includes(name);
 }
-
-// ---------------------------------------------------------------------------------------------
-// Lexing and parsing
 
 type Token =
   | { t: "lparen" | "rparen" | "pipe" | "declare" | "assign" }
@@ -492,60 +305,4 @@ export function parseTemplate(source: string): ParsedTemplate {
   const parser = new Parser(source);
   const nodes = parser.parse();
   return { source, nodes, variables: parser.variables };
-}
-
-// ---------------------------------------------------------------------------------------------
-// Evaluation
-
-async function evalPipeline(pipe: Pipeline, data: TemplateData, vars: Map<string, Value>): Promise<Value> {
-  let value: Value | undefined;
-  for (const cmd of pipe.commands) value = await evalCommand(cmd, data, vars, value);
-  if (value === undefined) throw new TemplateError("missing value for command");
-  if (pipe.decl) vars.set(pipe.decl.name, value);
-  return value;
-}
-
-async function evalOperand(op: Operand, data: TemplateData, vars: Map<string, Value>): Promise<Value> {
-  switch (op.kind) {
-    case "literal":
-      return op.value;
-    case "field":
-      return data[op.name];
-    case "var": {
-      const v = vars.get(op.name);
-      if (v === undefined) throw new TemplateError(`undefined variable "$${op.name}"`);
-      return v;
-    }
-    case "pipe":
-      return evalPipeline(op.pipe, data, vars);
-    case "func":
-      return FUNCS[op.name].call([]);
-  }
-}
-
-async function evalCommand(cmd: Command, data: TemplateData, vars: Map<string, Value>, piped: Value | undefined): Promise<Value> {
-  const [head, ...rest] = cmd.operands;
-  if (!head) throw new TemplateError("missing value for command");
-  if (head.kind !== "func") return evalOperand(head, data, vars);
-  const args: Value[] = [];
-  for (const op of rest) args.push(await evalOperand(op, data, vars));
-  if (piped !== undefined) args.push(piped);
-  const out = await FUNCS[head.name].call(args);
-  return typeof out === "string" ? capped(out) : out;
-}
-
-/** Renders a parsed template. Work is linear in the template size; every string is capped. */
-export async function renderTemplate(t: ParsedTemplate, data: TemplateData): Promise<string> {
-  const vars = new Map<string, Value>();
-  let out = "";
-  for (const node of t.nodes) {
-    if (node.kind === "text") {
-      out += node.text;
-    } else {
-      const v = await evalPipeline(node.pipe, data, vars);
-      if (!node.pipe.decl) out += show(v);
-    }
-    capped(out);
-  }
-  return out;
 }
