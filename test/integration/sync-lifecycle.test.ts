@@ -11,7 +11,7 @@ import { FakeCloudone, CLOUDONE_HOSTS } from "../helpers/fake-cloudone";
 import { installFakes } from "../helpers/fake-router";
 import { BODIES, SECRETS, uid } from "../helpers/sync-bodies";
 import { RSA_PKCS8_PEM } from "../helpers/sync-fixtures";
-import { destPath, entries, kvSecret, removeAssoc, setAssoc, waitForStatus } from "../helpers/sync-engine";
+import { destPath, entries, kvSecret, removeAssoc, setAssoc } from "../helpers/sync-engine";
 
 const fake = new FakeCloudone({ [SECRETS.awsKey]: SECRETS.awsSecret });
 let uninstall: () => void;

@@ -29,15 +29,8 @@
  * - Nothing secret leaves: read-back values go straight into the HMAC comparison; logs carry
  *   association ids and external names only.
  */
-import {
-  acquireLease,
-  bump,
-  countDriftCandidates,
-  driftCandidateIds,
-  getAssociation,
-  isDriftCandidate,
-  releaseLease,
-} from "./association-store";
+import { acquireLease, releaseLease } from "./association-runs";
+import { bump, countDriftCandidates, driftCandidateIds, getAssociation, isDriftCandidate } from "./association-store";
 import type { ReadBack } from "./connectors/read-back";
 import { providerOf } from "./providers/registry";
 import { ConnectorError, type ConnectorContext } from "./connectors/types";
