@@ -1,7 +1,7 @@
 /**
  * A fake Kubernetes API server that answers the TokenReview API
  * (`POST /apis/authentication.k8s.io/v1/tokenreviews`) as a real one does, for the Kubernetes
- * auth method's tests (issue 13).
+ * auth method's tests.
  *
  * - The bearer must be a token the fake knows and is authenticated: unknown or revoked → 401
  *   `Status` (Unauthorized); known but not allowed to create TokenReviews (no

@@ -1,5 +1,5 @@
 /**
- * Provider limits (issue 15 rule 4), per destination type against its fake: a burst of changes
+ * Provider limits (docs/secrets-sync.md "4. Provider limits are respected"), per destination type against its fake: a burst of changes
  * (parked while sync is disabled, then released at once) reaches the fake with no request beyond
  * the fake's limit (per second and in flight) and none lost, and a throttling answer in the
  * middle of it (each provider's own: AWS ThrottlingException without Retry-After, Azure 429 +

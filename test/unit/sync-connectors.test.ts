@@ -12,7 +12,7 @@ import { cachedToken } from "../../src/engines/sync/connectors/http";
 
 const env = (vars: Record<string, string>) => vars as unknown as Env;
 
-describe("endpoint variables (CONTRACT.md)", () => {
+describe("endpoint variables (docs/configuration.md)", () => {
   it("default to the providers' public endpoints", () => {
     const e = env({});
     expect(serviceUrl(e, "secretsmanager", "eu-west-1")).toBe("https://secretsmanager.eu-west-1.amazonaws.com/");

@@ -56,7 +56,7 @@ describe("the provider registry", () => {
     }
   });
 
-  it("offers custom tags only on the three cloud types (reference §1.4)", () => {
+  it("offers custom tags only on the three cloud types (Vault API: /v1/sys/sync/destinations/:type/:name)", () => {
     const withTags = DESTINATION_TYPES.filter((t) => "custom_tags" in writeFields(providerOf(t)));
     expect(withTags).toEqual(["cloudone-sm", "cloudtwo-kv", "cloudthree-sm"]);
   });

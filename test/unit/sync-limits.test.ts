@@ -1,5 +1,5 @@
 /**
- * The rate-limit rules of secrets sync (src/engines/sync/limits.ts, issue 15 rule 4) in plain
+ * The rate-limit rules of secrets sync (src/engines/sync/limits/, docs/secrets-sync.md "4. Provider limits are respected") in plain
  * Node: which answers are throttling (and for how long), what each request costs, the gate's
  * decisions (concurrency, sliding windows, per-resource windows, pauses and their doubling), the
  * gate's name, and the default caps against the providers' published limits.

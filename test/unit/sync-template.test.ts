@@ -9,7 +9,7 @@ import {
 } from "../../src/engines/sync/template";
 import { providerOf } from "../../src/engines/sync/providers/registry";
 
-// The example of reference/secrets-sync.md §1.11: namespace ns1/ns2, mount path/to/kv1,
+// The example of Vault API: secret_name_template: namespace ns1/ns2, mount path/to/kv1,
 // secret path/to/secret1, key foo.
 const DATA: TemplateData = {
   DestinationType: "cloudone-sm",
@@ -28,7 +28,7 @@ const DATA: TemplateData = {
 const render = async (src: string, data: TemplateData = DATA) => renderTemplate(parseTemplate(src), data);
 const fails = (src: string) => expect(() => parseTemplate(src)).toThrow(TemplateError);
 
-describe("secret-name templates: the documented examples (§1.11)", () => {
+describe("secret-name templates: the documented examples (Vault API: secret_name_template)", () => {
   it.each([
     ["prefix-{{ .SecretPath }}", "prefix-path/to/secret1"],
     ["{{ .SecretBaseName | uppercase }}", "SECRET1"],

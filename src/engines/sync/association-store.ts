@@ -55,12 +55,12 @@ export interface Association extends Link {
   external: Record<string, ExternalEntry>;
   lastError: string | null;
   attempts: number;
-  /** Issue 15 rule 5: when the provider was last called, when the queue tries again (null: not scheduled). */
+  /** docs/secrets-sync.md "5. Failures are visible": when the provider was last called, when the queue tries again (null: not scheduled). */
   lastAttemptAt: number | null;
   nextRetryAt: number | null;
   /** Set when the operation exhausted its retries; the next set (or a new intent) clears it. */
   deadLetteredAt: number | null;
-  /** Issue 15 rule 3: last drift found by reconciliation, and how many times. */
+  /** docs/secrets-sync.md "3. Drift is detected and repaired": last drift found by reconciliation, and how many times. */
   driftDetectedAt: number | null;
   driftCount: number;
 }
@@ -343,7 +343,7 @@ export async function findAssociationByStoredMount(
  * Associations the reconciliation pass re-drives: unfinished ones nobody works on (their last
  * change is older than `stuckBefore` and no lease is live), and failed ones (provider or internal
  * errors) older than `failedBefore`. Client-side errors and dead letters (retries exhausted,
- * issue 15 rule 5) wait for the user (a new set).
+ * docs/secrets-sync.md "5. Failures are visible") wait for the user (a new set).
  */
 export async function reconcileCandidates(db: Db, now: number, stuckBefore: number, failedBefore: number, limit: number): Promise<Association[]> {
   const rows = await db.$client
@@ -359,7 +359,7 @@ export async function reconcileCandidates(db: Db, now: number, stuckBefore: numb
 }
 
 /**
- * What drift reconciliation looks at (issue 15 rule 3): settled, synced associations (nothing
+ * What drift reconciliation looks at (docs/secrets-sync.md "3. Drift is detected and repaired"): settled, synced associations (nothing
  * pending, not a dead letter), of one destination when given; ids after `after`, a page at a time.
  */
 const DRIFT_CANDIDATE = `desired = 'synced' AND sync_status = 'SYNCED' AND done_generation >= generation AND dead_lettered_at IS NULL`;

@@ -1,6 +1,6 @@
 /**
- * The sync engine: what to do for one association, and doing it (DESIGN.md "Queue sync",
- * issue 6 "The engine").
+ * The sync engine: driving one association to its latest intent (./plan.ts decides what to do,
+ * ./execute.ts runs it against the provider).
  *
  * INVARIANTS
  * - Intent, not commands. Every trigger (set, remove, KV change, purge, reconcile) records the
@@ -12,7 +12,7 @@
  *   a second worker finds it busy and retries later. Leases expire, so a crash frees the row.
  *   The lease is taken in the same D1 batch that reads the row, and released in the batch that
  *   records the outcome, only when that outcome was recorded. A one-name sync is 4 D1 round
- *   trips (issue 14): lease + row + switch; destination + secret; claims + in flight; the write
+ *   trips: lease + row + switch; destination + secret; claims + in flight; the write
  *   records + outcome + lease release. A write's record (ownership, digest) is therefore
  *   committed with the outcome, not right after the provider call: a crash in between leaves
  *   the claim without ownership, and the next round's write records it again (the ownership a
@@ -26,7 +26,7 @@
  *   redelivered message for it is a no-op. Provider calls are upserts and deletes that succeed
  *   when the secret is already gone.
  * - Nothing secret leaves this module: statuses and errors carry names and provider codes only.
- * - No harm at the destination (issue 15). Before writing, the association claims each external
+ * - No harm at the destination (docs/secrets-sync.md "What Lanyard guarantees at the destination"). Before writing, the association claims each external
  *   name (./external-store.ts claimNames, one conditional upsert per name): a name another
  *   association of the destination holds is not written, and the association ends
  *   CLIENT_SIDE_ERROR naming the holder's `<mount>/<secret_name>` (rule 1). The first write of a
@@ -128,7 +128,7 @@ async function externalNames(deps: EngineDeps, a: Association, dest: Destination
 }
 
 /**
- * Claims the names a plan writes (issue 15 rule 1) and marks the generation in flight, in one D1
+ * Claims the names a plan writes (docs/secrets-sync.md "1. Collisions are refused, not fought over") and marks the generation in flight, in one D1
  * batch: the claims (one conditional upsert per name), the association's names as they stand
  * after them, and `markInFlight` (conditional on the generation). Names another association
  * holds are dropped from the plan; the message names the holder of the first one. Also returns
@@ -171,7 +171,7 @@ async function claimAndLedger(
     writtenAt.set(r.nameKey, r.writtenAt);
     versions.set(r.nameKey, r.providerVersion);
   }
-  // Names this association wrote before ownership was recorded (rows synced before issue 15)
+  // Names this association wrote before ownership was recorded (rows synced before it was)
   // are Lanyard's, as they were then: they keep being deleted on unsync.
   const legacy = new Set(Object.values(a.external).map((e) => nameKey(key.type, e.name)));
   let records: D1PreparedStatement[] = [];

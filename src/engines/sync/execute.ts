@@ -26,7 +26,7 @@ export interface Ledger {
   /**
    * The records of the writes made so far, as statements for the round's outcome batch
    * (./association-runs.ts finishRound runs them whatever the outcome): one round trip fewer
-   * per written name (issue 14). Taking them empties the list.
+   * per written name. Taking them empties the list.
    */
   takeRecords(): D1PreparedStatement[];
   /** The name is gone from the provider, or (pre-existing) left there: its claim is released. */
@@ -65,7 +65,7 @@ export async function execute(
       external[p.subKey] = { name: p.name, status: "SYNCED", updatedAt: Date.now() };
     }
     for (const r of plan.removes) {
-      // Never delete what Lanyard did not create (issue 15 rule 2): a pre-existing secret stays.
+      // Never delete what Lanyard did not create (docs/secrets-sync.md "2. Never delete what Lanyard did not create"): a pre-existing secret stays.
       // A connector whose names are several objects deletes only the ones Lanyard recorded.
       const ownership = ledger.ownership(r.name);
       const version = ledger.version(r.name);

@@ -16,8 +16,8 @@ export interface PlannedPut {
 export interface Plan {
   puts: PlannedPut[];
   /**
-   * Names among `puts` that are not written this time but stay wanted: a drift repair (issue 15
-   * rule 3, ./reconcile.ts) rewrites only the names found changed or deleted out of band.
+   * Names among `puts` that are not written this time but stay wanted: a drift repair
+   * (docs/secrets-sync.md "3. Drift is detected and repaired", ./reconcile.ts) rewrites only the names found changed or deleted out of band.
    */
   skip?: ReadonlySet<string>;
   /** External secrets to delete, by sub-key. */
@@ -59,7 +59,7 @@ export function planOperation(desired: Desired, data: JsonObject | null, granula
   return { puts, removes, target: "SYNCED" };
 }
 
-/** The sync status a failure maps to (reference §1.10). */
+/** The sync status a failure maps to (Vault API: sync_status). */
 export function failureStatus(e: unknown): SyncStatus {
   if (e instanceof ConnectorError) return e.kind === "client" ? "CLIENT_SIDE_ERROR" : "EXTERNAL_SERVICE_ERROR";
   return "INTERNAL_VAULT_ERROR";

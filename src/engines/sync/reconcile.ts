@@ -1,6 +1,6 @@
 /**
- * Drift reconciliation (issue 15 rule 3). Vault's Secrets Sync is one-way and does not notice a
- * synced secret changed or deleted at the provider (reference §4 #19: "out-of-band edits at the
+ * Drift reconciliation (docs/secrets-sync.md "3. Drift is detected and repaired"). Vault's Secrets Sync is one-way and does not notice a
+ * synced secret changed or deleted at the provider (hashicorp/vault#25576, the docs of its reconciliation: "out-of-band edits at the
  * destination are explicitly not corrected"); Lanyard compares each synced external secret with
  * what it last wrote and rewrites it from the source.
  *

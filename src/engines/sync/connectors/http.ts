@@ -2,7 +2,7 @@
  * Helpers shared by the connectors' request functions (each connector's client.ts): timeouts,
  * Retry-After, status classification, a per-isolate cache of provider access tokens, the OAuth
  * token answer, RS256 JWTs, and the one bearer-token JSON call. A call made for a destination
- * (`ctx` given) goes through the destination's rate-limit gate (../limits.ts, issue 15 rule 4);
+ * (`ctx` given) goes through the destination's rate-limit gate (../limits.ts, docs/secrets-sync.md "4. Provider limits are respected");
  * token endpoints are called without one.
  */
 import { bytesToBase64Url, sha256Hex } from "../../../core/encoding";

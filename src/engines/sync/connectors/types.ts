@@ -24,7 +24,7 @@ export interface ExternalSecret {
   name: string;
   value: string;
   /**
-   * Who made the secret, as recorded by its first write (issue 15 rule 2); absent before that
+   * Who made the secret, as recorded by its first write (docs/secrets-sync.md "2. Never delete what Lanyard did not create"); absent before that
    * write. The connector marks only what Lanyard created (`lanyard-managed` tag/label), and
    * where the provider's write does not say whether it created the secret, it looks first when
    * this is absent.
@@ -34,7 +34,7 @@ export interface ExternalSecret {
    * The tags/labels Lanyard sets on the secret are already there: its last write (with this
    * ownership) was made with the destination as it is now (./../engine.ts Ledger.tagsCurrent).
    * A connector that sets them with a call of its own may then skip that call (cloudone-sm's
-   * TagResource, issue 14: a sync is then one write against the provider's cap, not two).
+   * TagResource, a sync is then one write against the provider's cap, not two).
    */
   tagsCurrent?: boolean;
   /**

@@ -1,7 +1,7 @@
 /**
- * sys/sync/destinations (spec "Endpoints"; reference §1.3, §1.6–1.8, §1.17). One route per type
+ * sys/sync/destinations (Vault API: /v1/sys/sync; Vault API: /v1/sys/sync, Vault API: read a destination–1.8, Vault docs: secrets sync policies). One route per type
  * (its own field table from the registry), a catch-all that names unknown types, and the lists.
- * `exists` lets the dispatcher tell create from update for the ACL (§1.17).
+ * `exists` lets the dispatcher tell create from update for the ACL (Vault docs: secrets sync policies).
  */
 import { loadConfig } from "../../../core/config";
 import { badRequest, fieldError, notFound } from "../../../core/errors";
@@ -79,7 +79,7 @@ function typeRoute(def: DestinationDef, pathType: string = def.type): RouteDef {
       async delete(req) {
         const key = keyOf(req, def);
         if ((await deleteDestination(req.db, key, purgeFlag(req))) === "purge") {
-          // A purge leaves what Lanyard did not create (issue 15 rule 2); with such secrets the
+          // A purge leaves what Lanyard did not create (docs/secrets-sync.md "2. Never delete what Lanyard did not create"); with such secrets the
           // answer is 200 with a warning listing them instead of 204.
           const left = await requestPurge(engineDeps(req), key);
           if (left.length > 0) req.warnings.push(leftWarning(left, def.type));

@@ -1,7 +1,7 @@
 /**
- * POST sys/sync/destinations/:type/:name/reconcile (issue 15 rule 3): queues a drift check of
+ * POST sys/sync/destinations/:type/:name/reconcile (docs/secrets-sync.md "3. Drift is detected and repaired"): queues a drift check of
  * every settled association of the destination (../reconcile.ts) and answers 202 with
- * `data.queued`, how many. Lanyard's addition; Vault has no drift detection (reference §4 #19).
+ * `data.queued`, how many. Lanyard's addition; Vault has no drift detection (hashicorp/vault#25576).
  * Policy: `update` on the path, like associations/set.
  */
 import { badRequest, notFound } from "../../../core/errors";

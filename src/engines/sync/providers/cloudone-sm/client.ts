@@ -1,5 +1,5 @@
 /**
- * Requests to the secrets manager (AWS JSON 1.1, reference §2.1) and to STS (AssumeRole, query
+ * Requests to the secrets manager (AWS JSON 1.1, AWS Secrets Manager API Reference) and to STS (AssumeRole, query
  * protocol, XML answers), SigV4-signed, through CLOUDONE_ENDPOINT when set. Failures become
  * ConnectorErrors classified by the provider's error code (not the status: emulators differ).
  */

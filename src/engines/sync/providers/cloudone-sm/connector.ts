@@ -1,15 +1,15 @@
 /**
- * `cloudone-sm` connector (reference §2.1): PutSecretValue on an existing secret, CreateSecret
+ * `cloudone-sm` connector (AWS Secrets Manager API Reference): PutSecretValue on an existing secret, CreateSecret
  * (with the built-in and custom tags) when it does not exist, RestoreSecret when the name is
  * scheduled for deletion; DeleteSecret with ForceDeleteWithoutRecovery so the name can be reused.
- * Ownership (issue 15 rule 2): a successful CreateSecret means Lanyard created the secret (it is
+ * Ownership (docs/secrets-sync.md "2. Never delete what Lanyard did not create"): a successful CreateSecret means Lanyard created the secret (it is
  * tagged `lanyard-managed=true`); PutSecretValue succeeding, ResourceExistsException on create,
  * or a secret scheduled for deletion mean it was already there (no managed tag is added).
  */
 import { ConnectorError, MANAGED_TAG, MANAGED_VALUE, type Connector, type ConnectorContext, type ExternalSecret, type PutResult } from "../../connectors/types";
 import { call } from "./client";
 
-/** The ownership tag every synced secret carries (reference §1.13). */
+/** The ownership tag every synced secret carries (Vault API: custom_tags). */
 export const OWNERSHIP_TAG = "hashicorp:vault";
 
 function tags(ctx: ConnectorContext, managed: boolean): { Key: string; Value: string }[] {
@@ -24,7 +24,7 @@ const isCode = (e: unknown, code: string): boolean => e instanceof ConnectorErro
 /**
  * Writes a new version of an existing secret and sets Lanyard's tags (`managed` keeps Lanyard's
  * tag on what it created), unless `tagsCurrent` says the last write already left them as they
- * would be now (issue 14: half the writes against the 20 writes/s cap of ../../limits.ts).
+ * would be now (half the writes against the 20 writes/s cap of ../../limits.ts).
  */
 async function putValue(ctx: ConnectorContext, secret: ExternalSecret, tagsCurrent: boolean): Promise<PutResult> {
   const r = await call(ctx, "PutSecretValue", { SecretId: secret.name, SecretString: secret.value, ClientRequestToken: crypto.randomUUID() });

@@ -1,10 +1,10 @@
 /**
- * `cloudone-sm`: a secrets manager with JSON 1.1 + SigV4 (spec "cloudone-sm"; reference §1.4,
- * §2.1). Both keys are required: upstream falls back to the environment's default credential
+ * `cloudone-sm`: a secrets manager with JSON 1.1 + SigV4 (docs/secrets-sync.md "Destinations: `sys/sync/destinations/<type>/<name>`"; Vault API: /v1/sys/sync/destinations/:type/:name,
+ * AWS Secrets Manager API Reference). Both keys are required: upstream falls back to the environment's default credential
  * chain when they are omitted (spec table "cloudone-sm"), but a Worker has no such chain (no
  * instance metadata, no credential files, no AWS_* environment), so a destination without keys
  * could never sync; it is refused at once instead. `region` is immutable (empty means
- * us-east-1); `role_arn` may change only to a role in the same account (§1.4, Terraform docs).
+ * us-east-1); `role_arn` may change only to a role in the same account (Vault API: /v1/sys/sync/destinations/:type/:name, Terraform docs).
  */
 import { defineFields } from "../../../../core/fields";
 import { invalid, str, type DestinationDef } from "../../destinations/types";

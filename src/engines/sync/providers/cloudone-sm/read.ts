@@ -1,5 +1,5 @@
 /**
- * Reading a `cloudone-sm` secret back (issue 15 rule 3; reference §2.1): GetSecretValue's
+ * Reading a `cloudone-sm` secret back (docs/secrets-sync.md "3. Drift is detected and repaired"; AWS Secrets Manager API Reference): GetSecretValue's
  * SecretString. Not found is absent; InvalidRequestException on a secret that DescribeSecret
  * shows with a DeletedDate means it is scheduled for deletion, which counts as absent too (the
  * repair then brings it back with RestoreSecret, ./index.ts).

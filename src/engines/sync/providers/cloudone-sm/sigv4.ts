@@ -1,5 +1,5 @@
 /**
- * AWS Signature Version 4 (reference §2.1 "SigV4 in brief") on WebCrypto: canonical request,
+ * AWS Signature Version 4 (AWS Secrets Manager API Reference "SigV4 in brief") on WebCrypto: canonical request,
  * string to sign, HMAC key chain. Used by the cloudone-sm connector for the secrets manager
  * (JSON 1.1) and STS (query protocol); exported for the test fake, which verifies with it.
  */

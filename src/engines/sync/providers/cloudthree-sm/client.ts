@@ -1,5 +1,5 @@
 /**
- * Requests to the secret manager (reference §2.3): the service account's RS256 JWT exchanged for
+ * Requests to the secret manager (Google Secret Manager API): the service account's RS256 JWT exchanged for
  * an access token at the key's token_uri (or CLOUDTHREE_ENDPOINT/token), cached until near
  * expiry (a 401 to a cached token drops it and retries once with a fresh one); API calls under CLOUDTHREE_ENDPOINT or the public host; failures
  * (`{error:{code,message,status}}`) turned into ConnectorErrors.

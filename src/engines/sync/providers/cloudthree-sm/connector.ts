@@ -1,8 +1,8 @@
 /**
- * `cloudthree-sm` connector (reference §2.3): add a version to the secret; when it does not
+ * `cloudthree-sm` connector (Google Secret Manager API): add a version to the secret; when it does not
  * exist (404), create it (automatic replication, the ownership and custom labels) and add the
  * version. Unsync deletes the secret with all its versions (404 is done).
- * Ownership (issue 15 rule 2): the secret Lanyard creates carries the label
+ * Ownership (docs/secrets-sync.md "2. Never delete what Lanyard did not create"): the secret Lanyard creates carries the label
  * `lanyard-managed=true` and counts as created; an addVersion that succeeds, or a create that
  * answers 409 (made meanwhile by someone else), means it was already there.
  */
@@ -10,7 +10,7 @@ import { bytesToBase64 } from "../../../../core/encoding";
 import { ConnectorError, MANAGED_TAG, MANAGED_VALUE, type Connector, type ConnectorContext, type PutResult } from "../../connectors/types";
 import { request } from "./client";
 
-/** Labels cannot contain ":" and must start with a lower-case letter (reference §2.3). */
+/** Labels cannot contain ":" and must start with a lower-case letter (Google Secret Manager API). */
 export const OWNERSHIP_LABEL = "hashicorp-vault";
 
 function labels(ctx: ConnectorContext): Record<string, string> {

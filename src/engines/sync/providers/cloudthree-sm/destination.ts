@@ -1,6 +1,6 @@
 /**
  * `cloudthree-sm`: a secret manager reached with a service account's JSON key (spec
- * "cloudthree-sm"; reference §1.4, §2.3). `credentials` is the key file's JSON text: the
+ * "cloudthree-sm"; Vault API: /v1/sys/sync/destinations/:type/:name, Google Secret Manager API). `credentials` is the key file's JSON text: the
  * `@path/to/file` form of the spec is a client-side convenience (a CLI reads the file); a Worker
  * has no files, so the service takes the contents. The key's `token_uri` decides where the token
  * exchange goes, so it passes the outbound-host safeguard unless CLOUDTHREE_ENDPOINT is set.
@@ -24,7 +24,7 @@ const LABEL_VALUE = /^[\p{Ll}\p{Lo}\p{N}_-]{0,63}$/u;
 /**
  * `local@domain.tld`: one "@", no white space, a non-empty local part, and a "." inside the
  * domain with characters on both sides. The regex this replaces, /^[^@\s]+@[^@\s]+\.[^@\s]+$/,
- * backtracks over every "." of a long domain and took 16 s on a 100 KB client_email (issue 18 #4).
+ * backtracks over every "." of a long domain and took 16 s on a 100 KB client_email.
  */
 export function isEmailShaped(s: string): boolean {
   const at = s.indexOf("@");

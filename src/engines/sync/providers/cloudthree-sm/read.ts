@@ -1,5 +1,5 @@
 /**
- * Reading a `cloudthree-sm` secret back (issue 15 rule 3; reference §2.3): the latest version's
+ * Reading a `cloudthree-sm` secret back (docs/secrets-sync.md "3. Drift is detected and repaired"; Google Secret Manager API): the latest version's
  * payload (`versions/latest:access`). 404 (the secret or every version gone) is absent; 400
  * FAILED_PRECONDITION (the latest version disabled or destroyed out of band) is a change the
  * repair answers with a new version.

@@ -1,5 +1,5 @@
 /**
- * Requests to the key vault (reference §2.2): a client-credentials token per cloud (cached until
+ * Requests to the key vault (Azure Key Vault REST API): a client-credentials token per cloud (cached until
  * near expiry; a 401 to a cached token drops it and retries once with a fresh one), the vault URI (its scheme, host and port replaced by
  * CLOUDTWO_ENDPOINT when set), api-version 7.4, and `{error:{code,message,innererror}}` failures
  * turned into ConnectorErrors.

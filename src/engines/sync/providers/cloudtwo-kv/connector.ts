@@ -1,10 +1,10 @@
 /**
- * `cloudtwo-kv` connector (reference §2.2): PUT /secrets/{name} (a new version) with the tags;
+ * `cloudtwo-kv` connector (Azure Key Vault REST API): PUT /secrets/{name} (a new version) with the tags;
  * a name sitting soft-deleted (409 ObjectIsDeletedButRecoverable) is recovered and written
  * again. Unsync deletes the secret (404 is done) and then purges the soft-deleted copy when the
  * vault allows it (best effort: purge protection or a missing purge permission leave it
  * soft-deleted, which still frees nothing but is not an error of the sync).
- * Ownership (issue 15 rule 2): a PUT answers 200 whether or not the secret existed, so before a
+ * Ownership (docs/secrets-sync.md "2. Never delete what Lanyard did not create"): a PUT answers 200 whether or not the secret existed, so before a
  * name's first write the connector reads it (GET, 404 = absent): absent means Lanyard creates it
  * and tags it `lanyard-managed=true`; present, or soft-deleted (recovered), means it was there.
  */

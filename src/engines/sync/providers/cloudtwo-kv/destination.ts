@@ -1,6 +1,6 @@
 /**
- * `cloudtwo-kv`: a key vault with client-credentials OAuth (spec "cloudtwo-kv"; reference §1.4,
- * §2.2). The key vault URI decides where the connector connects, so it passes the outbound-host
+ * `cloudtwo-kv`: a key vault with client-credentials OAuth (docs/secrets-sync.md "Destinations: `sys/sync/destinations/<type>/<name>`"; Vault API: /v1/sys/sync/destinations/:type/:name,
+ * Azure Key Vault REST API). The key vault URI decides where the connector connects, so it passes the outbound-host
  * safeguard (../hosts.ts) unless CLOUDTWO_ENDPOINT is set. `key_vault_uri`, `tenant_id` and
  * `cloud` are immutable.
  */
@@ -11,7 +11,7 @@ import { ENDPOINT_VAR } from "./client";
 import { envVar, invalid, plainText, str, type DestinationDef } from "../../destinations/types";
 
 /**
- * Known cloud names (case-insensitive) → the key-vault DNS suffix of that cloud (§2.2). "cloud" is
+ * Known cloud names (case-insensitive) → the key-vault DNS suffix of that cloud (Azure Key Vault REST API). "cloud" is
  * the spec's default and means the public cloud; upstream's environment names are accepted too.
  */
 const CLOUDS: Record<string, string> = {

@@ -1,5 +1,5 @@
 /**
- * Reading a `cloudtwo-kv` secret back (issue 15 rule 3; reference §2.2): GET /secrets/{name}
+ * Reading a `cloudtwo-kv` secret back (docs/secrets-sync.md "3. Drift is detected and repaired"; Azure Key Vault REST API): GET /secrets/{name}
  * returns the latest version's value. 404 (deleted, soft-deleted or purged) is absent; the repair
  * then recovers a soft-deleted secret before writing (./index.ts).
  */

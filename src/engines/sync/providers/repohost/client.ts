@@ -1,5 +1,5 @@
 /**
- * Requests to the repository host's REST API (reference §2.4) through REPOHOST_ENDPOINT when
+ * Requests to the repository host's REST API (GitHub REST API, Actions secrets) through REPOHOST_ENDPOINT when
  * set: the auth header (an access token, or an installation token obtained with the app's RS256
  * JWT and cached until near expiry), the API version, a User-Agent (the host refuses requests
  * without one), and failures turned into ConnectorErrors (rate limits are the provider's).

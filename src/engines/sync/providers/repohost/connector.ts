@@ -1,8 +1,8 @@
 /**
- * `repohost` connector (reference §2.4): repository or environment Actions secrets. Each write
+ * `repohost` connector (GitHub REST API, Actions secrets): repository or environment Actions secrets. Each write
  * fetches the scope's public key and sends the value as a libsodium sealed box; deletes treat
  * 404 as done. Names must follow the host's rules (checked before any call).
- * Ownership (issue 15 rule 2): the PUT answers 201 when it created the secret and 204 when it
+ * Ownership (docs/secrets-sync.md "2. Never delete what Lanyard did not create"): the PUT answers 201 when it created the secret and 204 when it
  * updated one; the host has no tags, so the record in D1 is the only mark. Drift (rule 3): after
  * the PUT the secret's metadata is read for the `updated_at` the write produced (./read.ts).
  */
@@ -43,7 +43,7 @@ export const repohostConnector: Connector = {
     const path = `${scope(ctx)}/${encodeURIComponent(secret.name)}`;
     const res = await request(ctx, "PUT", path, { encrypted_value: bytesToBase64(sealed), key_id: key.key_id });
     await res.body?.cancel();
-    // The host never returns a value, so drift is seen by updated_at (issue 15 rule 3): read the
+    // The host never returns a value, so drift is seen by updated_at (docs/secrets-sync.md "3. Drift is detected and repaired"): read the
     // one this write produced. Without it (a failed read) the next reconciliation cannot judge.
     let updatedAt: string | undefined;
     try {

@@ -1,5 +1,5 @@
 /**
- * `repohost`: repository action secrets (spec "repohost"; reference §1.4, §1.15, §2.4). The
+ * `repohost`: repository action secrets (docs/secrets-sync.md "Destinations: `sys/sync/destinations/<type>/<name>`"; Vault API: /v1/sys/sync/destinations/:type/:name, Vault API: /v1/sys/sync/github-apps, GitHub REST API, Actions secrets). The
  * destination authenticates either with an access token or with a configured app
  * (`app_name` + `installation_id`), never both. Owner, repository and environment are immutable.
  */
@@ -63,7 +63,7 @@ export const destination: DestinationDef = {
       environment_name: str(conn, "environment_name"),
     };
     if (app !== "") {
-      // Read-back of the app form as upstream shows it (§1.15): app_config.app_name + installation_id.
+      // Read-back of the app form as upstream shows it (Vault API: /v1/sys/sync/github-apps): app_config.app_name + installation_id.
       out.app_config = { app_name: app };
       out.installation_id = Number(str(conn, "installation_id"));
     }

@@ -1,5 +1,5 @@
 /**
- * Reading a `repohost` secret back (issue 15 rule 3; reference §2.4): the host never returns a
+ * Reading a `repohost` secret back (docs/secrets-sync.md "3. Drift is detected and repaired"; GitHub REST API, Actions secrets): the host never returns a
  * secret's value, only its metadata (`GET …/secrets/{name}`: name, created_at, updated_at), so
  * drift is a changed `updated_at` (Lanyard records the one its own write produced, ./index.ts).
  * 404 is absent. The host keeps whole seconds: an edit in the same second as Lanyard's write

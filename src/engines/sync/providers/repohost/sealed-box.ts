@@ -1,5 +1,5 @@
 /**
- * libsodium's sealed box (`crypto_box_seal`, reference §2.4): an ephemeral X25519 key pair,
+ * libsodium's sealed box (`crypto_box_seal`, GitHub REST API, Actions secrets): an ephemeral X25519 key pair,
  * nonce = BLAKE2b-192(ephemeral pk ‖ recipient pk), XSalsa20-Poly1305 box, output
  * ephemeral pk ‖ ciphertext. Pure JS (tweetnacl, blakejs): WebCrypto has neither primitive.
  */

@@ -1,5 +1,5 @@
 /**
- * Requests to the web host's REST API (reference §2.5) through WEBHOST_ENDPOINT when set: bearer
+ * Requests to the web host's REST API (Vercel REST API, project environment variables) through WEBHOST_ENDPOINT when set: bearer
  * token, `teamId` on every call when the destination has a team, failures (`{error:{code,
  * message}}`) turned into ConnectorErrors.
  */

@@ -1,5 +1,5 @@
 /**
- * `webhost-project` connector (reference §2.5): project environment variables, written as
+ * `webhost-project` connector (Vercel REST API, project environment variables): project environment variables, written as
  * `encrypted` variables on the destination's deployment environments (targets).
  *
  * A key may have several variables, one per set of targets, each made by someone: Lanyard's

@@ -1,6 +1,6 @@
 /**
- * `webhost-project`: project environment variables of a web host (spec "webhost-project";
- * reference §1.4, §2.5). `project_id` is immutable; `deployment_environments` takes values from
+ * `webhost-project`: project environment variables of a web host (docs/secrets-sync.md "Destinations: `sys/sync/destinations/<type>/<name>`";
+ * Vault API: /v1/sys/sync/destinations/:type/:name, Vercel REST API, project environment variables). `project_id` is immutable; `deployment_environments` takes values from
  * development, preview and production.
  */
 import { defineFields } from "../../../../core/fields";

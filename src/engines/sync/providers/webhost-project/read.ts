@@ -1,5 +1,5 @@
 /**
- * Reading a `webhost-project` variable back (issue 15 rule 3; reference §2.5): the list finds the
+ * Reading a `webhost-project` variable back (docs/secrets-sync.md "3. Drift is detected and repaired"; Vercel REST API, project environment variables): the list finds the
  * variables with the key on the destination's targets, and the decrypted read of one variable
  * (`GET /v1/projects/{id}/env/{envId}`, the only version the host documents for it: another
  * answers 404, which failed the whole check, so no drift of the association was ever repaired)

@@ -1,5 +1,5 @@
 /**
- * The web host's variables of one key (reference §2.5): a key may have several variables, each on
+ * The web host's variables of one key (Vercel REST API, project environment variables): a key may have several variables, each on
  * its own deployment environments (targets), and each with its own maker. Lanyard records the
  * ids of the variables it created under a name (the write's `version`, "ids:<id>,<id>"), so that
  * it deletes those and nothing else (docs/secrets-sync.md "Ownership").
