@@ -14,7 +14,7 @@ import { trimChar } from "../../core/text";
 import type { DestinationKey } from "./store";
 import type { DestinationType } from "./destinations/types";
 
-export const SYNC_STATUSES = [
+const SYNC_STATUSES = [
   "PENDING",
   "SYNCING",
   "SYNCED",
@@ -142,7 +142,7 @@ export function toAssociation(r: Row): Association {
 }
 
 /** A removed association whose unsync finished: kept for its generation, hidden from reads. */
-export const TOMBSTONE_SQL = "(desired = 'unsynced' AND sync_status = 'UNSYNCED')";
+const TOMBSTONE_SQL = "(desired = 'unsynced' AND sync_status = 'UNSYNCED')";
 const LIVE = `NOT ${TOMBSTONE_SQL}`;
 
 export function isTombstone(a: Pick<Association, "desired" | "status">): boolean {
@@ -200,12 +200,7 @@ export async function bump(db: Db, id: string, status: SyncStatus, now: number, 
   return r ? toAssociation(r) : null;
 }
 
-/** Live associations of one secret (KV change events). */
-export async function associationsOfSecret(db: Db, mountId: string, secretName: string): Promise<Association[]> {
-  return associationsOf(await associationsOfSecretStatement(db, mountId, secretName).all());
-}
-
-/** The statement of `associationsOfSecret`, for a caller that batches it; read its result with `associationsOf`. */
+/** Live associations of one secret (KV change events), as a statement for a caller that batches it; read its result with `associationsOf`. */
 export function associationsOfSecretStatement(db: Db, mountId: string, secretName: string): D1PreparedStatement {
   return db.$client.prepare(`SELECT * FROM sync_associations WHERE mount_id = ? AND secret_name = ? AND desired = 'synced'`).bind(mountId, secretName);
 }

@@ -100,7 +100,7 @@ export async function handleSyncBatch(batch: MessageBatch<unknown>, env: Env): P
 }
 
 /** Splits a batch: one message per association (the least-tried), and the other messages for the same associations. */
-export function dedupe<M extends { body: unknown; attempts: number }>(messages: readonly M[]): { primary: M[]; duplicates: M[] } {
+function dedupe<M extends { body: unknown; attempts: number }>(messages: readonly M[]): { primary: M[]; duplicates: M[] } {
   const byAssociation = new Map<string, M>();
   const primary: M[] = [];
   const duplicates: M[] = [];

@@ -144,15 +144,6 @@ export function heldRows(result: D1Result<unknown> | undefined): ExternalSecretR
   return ((result?.results ?? []) as Row[]).map(toRow);
 }
 
-/** The names a destination's associations hold (reconciliation walks them). */
-export async function externalSecretsOfDestination(db: Db, k: DestinationKey): Promise<ExternalSecretRow[]> {
-  const rows = await db.$client
-    .prepare("SELECT * FROM sync_external_secrets WHERE namespace_id = ? AND destination_type = ? AND destination_name = ? ORDER BY name")
-    .bind(k.namespaceId, k.type, k.name)
-    .all<Row>();
-  return rows.results.map(toRow);
-}
-
 export interface WriteRecord {
   /** What this write found; kept only if the name's ownership is not known yet (the first write decides). */
   ownership: Ownership;

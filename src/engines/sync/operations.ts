@@ -214,7 +214,7 @@ export async function processPurge(deps: EngineDeps, key: DestinationKey, final:
 }
 
 /** Associations one sweep message queues (ten sendBatch calls of 100). */
-export const SWEEP_PAGE = 1000;
+const SWEEP_PAGE = 1000;
 
 /**
  * Sync was re-enabled: queue every unfinished purge and a sweep that queues every association

@@ -41,7 +41,7 @@ import { backoffSeconds, enqueue, type SyncMessage } from "./messages";
 import { getApp, getDestination, getSyncConfig, type DestinationKey } from "./store";
 
 /** Associations one drift-sweep message queues. */
-export const DRIFT_PAGE = 1000;
+const DRIFT_PAGE = 1000;
 /** How long a drift check may hold an association: every read-back of it. */
 const LEASE_MS = 120_000;
 const CRON_PERIOD_MS = 60_000;

@@ -77,7 +77,7 @@ export interface NameInputs {
 const baseName = (p: string): string => p.split("/").filter((s) => s !== "").pop() ?? "";
 
 /** The variables of Vault API: secret_name_template for one secret. */
-export function templateData(i: NameInputs): TemplateData {
+function templateData(i: NameInputs): TemplateData {
   const ns = trimEndChar(i.namespacePath, "/");
   const mount = trimEndChar(i.mountPath, "/");
   return {

@@ -26,7 +26,7 @@ const timeOrEmpty = (ms: number | null): string => (ms === null ? "" : rfc3339(m
  * not at the destination and when it will be tried again. `last_error` is a provider code and
  * message or a Lanyard message, never a value ("" when the last attempt succeeded).
  */
-export function attemptFields(a: Association): Record<string, unknown> {
+function attemptFields(a: Association): Record<string, unknown> {
   return {
     last_error: a.lastError ?? "",
     last_attempt_at: timeOrEmpty(a.lastAttemptAt),
@@ -43,7 +43,7 @@ export function attemptFields(a: Association): Record<string, unknown> {
  * The entries of one association in `associated_secrets`: one per external secret under
  * secret-key granularity (key `<accessor>/<secret>/<sub_key>`), else one.
  */
-export function associationEntries(a: Association): Record<string, Record<string, unknown>> {
+function associationEntries(a: Association): Record<string, Record<string, unknown>> {
   const base = { accessor: a.mountAccessor, mount: a.mountPath.replace(/\/$/, ""), secret_name: a.secretName };
   const error = attemptFields(a);
   const subKeys = Object.keys(a.external).filter((k) => k !== "" && !k.includes("\u0000"));

@@ -14,7 +14,7 @@ export const ENDPOINT_VAR = "CLOUDONE_ENDPOINT" satisfies EndpointVar;
 const PROVIDER = "secrets manager";
 const DEFAULT_REGION = "us-east-1";
 
-export function regionOf(ctx: ConnectorContext): string {
+function regionOf(ctx: ConnectorContext): string {
   return str(ctx.dest.connection, "region") || DEFAULT_REGION;
 }
 

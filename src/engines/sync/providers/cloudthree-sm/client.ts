@@ -36,7 +36,7 @@ function account(ctx: ConnectorContext): ServiceAccount {
   return { client_email: s("client_email"), private_key: s("private_key"), private_key_id: s("private_key_id"), token_uri: s("token_uri") || "https://oauth2.googleapis.com/token", project_id: s("project_id") };
 }
 
-export function projectOf(ctx: ConnectorContext): string {
+function projectOf(ctx: ConnectorContext): string {
   return str(ctx.dest.connection, "project_id") || account(ctx).project_id;
 }
 

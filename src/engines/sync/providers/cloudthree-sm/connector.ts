@@ -11,7 +11,7 @@ import { ConnectorError, MANAGED_TAG, MANAGED_VALUE, type Connector, type Connec
 import { request } from "./client";
 
 /** Labels cannot contain ":" and must start with a lower-case letter (Google Secret Manager API). */
-export const OWNERSHIP_LABEL = "hashicorp-vault";
+const OWNERSHIP_LABEL = "hashicorp-vault";
 
 function labels(ctx: ConnectorContext): Record<string, string> {
   const out: Record<string, string> = { [OWNERSHIP_LABEL]: "", [MANAGED_TAG]: MANAGED_VALUE };

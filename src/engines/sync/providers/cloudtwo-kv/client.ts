@@ -13,7 +13,7 @@ import { trimEndChar } from "../../../../core/text";
 export const ENDPOINT_VAR = "CLOUDTWO_ENDPOINT" satisfies EndpointVar;
 
 const PROVIDER = "key vault";
-export const API_VERSION = "7.4";
+const API_VERSION = "7.4";
 
 /** cloud name (lower case) → [authority host, resource]. */
 const CLOUDS: Record<string, [string, string]> = {

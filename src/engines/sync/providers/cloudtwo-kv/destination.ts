@@ -24,8 +24,6 @@ const CLOUDS: Record<string, string> = {
   azureusgovernmentcloud: ".vault.usgovcloudapi.net",
 };
 
-export const KNOWN_CLOUDS = Object.keys(CLOUDS);
-
 export const destination: DestinationDef = {
   type: "cloudtwo-kv",
   fields: defineFields({

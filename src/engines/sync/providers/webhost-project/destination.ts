@@ -6,7 +6,7 @@
 import { defineFields } from "../../../../core/fields";
 import { invalid, list, plainText, str, type DestinationDef, upperSnakeName } from "../../destinations/types";
 
-export const DEPLOYMENT_ENVIRONMENTS = ["development", "preview", "production"] as const;
+const DEPLOYMENT_ENVIRONMENTS = ["development", "preview", "production"] as const;
 
 export const destination: DestinationDef = {
   type: "webhost-project",
