@@ -4,7 +4,7 @@
  * against the credentials it knows, enforces the name rules, and answers with the provider's
  * error shapes (`{"__type","message"}` with 400, STS XML errors).
  */
-import { amzDate, signature } from "../../src/engines/sync/connectors/sigv4";
+import { amzDate, signature } from "../../src/engines/sync/providers/cloudone-sm/sigv4";
 import { FakeThrottle } from "./fake-limits";
 import { applyFault, json, type Fault } from "./fake-router";
 
@@ -50,7 +50,7 @@ export class FakeCloudone {
   readonly calls: string[] = [];
   assumeRoleCalls = 0;
   /**
-   * Request limits (issue 15 rule 4). Over them it answers 400 ThrottlingException "Rate
+   * Request limits (docs/secrets-sync.md "4. Provider limits are respected"). Over them it answers 400 ThrottlingException "Rate
    * exceeded" with no Retry-After, as Secrets Manager does; `retryAfterSeconds` is then the quiet
    * time the test expects the client to keep.
    */
@@ -65,7 +65,7 @@ export class FakeCloudone {
     return s && s.deletedDate === undefined ? s.value : undefined;
   }
 
-  /** Someone creates the secret at the provider before Lanyard writes it (issue 15 rule 2), with its own tags. */
+  /** Someone creates the secret at the provider before Lanyard writes it (docs/secrets-sync.md "2. Never delete what Lanyard did not create"), with its own tags. */
   createOutOfBand(name: string, value: string, tags: Record<string, string> = {}): void {
     if (this.secrets.has(name)) throw new Error(`fake-cloudone: secret ${name} exists`);
     const now = Date.now();

@@ -1,6 +1,6 @@
 /**
  * A fake of the cloudthree-sm provider (OAuth JWT-bearer token exchange and Secret Manager REST,
- * reference §2.3) at the HTTP boundary: it verifies the assertion's RS256 signature against the
+ * Google Secret Manager API) at the HTTP boundary: it verifies the assertion's RS256 signature against the
  * service account's public key, its iss, aud, scope and lifetime; accepts only tokens it issued;
  * enforces secret-id and label rules and non-empty payloads; answers Google's
  * `{error:{code,message,status}}`.
@@ -31,7 +31,7 @@ export class FakeCloudthree {
   readonly faults: Fault[] = [];
   tokenRequests = 0;
   /**
-   * Request limits (issue 15 rule 4): over them 429 RESOURCE_EXHAUSTED, with the wait in a
+   * Request limits (docs/secrets-sync.md "4. Provider limits are respected"): over them 429 RESOURCE_EXHAUSTED, with the wait in a
    * google.rpc.RetryInfo detail (no Retry-After header, as Google's APIs answer).
    */
   readonly throttle = new FakeThrottle();
@@ -49,7 +49,7 @@ export class FakeCloudthree {
     return v?.[v.length - 1];
   }
 
-  /** Someone creates the secret (with one version) before Lanyard writes it (issue 15 rule 2). */
+  /** Someone creates the secret (with one version) before Lanyard writes it (docs/secrets-sync.md "2. Never delete what Lanyard did not create"). */
   createOutOfBand(project: string, id: string, value: string, labels: Record<string, string> = {}): void {
     if (this.secrets.has(`${project}/${id}`)) throw new Error(`fake-cloudthree: secret ${project}/${id} exists`);
     this.secrets.set(`${project}/${id}`, { labels: { ...labels }, versions: [value] });

@@ -1,6 +1,6 @@
 /**
  * A fake of the cloudtwo-kv provider (Azure AD client-credentials token endpoint and Key Vault
- * secrets REST, reference §2.2) at the HTTP boundary: it checks client id/secret per tenant and
+ * secrets REST, Azure Key Vault REST API) at the HTTP boundary: it checks client id/secret per tenant and
  * the requested scope, accepts only bearer tokens it issued, enforces the name rules (case-
  * insensitive), soft-deletes (409 ObjectIsDeletedButRecoverable on PUT), recovers and purges,
  * and answers `{error:{code,message,innererror}}`.
@@ -34,7 +34,7 @@ export class FakeCloudtwo {
   readonly faults: Fault[] = [];
   tokenRequests = 0;
   purgeAllowed = true;
-  /** Per-vault request limits (issue 15 rule 4): over them 429 Throttled with Retry-After. */
+  /** Per-vault request limits (docs/secrets-sync.md "4. Provider limits are respected"): over them 429 Throttled with Retry-After. */
   readonly throttle = new FakeThrottle();
 
   addClient(tenant: string, clientId: string, secret: string): void {
@@ -46,7 +46,7 @@ export class FakeCloudtwo {
     return s && !s.deleted ? s.value : undefined;
   }
 
-  /** Someone creates the secret in the vault before Lanyard writes it (issue 15 rule 2). */
+  /** Someone creates the secret in the vault before Lanyard writes it (docs/secrets-sync.md "2. Never delete what Lanyard did not create"). */
   createOutOfBand(name: string, value: string, tags: Record<string, string> = {}): void {
     if (this.secrets.has(name.toLowerCase())) throw new Error(`fake-cloudtwo: secret ${name} exists`);
     this.secrets.set(name.toLowerCase(), { name, value, version: 1, tags: { ...tags }, deleted: false, updated: Math.floor(Date.now() / 1000) });

@@ -3,7 +3,7 @@
  * runs (./fake-serve.ts) and the sync benchmark (scripts/bench-sync.mjs). Each fake gets its own
  * port; `GET /__fake/state` on a port shows what that fake holds (values included: these are
  * fakes). The fakes know the credentials of ./sync-bodies.ts, so the bodies there work as-is.
- * The five provider fakes also take control calls (for walk-throughs and e2e tests):
+ * The five provider fakes also take control calls (docs/secrets-sync.md "What Lanyard guarantees at the destination", for walk-throughs and e2e tests):
  * `POST /__fake/edit` and `POST /__fake/delete` change a secret out of band (JSON body: `name`,
  * `value`, and `where` "<owner>/<repo>[/<environment>]" for the repository host; delete with
  * `force`/`purge` to skip AWS's recovery window / Key Vault's soft delete), `POST /__fake/throttle`

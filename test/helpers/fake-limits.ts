@@ -1,5 +1,5 @@
 /**
- * Provider-side rate limits for the fake providers (issue 15 rule 4): a configurable limit
+ * Provider-side rate limits for the fake providers (docs/secrets-sync.md "4. Provider limits are respected"): a configurable limit
  * (requests per sliding window, optionally per bucket such as "per secret", and requests in
  * flight at once), the window a provider announces when it throttles (Retry-After, or the quiet
  * time a provider without Retry-After expects), and a record a test can assert on: every request

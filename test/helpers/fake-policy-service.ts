@@ -1,5 +1,6 @@
 /**
- * A fake external policy service (CIEPS v1, docs/pki-external-policy.md) at the HTTP boundary. It decodes
+ * A fake external policy service (Vault's Certificate Issuance External Policy Service, CIEPS
+ * v1: docs/pki-external-policy.md) at the HTTP boundary. It decodes
  * requests the way a real service built on upstream's SDK does (JSON content type, unknown
  * fields refused at every level, a parseable and correctly signed CSR in
  * user_request_key_values), records what it received, and answers with certificate templates

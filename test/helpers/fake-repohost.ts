@@ -1,5 +1,5 @@
 /**
- * A fake of the repository host's Actions-secrets API (reference §2.4) at the HTTP boundary. It
+ * A fake of the repository host's Actions-secrets API (GitHub REST API, Actions secrets) at the HTTP boundary. It
  * holds an X25519 key pair per scope and opens every sealed box with the private key, checks
  * bearer tokens (personal tokens it knows, installation tokens it issued), verifies app JWTs
  * (RS256 against the app's public key, iss, lifetime ≤ 10 min), requires a User-Agent, enforces
@@ -7,7 +7,7 @@
  */
 import * as nacl from "tweetnacl";
 import { base64ToBytes, base64UrlToBytes, bytesToBase64 } from "../../src/core/encoding";
-import { openSealed } from "../../src/engines/sync/connectors/repohost/sealed-box";
+import { openSealed } from "../../src/engines/sync/providers/repohost/sealed-box";
 import { FakeThrottle } from "./fake-limits";
 import { applyFault, json, type Fault } from "./fake-router";
 
@@ -43,7 +43,7 @@ export class FakeRepohost {
   tokenRequests = 0;
   readonly calls: string[] = [];
   /**
-   * Request limits (issue 15 rule 4). Over them the host answers as its secondary rate limit
+   * Request limits (docs/secrets-sync.md "4. Provider limits are respected"). Over them the host answers as its secondary rate limit
    * does: 403 (or 429 with `rateLimitStatus`) with `retry-after`; with `rateLimitStyle`
    * "primary" it answers 403 with `x-ratelimit-remaining: 0` and `x-ratelimit-reset` instead.
    */

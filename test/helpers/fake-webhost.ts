@@ -1,5 +1,5 @@
 /**
- * A fake of the web host's project environment-variable API (reference §2.5; Vercel's REST API
+ * A fake of the web host's project environment-variable API (Vercel REST API, project environment variables; Vercel's REST API
  * reference, "Projects": list `GET /v10/projects/{idOrName}/env`, create `POST /v10/…/env`,
  * decrypted read `GET /v1/…/env/{id}`, edit `PATCH /v9/…/env/{id}`, delete `DELETE /v9/…/env/{id}`)
  * at the HTTP boundary: each route answers only under its documented version (any other is a
@@ -35,14 +35,14 @@ export class FakeWebhost {
   readonly faults: Fault[] = [];
   readonly calls: string[] = [];
   /**
-   * Request limits (issue 15 rule 4): over them 429 `rate_limited` with the host's
+   * Request limits (docs/secrets-sync.md "4. Provider limits are respected"): over them 429 `rate_limited` with the host's
    * x-ratelimit-limit/remaining/reset headers and Retry-After.
    */
   readonly throttle = new FakeThrottle();
 
   constructor(readonly token: string) {}
 
-  /** Someone creates the variable in the host's dashboard before Lanyard writes it (issue 15 rule 2). */
+  /** Someone creates the variable in the host's dashboard before Lanyard writes it (docs/secrets-sync.md "2. Never delete what Lanyard did not create"). */
   createOutOfBand(project: string, key: string, value: string, target: string[] = ["production", "preview", "development"]): void {
     const p = this.projects.get(project);
     if (!p) throw new Error(`fake-webhost: no project ${project}`);

@@ -116,7 +116,7 @@ describe("sys/sync/repohost-apps", () => {
     await del(app(name));
   });
 
-  it("applies create/update/read/delete on the app path and list on the collection (reference §1.17)", async () => {
+  it("applies create/update/read/delete on the app path and list on the collection (Vault docs: secrets sync policies)", async () => {
     const name = `app-${uid()}`;
     const creator = await tokenWithPolicy(`path "sys/sync/repohost-apps/*" { capabilities = ["create"] }`);
     const updater = await tokenWithPolicy(`path "sys/sync/repohost-apps/*" { capabilities = ["update", "read"] }`);

@@ -1,5 +1,5 @@
 /**
- * The association endpoints' shapes and refusals (spec "Endpoints", reference §1.9): LIST
+ * The association endpoints' shapes and refusals (Vault API: /v1/sys/sync, Vault API: /v1/sys/sync/destinations/:type/:name/associations): LIST
  * sys/sync/associations, reads by secret (path and query forms), set twice (refresh), the read
  * permission check, and 400s naming the field with nothing stored.
  */

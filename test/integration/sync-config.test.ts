@@ -36,7 +36,7 @@ describe("sys/sync/config", () => {
     expect((await read("sys/sync/config")).body.data).toEqual({ disabled: true, queue_capacity: 500, reconcile_interval: "1h0m0s" });
     const c = await patch("sys/sync/config", { disabled: null });
     expect(c.body.data).toEqual({ disabled: false, queue_capacity: 500, reconcile_interval: "1h0m0s" });
-    // reconcile_interval (issue 15): a duration, 0 turns drift reconciliation off, null resets.
+    // reconcile_interval (docs/secrets-sync.md "What Lanyard guarantees at the destination"): a duration, 0 turns drift reconciliation off, null resets.
     expect((await patch("sys/sync/config", { reconcile_interval: "30m" })).body.data.reconcile_interval).toBe("30m0s");
     expect((await patch("sys/sync/config", { reconcile_interval: 0 })).body.data.reconcile_interval).toBe("0s");
     expect((await patch("sys/sync/config", { reconcile_interval: "soon" }, {}, 400)).body.errors[0]).toMatch(/reconcile_interval/);
@@ -101,7 +101,7 @@ describe("sys/sync/config", () => {
     await del("sys/sync/config");
   });
 
-  it("applies the read, patch and delete capabilities (reference §1.17)", async () => {
+  it("applies the read, patch and delete capabilities (Vault docs: secrets sync policies)", async () => {
     const reader = await tokenWithPolicy('path "sys/sync/config" { capabilities = ["read"] }');
     expect((await api("GET", "sys/sync/config", { token: reader })).status).toBe(200);
     expect((await api("PATCH", "sys/sync/config", { token: reader, body: { disabled: true } })).status).toBe(403);

@@ -58,7 +58,7 @@ describe("destination lists", () => {
 
 describe("unknown types", () => {
   it("every verb names the unknown type", async () => {
-    // Not "aws-sm": since issue 12 Vault's type names are aliases of the spec's types.
+    // Not "aws-sm": Vault's type names are aliases of Lanyard's types.
     const r = await write(path("aws-ssm", "x"), {}, {}, 400);
     expect(r.body.errors[0]).toBe(
       'type: unknown destination type "aws-ssm"; known types: cloudone-sm, cloudtwo-kv, cloudthree-sm, repohost, webhost-project',
@@ -162,7 +162,7 @@ describe("deleting with associations and purge", () => {
   });
 });
 
-describe("policies (reference §1.17)", () => {
+describe("policies (Vault docs: secrets sync policies)", () => {
   it("create for new destinations, update for existing ones, patch for PATCH", async () => {
     const name = `acl-${uid()}`;
     const creator = await tokenWithPolicy(`path "sys/sync/destinations/cloudone-sm/*" { capabilities = ["create", "read"] }`);

@@ -1,5 +1,5 @@
 /**
- * Fault tests of the sync engine against the cloudone-sm fake (issue 6 "Quality bars"): a
+ * Fault tests of the sync engine against the cloudone-sm fake: a
  * provider answering 500, 429 with Retry-After, timing out, or rejecting the credentials; a
  * late retry after a remove; the engine disabled and re-enabled with a backlog (queue_capacity,
  * 429); a purge with a failing provider. After each, statuses are truthful and every

@@ -75,7 +75,7 @@ describe("sync queue handler", () => {
   it("retryable failure: retry with backoff honouring Retry-After; final attempt leaves it failed and acks", async () => {
     const name = `aws-${uid()}`;
     // A region of its own: the 17 s the provider asks for pauses every request to this key and
-    // region (issue 15 rule 4, src/engines/sync/limits.ts), which the next test must not wait out.
+    // region (docs/secrets-sync.md "4. Provider limits are respected", src/engines/sync/limits/index.ts), which the next test must not wait out.
     await write(destPath("cloudone-sm", name), { ...BODIES["cloudone-sm"], region: "eu-west-1" });
     const s = await kvSecret({ x: "2" });
     await setAssoc("cloudone-sm", name, s);

@@ -1,6 +1,6 @@
 /**
  * Secrets sync and the lifecycle of what it hangs off: a namespace holding sync destinations or
- * repohost apps is not empty, so it cannot be deleted (CONTRACT.md "a namespace is deleted only
+ * repohost apps is not empty, so it cannot be deleted (docs/http-conventions.md, namespaces: "a namespace is deleted only
  * when empty"); disabling a KV-v2 mount unsyncs its associations through the engine, and a
  * removal still finds an association whose mount is gone.
  */
@@ -11,7 +11,7 @@ import { FakeCloudone, CLOUDONE_HOSTS } from "../helpers/fake-cloudone";
 import { installFakes } from "../helpers/fake-router";
 import { BODIES, SECRETS, uid } from "../helpers/sync-bodies";
 import { RSA_PKCS8_PEM } from "../helpers/sync-fixtures";
-import { destPath, entries, kvSecret, removeAssoc, setAssoc, waitForStatus } from "../helpers/sync-engine";
+import { destPath, entries, kvSecret, removeAssoc, setAssoc } from "../helpers/sync-engine";
 
 const fake = new FakeCloudone({ [SECRETS.awsKey]: SECRETS.awsSecret });
 let uninstall: () => void;

@@ -1,5 +1,5 @@
 /**
- * Drift (issue 15 rule 3) against every destination type's fake, all types at once: a secret
+ * Drift (docs/secrets-sync.md "3. Drift is detected and repaired") against every destination type's fake, all types at once: a secret
  * changed out of band and one deleted out of band (AWS: scheduled for deletion, so the repair
  * goes through RestoreSecret; Key Vault: soft-deleted, so it recovers it) are rewritten from the
  * source after POST …/reconcile (202, data.queued), and the association shows drift_detected_at
@@ -24,7 +24,9 @@ import { loadConfig } from "../../src/core/config";
 import { syncReconcileJob } from "../../src/engines/sync/cron";
 import { driftPassDue, startDriftPass } from "../../src/engines/sync/reconcile";
 import { parsePem } from "../../src/engines/sync/rsa";
-import type { DestinationType } from "../../src/engines/sync/destinations/types";
+
+/** The five destination types the fixtures cover. */
+type DestinationType = keyof typeof BODIES;
 
 const aws = new FakeCloudone({ [SECRETS.awsKey]: SECRETS.awsSecret });
 const azure = new FakeCloudtwo();

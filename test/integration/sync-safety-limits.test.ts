@@ -1,5 +1,5 @@
 /**
- * Provider limits (issue 15 rule 4), per destination type against its fake: a burst of changes
+ * Provider limits (docs/secrets-sync.md "4. Provider limits are respected"), per destination type against its fake: a burst of changes
  * (parked while sync is disabled, then released at once) reaches the fake with no request beyond
  * the fake's limit (per second and in flight) and none lost, and a throttling answer in the
  * middle of it (each provider's own: AWS ThrottlingException without Retry-After, Azure 429 +
@@ -21,9 +21,12 @@ import { FakeWebhost, WEBHOST_HOSTS } from "../helpers/fake-webhost";
 import { BODIES, SECRETS, uid } from "../helpers/sync-bodies";
 import { RSA_PKCS8_PEM } from "../helpers/sync-fixtures";
 import { destPath, entries } from "../helpers/sync-engine";
-import { overrideLimits, type ProviderLimits } from "../../src/engines/sync/limits";
+import { overrideLimits } from "../../src/engines/sync/limits";
+import type { LimitBudget } from "../../src/engines/sync/limits/types";
 import { parsePem } from "../../src/engines/sync/rsa";
-import type { DestinationType } from "../../src/engines/sync/destinations/types";
+
+/** The five destination types the fixtures cover. */
+type DestinationType = keyof typeof BODIES;
 
 const one = new FakeCloudone({ [SECRETS.awsKey]: SECRETS.awsSecret });
 const two = new FakeCloudtwo();
@@ -87,7 +90,7 @@ function bodyOf(type: DestinationType): Record<string, unknown> {
 }
 
 /** Lanyard's caps for a test: `concurrency` in flight, `perSecond` requests per second, `throttleMs` the unstated pause. */
-function caps(concurrency: number, perSecond: number, throttleMs = 2000): ProviderLimits {
+function caps(concurrency: number, perSecond: number, throttleMs = 2000): LimitBudget {
   return { concurrency, windows: [{ id: "all", budget: perSecond, windowMs: 1000, cost: () => 1 }], throttleMs };
 }
 

@@ -1,5 +1,5 @@
 /**
- * Issue 15 rules 1, 2 and 5 against every destination type's fake: Lanyard never deletes an
+ * docs/secrets-sync.md "What Lanyard guarantees at the destination", rules 1, 2 and 5, against every destination type's fake: Lanyard never deletes an
  * external secret it did not create (remove, purge, a key dropped from the source), warns about
  * what it leaves, refuses an association whose external name another association of the
  * destination holds (the holder's value untouched), and every association read shows the

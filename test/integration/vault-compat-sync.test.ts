@@ -1,5 +1,5 @@
 /**
- * Issue 12: Vault's destination type names (aws-sm, azure-kv, gcp-sm, gh, vercel-project) as
+ * Vault's destination type names (aws-sm, azure-kv, gcp-sm, gh, vercel-project) as
  * aliases of the spec's five types wherever a type appears in a path, answers in the spec's
  * names; sys/activation-flags; webhost-project's deployment_environments in the read form.
  */

@@ -7,7 +7,7 @@
 import { describe, expect, it } from "vitest";
 import { globMatch } from "../../src/core/glob";
 import { trimChar, trimEndChar, trimStartChar, utf8Length } from "../../src/core/text";
-import { isEmailShaped } from "../../src/engines/sync/destinations/cloudthree-sm";
+import { isEmailShaped } from "../../src/engines/sync/providers/cloudthree-sm/destination";
 import { compileRoute, matchRoute, route } from "../../src/core/route";
 
 /** Reference semantics by dynamic programming over (pattern, subject) prefixes: obviously right, O(n·m). */

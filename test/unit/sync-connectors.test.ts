@@ -1,18 +1,18 @@
 /** Connector pieces without the network: endpoint variables, sealed box, name rules, token cache. */
 import { describe, expect, it } from "vitest";
 import * as nacl from "tweetnacl";
-import { serviceUrl } from "../../src/engines/sync/connectors/cloudone-sm/client";
-import { tokenUrl, vaultBase } from "../../src/engines/sync/connectors/cloudtwo-kv/client";
-import { apiBase as gcpBase, tokenEndpoint } from "../../src/engines/sync/connectors/cloudthree-sm/client";
-import { apiBase as ghBase } from "../../src/engines/sync/connectors/repohost/client";
-import { apiBase as vercelBase } from "../../src/engines/sync/connectors/webhost-project/client";
-import { checkSecretName } from "../../src/engines/sync/connectors/repohost";
-import { openSealed, seal } from "../../src/engines/sync/connectors/repohost/sealed-box";
+import { serviceUrl } from "../../src/engines/sync/providers/cloudone-sm/client";
+import { tokenUrl, vaultBase } from "../../src/engines/sync/providers/cloudtwo-kv/client";
+import { apiBase as gcpBase, tokenEndpoint } from "../../src/engines/sync/providers/cloudthree-sm/client";
+import { apiBase as ghBase } from "../../src/engines/sync/providers/repohost/client";
+import { apiBase as vercelBase } from "../../src/engines/sync/providers/webhost-project/client";
+import { checkSecretName } from "../../src/engines/sync/providers/repohost/connector";
+import { openSealed, seal } from "../../src/engines/sync/providers/repohost/sealed-box";
 import { cachedToken } from "../../src/engines/sync/connectors/http";
 
 const env = (vars: Record<string, string>) => vars as unknown as Env;
 
-describe("endpoint variables (CONTRACT.md)", () => {
+describe("endpoint variables (docs/configuration.md)", () => {
   it("default to the providers' public endpoints", () => {
     const e = env({});
     expect(serviceUrl(e, "secretsmanager", "eu-west-1")).toBe("https://secretsmanager.eu-west-1.amazonaws.com/");

@@ -1,9 +1,10 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { ENDPOINT_OVERRIDE_VARS } from "../../src/core/config";
 import { ApiError } from "../../src/core/errors";
 import { renderSecretName, validateTags, validateTemplate, writeFields } from "../../src/engines/sync/destinations/options";
-import { DESTINATIONS } from "../../src/engines/sync/destinations/registry";
-import { DESTINATION_TYPES, type Connection, type DestinationType, type ValidationContext } from "../../src/engines/sync/destinations/types";
+import type { Connection, ValidationContext } from "../../src/engines/sync/destinations/types";
+import { DESTINATION_TYPES, findProvider, PROVIDERS, providerOf } from "../../src/engines/sync/providers/registry";
 import type { DestinationOptions } from "../../src/engines/sync/store";
 import { serviceAccountJson } from "../helpers/sync-fixtures";
 
@@ -14,8 +15,8 @@ const ctx = (over: Partial<ValidationContext> = {}): ValidationContext => ({
   ...over,
 });
 
-async function refusal(type: DestinationType, conn: Connection, c: ValidationContext = ctx()): Promise<string> {
-  const err = await DESTINATIONS[type].validate(conn, c).then(
+async function refusal(type: string, conn: Connection, c: ValidationContext = ctx()): Promise<string> {
+  const err = await providerOf(type).validate(conn, c).then(
     () => null,
     (e: unknown) => e,
   );
@@ -33,20 +34,30 @@ const cloudtwo: Connection = {
   cloud: "cloud",
 };
 
-describe("the destination registry", () => {
-  it("has one definition per type, under its own name", () => {
-    for (const t of DESTINATION_TYPES) expect(DESTINATIONS[t].type).toBe(t);
+describe("the provider registry", () => {
+  it("has one provider per type and per Vault name, found by either name", () => {
+    expect(DESTINATION_TYPES).toEqual(["cloudone-sm", "cloudtwo-kv", "cloudthree-sm", "repohost", "webhost-project"]);
+    expect(new Set(PROVIDERS.map((p) => p.vaultType)).size).toBe(PROVIDERS.length);
+    for (const p of PROVIDERS) {
+      expect(providerOf(p.type)).toBe(p);
+      expect(findProvider(p.vaultType)).toBe(p);
+    }
+    expect(findProvider("in-mem")).toBeNull();
+  });
+
+  it("names each endpoint variable of the configuration once", () => {
+    expect(PROVIDERS.map((p) => p.endpointVar).sort()).toEqual([...ENDPOINT_OVERRIDE_VARS].sort());
   });
 
   it("declares sensitive and immutable members among the type's fields", () => {
     for (const t of DESTINATION_TYPES) {
-      const def = DESTINATIONS[t];
+      const def = providerOf(t);
       for (const f of [...def.sensitive, ...def.immutable]) expect(Object.keys(def.fields), `${t}.${f}`).toContain(f);
     }
   });
 
-  it("offers custom tags only on the three cloud types (reference §1.4)", () => {
-    const withTags = DESTINATION_TYPES.filter((t) => "custom_tags" in writeFields(DESTINATIONS[t]));
+  it("offers custom tags only on the three cloud types (Vault API: /v1/sys/sync/destinations/:type/:name)", () => {
+    const withTags = DESTINATION_TYPES.filter((t) => "custom_tags" in writeFields(providerOf(t)));
     expect(withTags).toEqual(["cloudone-sm", "cloudtwo-kv", "cloudthree-sm"]);
   });
 
@@ -54,7 +65,7 @@ describe("the destination registry", () => {
     for (const t of DESTINATION_TYPES) {
       for (const g of ["secret-path", "secret-key"] as const) {
         const opts: DestinationOptions = { granularity: g, secretNameTemplate: "", customTags: {}, driftRepair: true };
-        await validateTemplate(DESTINATIONS[t], opts, { destinationType: t, destinationName: "d", namespacePath: "", namespaceId: "root" });
+        await validateTemplate(providerOf(t), opts, { destinationType: t, destinationName: "d", namespacePath: "", namespaceId: "root" });
       }
     }
   });
@@ -69,8 +80,8 @@ describe("the destination registry", () => {
       secretPath: "my-secret",
       secretKey: "foo",
     };
-    const name = (t: DestinationType, g: "secret-path" | "secret-key") =>
-      renderSecretName(DESTINATIONS[t], { granularity: g, secretNameTemplate: "", customTags: {}, driftRepair: true }, { ...inputs, destinationType: t });
+    const name = (t: string, g: "secret-path" | "secret-key") =>
+      renderSecretName(providerOf(t), { granularity: g, secretNameTemplate: "", customTags: {}, driftRepair: true }, { ...inputs, destinationType: t });
     expect(await name("cloudone-sm", "secret-path")).toBe("vault/kv_1234/my-secret");
     expect(await name("cloudtwo-kv", "secret-path")).toBe("vault-kv-1234-my-secret");
     expect(await name("cloudthree-sm", "secret-path")).toBe("vault_kv_1234_my-secret");
@@ -81,7 +92,7 @@ describe("the destination registry", () => {
 });
 
 describe("template validation", () => {
-  const def = DESTINATIONS["cloudone-sm"];
+  const def = providerOf("cloudone-sm");
   const sample = { destinationType: "cloudone-sm", destinationName: "d", namespacePath: "", namespaceId: "root" };
   const check = (template: string, granularity: "secret-path" | "secret-key" = "secret-path") =>
     validateTemplate(def, { granularity, secretNameTemplate: template, customTags: {}, driftRepair: true }, sample);
@@ -102,7 +113,7 @@ describe("template validation", () => {
 
 describe("custom tag limits", () => {
   it("cloudone-sm: 49 custom tags, key ≤ 128, value ≤ 256, no aws: prefix", () => {
-    const def = DESTINATIONS["cloudone-sm"];
+    const def = providerOf("cloudone-sm");
     expect(validateTags(def, { team: "blue", "cost:center": "42" })).toEqual({ team: "blue", "cost:center": "42" });
     const many = Object.fromEntries(Array.from({ length: 50 }, (_, i) => [`k${i}`, "v"]));
     expect(() => validateTags(def, many)).toThrow(/at most 49 custom tags/);
@@ -115,11 +126,11 @@ describe("custom tag limits", () => {
 
   it("cloudtwo-kv: 14 custom tags", () => {
     const many = Object.fromEntries(Array.from({ length: 15 }, (_, i) => [`k${i}`, "v"]));
-    expect(() => validateTags(DESTINATIONS["cloudtwo-kv"], many)).toThrow(/at most 14/);
+    expect(() => validateTags(providerOf("cloudtwo-kv"), many)).toThrow(/at most 14/);
   });
 
   it("cloudthree-sm: label rules (lower-case, start with a letter, ≤ 63)", () => {
-    const def = DESTINATIONS["cloudthree-sm"];
+    const def = providerOf("cloudthree-sm");
     expect(validateTags(def, { team: "blue_1", "a-b": "" })).toEqual({ team: "blue_1", "a-b": "" });
     expect(() => validateTags(def, { Team: "x" })).toThrow(/lower-case letter/);
     expect(() => validateTags(def, { "1team": "x" })).toThrow(/lower-case letter/);
@@ -132,8 +143,8 @@ describe("cloudone-sm rules", () => {
   const base: Connection = { access_key_id: "AKIAIOSFODNN7EXAMPLE", secret_access_key: "wJalrXUtnFEMI/K7MDENG", role_arn: "", external_id: "", region: "" };
 
   it("accepts a complete key pair", async () => {
-    await DESTINATIONS["cloudone-sm"].validate(base, ctx());
-    await DESTINATIONS["cloudone-sm"].validate({ ...base, region: "us-gov-west-1" }, ctx());
+    await providerOf("cloudone-sm").validate(base, ctx());
+    await providerOf("cloudone-sm").validate({ ...base, region: "us-gov-west-1" }, ctx());
   });
 
   it("refuses missing keys (no environment chain in a Worker), half a key pair, bad regions, bad role ARNs, an external id without a role", async () => {
@@ -147,7 +158,7 @@ describe("cloudone-sm rules", () => {
 
   it("lets role_arn change only within the same account", async () => {
     const previous = { ...base, role_arn: "arn:aws:iam::123456789012:role/a" };
-    await DESTINATIONS["cloudone-sm"].validate({ ...base, role_arn: "arn:aws:iam::123456789012:role/b" }, ctx({ previous }));
+    await providerOf("cloudone-sm").validate({ ...base, role_arn: "arn:aws:iam::123456789012:role/b" }, ctx({ previous }));
     expect(await refusal("cloudone-sm", { ...base, role_arn: "arn:aws:iam::999999999999:role/b" }, ctx({ previous }))).toMatch(/same account/);
   });
 
@@ -159,9 +170,9 @@ describe("cloudone-sm rules", () => {
 
 describe("cloudtwo-kv rules", () => {
   it("accepts the public cloud and the other clouds' hosts", async () => {
-    await DESTINATIONS["cloudtwo-kv"].validate(cloudtwo, ctx());
-    await DESTINATIONS["cloudtwo-kv"].validate({ ...cloudtwo, cloud: "AzureChinaCloud", key_vault_uri: "https://kv.vault.azure.cn/" }, ctx());
-    await DESTINATIONS["cloudtwo-kv"].validate({ ...cloudtwo, cloud: "usgovernment", key_vault_uri: "https://kv.vault.usgovcloudapi.net" }, ctx());
+    await providerOf("cloudtwo-kv").validate(cloudtwo, ctx());
+    await providerOf("cloudtwo-kv").validate({ ...cloudtwo, cloud: "AzureChinaCloud", key_vault_uri: "https://kv.vault.azure.cn/" }, ctx());
+    await providerOf("cloudtwo-kv").validate({ ...cloudtwo, cloud: "usgovernment", key_vault_uri: "https://kv.vault.usgovcloudapi.net" }, ctx());
   });
 
   it("refuses unknown clouds, foreign hosts, private literals and paths", async () => {
@@ -175,14 +186,14 @@ describe("cloudtwo-kv rules", () => {
 
   it("accepts any host when CLOUDTWO_ENDPOINT is set", async () => {
     const c = ctx({ env: { ...env, CLOUDTWO_ENDPOINT: "http://127.0.0.1:9000" } as Env });
-    await DESTINATIONS["cloudtwo-kv"].validate({ ...cloudtwo, key_vault_uri: "http://127.0.0.1:9000" }, c);
+    await providerOf("cloudtwo-kv").validate({ ...cloudtwo, key_vault_uri: "http://127.0.0.1:9000" }, c);
   });
 });
 
 describe("cloudthree-sm rules", () => {
   it("accepts a service-account key and takes its project", async () => {
-    await DESTINATIONS["cloudthree-sm"].validate({ credentials: serviceAccountJson(), project_id: "" }, ctx());
-    await DESTINATIONS["cloudthree-sm"].validate({ credentials: serviceAccountJson({ project_id: undefined }), project_id: "other-project" }, ctx());
+    await providerOf("cloudthree-sm").validate({ credentials: serviceAccountJson(), project_id: "" }, ctx());
+    await providerOf("cloudthree-sm").validate({ credentials: serviceAccountJson({ project_id: undefined }), project_id: "other-project" }, ctx());
   });
 
   it.each([
@@ -218,8 +229,8 @@ describe("repohost rules", () => {
   };
 
   it("takes a token or a configured app with an installation id", async () => {
-    await DESTINATIONS.repohost.validate({ ...base, access_token: "github_pat_abc" }, ctx());
-    await DESTINATIONS.repohost.validate({ ...base, app_name: "my-app", installation_id: "42" }, ctx());
+    await providerOf("repohost").validate({ ...base, access_token: "github_pat_abc" }, ctx());
+    await providerOf("repohost").validate({ ...base, app_name: "my-app", installation_id: "42" }, ctx());
   });
 
   it("refuses both, neither, a missing installation, an unknown app, bad names", async () => {
@@ -234,13 +245,13 @@ describe("repohost rules", () => {
   });
 
   it("reads back the app form as app_config + installation_id and masks the token", () => {
-    const view = DESTINATIONS.repohost.view;
+    const view = providerOf("repohost").view;
     expect(view?.({ ...base, app_name: "my-app", installation_id: "42" })).toMatchObject({ access_token: "", app_config: { app_name: "my-app" }, installation_id: 42 });
     expect(view?.({ ...base, access_token: "ghp_x" })).toMatchObject({ access_token: "*****" });
   });
 
   it("switching the authentication form in a PATCH clears the other one", () => {
-    const merge = DESTINATIONS.repohost.afterMerge;
+    const merge = providerOf("repohost").afterMerge;
     const app = merge?.({ ...base, access_token: "old", app_name: "my-app", installation_id: "1" }, new Set(["app_name", "installation_id"]));
     expect(app?.access_token).toBe("");
     const tok = merge?.({ ...base, access_token: "new", app_name: "my-app", installation_id: "1" }, new Set(["access_token"]));
@@ -252,7 +263,7 @@ describe("webhost-project rules", () => {
   const base: Connection = { access_token: "tok", project_id: "prj_123", team_id: "", deployment_environments: ["production", "preview", "production"] };
 
   it("keeps the environment list in the order given, without duplicates", async () => {
-    const out = await DESTINATIONS["webhost-project"].validate(base, ctx());
+    const out = await providerOf("webhost-project").validate(base, ctx());
     expect(out.deployment_environments).toEqual(["production", "preview"]);
   });
 

@@ -1,10 +1,10 @@
 /** The engine's pure parts: planning, failure mapping, backoff, Retry-After, SigV4, messages. */
 import { describe, expect, it } from "vitest";
-import { failureMessage, failureStatus, keyValue, planOperation } from "../../src/engines/sync/engine";
+import { failureMessage, failureStatus, keyValue, planOperation } from "../../src/engines/sync/plan";
 import { ConnectorError } from "../../src/engines/sync/connectors/types";
 import { parseRetryAfter } from "../../src/engines/sync/connectors/http";
 import { backoffSeconds, parseMessage } from "../../src/engines/sync/messages";
-import { signature } from "../../src/engines/sync/connectors/sigv4";
+import { signature } from "../../src/engines/sync/providers/cloudone-sm/sigv4";
 import type { ExternalEntry } from "../../src/engines/sync/association-store";
 
 const entry = (name: string): ExternalEntry => ({ name, status: "SYNCED", updatedAt: 1 });

@@ -1,25 +1,20 @@
 /**
- * The rate-limit rules of secrets sync (src/engines/sync/limits.ts, issue 15 rule 4) in plain
+ * The rate-limit rules of secrets sync (src/engines/sync/limits/, docs/secrets-sync.md "4. Provider limits are respected") in plain
  * Node: which answers are throttling (and for how long), what each request costs, the gate's
  * decisions (concurrency, sliding windows, per-resource windows, pauses and their doubling), the
  * gate's name, and the default caps against the providers' published limits.
  */
 import { describe, expect, it } from "vitest";
-import {
-  DEFAULT_LIMITS,
-  GateState,
-  MAX_THROTTLE_MS,
-  MemoryGateStore,
-  PERMIT_TTL_MS,
-  chargesOf,
-  gateName,
-  throttleOf,
-  type AcquireArgs,
-  type GatedRequest,
-} from "../../src/engines/sync/limits";
+import { chargesOf, gateName } from "../../src/engines/sync/limits";
+import { GateState, MAX_THROTTLE_MS, MemoryGateStore, PERMIT_TTL_MS, type AcquireArgs } from "../../src/engines/sync/limits/gate-state";
+import { throttleOf } from "../../src/engines/sync/limits/throttle";
+import type { GatedRequest } from "../../src/engines/sync/limits/types";
+import { providerOf } from "../../src/engines/sync/providers/registry";
 import type { DestinationRecord } from "../../src/engines/sync/store";
 
 const T0 = 1_800_000_000_000;
+
+const limitsOf = (type: string) => providerOf(type).limits;
 
 function res(status: number, headers: Record<string, string> = {}, body?: unknown): Response {
   return new Response(body === undefined ? null : JSON.stringify(body), { status, headers });
@@ -31,44 +26,44 @@ function req(method: string, url: string, headers: Record<string, string> = {}):
 
 describe("throttleOf: which answers ask to slow down", () => {
   it("429 with Retry-After (seconds or a date) states the wait", async () => {
-    expect(await throttleOf("cloudtwo-kv", res(429, { "retry-after": "7" }), T0)).toEqual({ waitMs: 7000, stated: true });
+    expect(await throttleOf(limitsOf("cloudtwo-kv"), res(429, { "retry-after": "7" }), T0)).toEqual({ waitMs: 7000, stated: true });
     const date = new Date(T0 + 30_000).toUTCString();
-    expect(await throttleOf("webhost-project", res(429, { "retry-after": date }), T0)).toEqual({ waitMs: 30_000, stated: true });
-    expect(await throttleOf("webhost-project", res(429, { "x-ratelimit-reset": String(T0 / 1000 + 12) }), T0)).toEqual({ waitMs: 12_000, stated: true });
-    expect(await throttleOf("cloudtwo-kv", res(429), T0)).toEqual({ waitMs: 0, stated: false });
+    expect(await throttleOf(limitsOf("webhost-project"), res(429, { "retry-after": date }), T0)).toEqual({ waitMs: 30_000, stated: true });
+    expect(await throttleOf(limitsOf("webhost-project"), res(429, { "x-ratelimit-reset": String(T0 / 1000 + 12) }), T0)).toEqual({ waitMs: 12_000, stated: true });
+    expect(await throttleOf(limitsOf("cloudtwo-kv"), res(429), T0)).toEqual({ waitMs: 0, stated: false });
   });
 
   it("the repository host: 403 with retry-after or x-ratelimit-remaining 0 is a rate limit, a plain 403 a permission error", async () => {
-    expect(await throttleOf("repohost", res(403, { "retry-after": "60" }), T0)).toEqual({ waitMs: 60_000, stated: true });
-    expect(await throttleOf("repohost", res(403, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(T0 / 1000 + 90) }), T0)).toEqual({ waitMs: 90_000, stated: true });
-    expect(await throttleOf("repohost", res(403, { "x-ratelimit-remaining": "17" }, { message: "Resource not accessible by integration" }), T0)).toBeNull();
-    expect(await throttleOf("repohost", res(429, { "retry-after": "3" }), T0)).toEqual({ waitMs: 3000, stated: true });
+    expect(await throttleOf(limitsOf("repohost"), res(403, { "retry-after": "60" }), T0)).toEqual({ waitMs: 60_000, stated: true });
+    expect(await throttleOf(limitsOf("repohost"), res(403, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(T0 / 1000 + 90) }), T0)).toEqual({ waitMs: 90_000, stated: true });
+    expect(await throttleOf(limitsOf("repohost"), res(403, { "x-ratelimit-remaining": "17" }, { message: "Resource not accessible by integration" }), T0)).toBeNull();
+    expect(await throttleOf(limitsOf("repohost"), res(429, { "retry-after": "3" }), T0)).toEqual({ waitMs: 3000, stated: true });
     // Any answer that used up the quota pauses until the reset, before the next request is refused.
-    expect(await throttleOf("repohost", res(200, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(T0 / 1000 + 5) }), T0)).toEqual({ waitMs: 5000, stated: true });
-    expect(await throttleOf("repohost", res(200, { "x-ratelimit-remaining": "4999" }), T0)).toBeNull();
+    expect(await throttleOf(limitsOf("repohost"), res(200, { "x-ratelimit-remaining": "0", "x-ratelimit-reset": String(T0 / 1000 + 5) }), T0)).toEqual({ waitMs: 5000, stated: true });
+    expect(await throttleOf(limitsOf("repohost"), res(200, { "x-ratelimit-remaining": "4999" }), T0)).toBeNull();
   });
 
   it("AWS: ThrottlingException on a 400 (body or x-amzn-errortype), no stated wait; other 400s are not throttling", async () => {
     const throttling = res(400, { "content-type": "application/x-amz-json-1.1" }, { __type: "com.amazonaws#ThrottlingException", message: "Rate exceeded" });
-    expect(await throttleOf("cloudone-sm", throttling, T0)).toEqual({ waitMs: 0, stated: false });
+    expect(await throttleOf(limitsOf("cloudone-sm"), throttling, T0)).toEqual({ waitMs: 0, stated: false });
     // The body is read from a copy: the connector still reads the error afterwards.
     expect(((await throttling.json()) as { message: string }).message).toBe("Rate exceeded");
-    expect(await throttleOf("cloudone-sm", res(400, { "x-amzn-errortype": "ThrottlingException:http://internal" }), T0)).toEqual({ waitMs: 0, stated: false });
-    expect(await throttleOf("cloudone-sm", res(400, {}, { __type: "ValidationException", message: "bad name" }), T0)).toBeNull();
-    expect(await throttleOf("cloudone-sm", res(400, {}, { __type: "LimitExceededException", message: "too many versions" }), T0)).toBeNull();
+    expect(await throttleOf(limitsOf("cloudone-sm"), res(400, { "x-amzn-errortype": "ThrottlingException:http://internal" }), T0)).toEqual({ waitMs: 0, stated: false });
+    expect(await throttleOf(limitsOf("cloudone-sm"), res(400, {}, { __type: "ValidationException", message: "bad name" }), T0)).toBeNull();
+    expect(await throttleOf(limitsOf("cloudone-sm"), res(400, {}, { __type: "LimitExceededException", message: "too many versions" }), T0)).toBeNull();
   });
 
   it("Google: RESOURCE_EXHAUSTED with a RetryInfo delay states it", async () => {
     const body = { error: { code: 429, status: "RESOURCE_EXHAUSTED", message: "Quota exceeded", details: [{ "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: "2.5s" }] } };
-    expect(await throttleOf("cloudthree-sm", res(429, {}, body), T0)).toEqual({ waitMs: 2500, stated: true });
-    expect(await throttleOf("cloudthree-sm", res(429, {}, { error: { code: 429, status: "RESOURCE_EXHAUSTED" } }), T0)).toEqual({ waitMs: 0, stated: false });
-    expect(await throttleOf("cloudthree-sm", res(403, {}, { error: { status: "PERMISSION_DENIED" } }), T0)).toBeNull();
+    expect(await throttleOf(limitsOf("cloudthree-sm"), res(429, {}, body), T0)).toEqual({ waitMs: 2500, stated: true });
+    expect(await throttleOf(limitsOf("cloudthree-sm"), res(429, {}, { error: { code: 429, status: "RESOURCE_EXHAUSTED" } }), T0)).toEqual({ waitMs: 0, stated: false });
+    expect(await throttleOf(limitsOf("cloudthree-sm"), res(403, {}, { error: { status: "PERMISSION_DENIED" } }), T0)).toBeNull();
   });
 });
 
 describe("chargesOf: what a request costs", () => {
   it("AWS: reads and writes count in separate budgets", () => {
-    const l = DEFAULT_LIMITS["cloudone-sm"];
+    const l = limitsOf("cloudone-sm");
     const put = chargesOf(l, req("POST", "https://secretsmanager.us-east-1.amazonaws.com/", { "x-amz-target": "secretsmanager.PutSecretValue" }));
     const get = chargesOf(l, req("POST", "https://secretsmanager.us-east-1.amazonaws.com/", { "x-amz-target": "secretsmanager.GetSecretValue" }));
     expect(put.map((c) => c.key)).toEqual(["writes"]);
@@ -76,7 +71,7 @@ describe("chargesOf: what a request costs", () => {
   });
 
   it("the repository host: GET costs 1 point, writes 5, every request 1 of the hour", () => {
-    const l = DEFAULT_LIMITS.repohost;
+    const l = limitsOf("repohost");
     const get = chargesOf(l, req("GET", "https://api.github.com/repos/o/r/actions/secrets/public-key"));
     const put = chargesOf(l, req("PUT", "https://api.github.com/repos/o/r/actions/secrets/X"));
     expect(get.map((c) => [c.key, c.cost])).toEqual([["points", 1], ["hour", 1]]);
@@ -84,7 +79,7 @@ describe("chargesOf: what a request costs", () => {
   });
 
   it("Google: AddSecretVersion is also counted per secret; accesses in their own budget", () => {
-    const l = DEFAULT_LIMITS["cloudthree-sm"];
+    const l = limitsOf("cloudthree-sm");
     const add = chargesOf(l, req("POST", "https://secretmanager.googleapis.com/v1/projects/p/secrets/a:addVersion"));
     expect(add.filter((c) => c.resource).map((c) => c.key)).toEqual(["version-s\u0000/v1/projects/p/secrets/a", "version-min\u0000/v1/projects/p/secrets/a"]);
     expect(add.filter((c) => !c.resource).map((c) => c.key)).toEqual(["writes"]);
@@ -201,33 +196,33 @@ describe("gateName", () => {
   });
 
   it("destinations sharing the provider's limit scope share a gate; the name carries no secret", async () => {
-    const a = await gateName(dest("repohost", { access_token: "ghp_secret_token_1", repository_owner: "o", repository_name: "a" }));
-    const b = await gateName({ ...dest("repohost", { access_token: "ghp_secret_token_1", repository_owner: "o", repository_name: "b" }), name: "other" });
-    const c = await gateName(dest("repohost", { access_token: "ghp_secret_token_2", repository_owner: "o", repository_name: "a" }));
+    const a = await gateName(limitsOf("repohost"), dest("repohost", { access_token: "ghp_secret_token_1", repository_owner: "o", repository_name: "a" }));
+    const b = await gateName(limitsOf("repohost"), { ...dest("repohost", { access_token: "ghp_secret_token_1", repository_owner: "o", repository_name: "b" }), name: "other" });
+    const c = await gateName(limitsOf("repohost"), dest("repohost", { access_token: "ghp_secret_token_2", repository_owner: "o", repository_name: "a" }));
     expect(a).toBe(b);
     expect(a).not.toBe(c);
     expect(a).toMatch(/^repohost:[0-9a-f]{64}$/);
     expect(a).not.toContain("ghp_secret");
-    const east = await gateName(dest("cloudone-sm", { access_key_id: "AKIA1", region: "us-east-1" }));
-    const west = await gateName(dest("cloudone-sm", { access_key_id: "AKIA1", region: "us-west-2" }));
-    const dflt = await gateName(dest("cloudone-sm", { access_key_id: "AKIA1" }));
+    const east = await gateName(limitsOf("cloudone-sm"), dest("cloudone-sm", { access_key_id: "AKIA1", region: "us-east-1" }));
+    const west = await gateName(limitsOf("cloudone-sm"), dest("cloudone-sm", { access_key_id: "AKIA1", region: "us-west-2" }));
+    const dflt = await gateName(limitsOf("cloudone-sm"), dest("cloudone-sm", { access_key_id: "AKIA1" }));
     expect(east).not.toBe(west);
     expect(dflt).toBe(east);
-    const vault = await gateName(dest("cloudtwo-kv", { key_vault_uri: "https://KV1.vault.azure.net/" }));
-    expect(await gateName(dest("cloudtwo-kv", { key_vault_uri: "https://kv1.vault.azure.net" }))).toBe(vault);
-    const project = await gateName(dest("cloudthree-sm", { credentials: JSON.stringify({ project_id: "p1" }) }));
-    expect(await gateName(dest("cloudthree-sm", { credentials: "{}", project_id: "p1" }))).toBe(project);
+    const vault = await gateName(limitsOf("cloudtwo-kv"), dest("cloudtwo-kv", { key_vault_uri: "https://KV1.vault.azure.net/" }));
+    expect(await gateName(limitsOf("cloudtwo-kv"), dest("cloudtwo-kv", { key_vault_uri: "https://kv1.vault.azure.net" }))).toBe(vault);
+    const project = await gateName(limitsOf("cloudthree-sm"), dest("cloudthree-sm", { credentials: JSON.stringify({ project_id: "p1" }) }));
+    expect(await gateName(limitsOf("cloudthree-sm"), dest("cloudthree-sm", { credentials: "{}", project_id: "p1" }))).toBe(project);
   });
 });
 
 describe("the default caps stay below the published limits", () => {
-  const budget = (type: keyof typeof DEFAULT_LIMITS, id: string) => {
-    const w = DEFAULT_LIMITS[type].windows.find((x) => x.id === id);
+  const budget = (type: string, id: string) => {
+    const w = limitsOf(type).windows.find((x) => x.id === id);
     if (!w) throw new Error(`${type} has no window ${id}`);
     return (w.budget * 1000) / w.windowMs;
   };
   it.each([
-    ["repohost concurrency", DEFAULT_LIMITS.repohost.concurrency, 100],
+    ["repohost concurrency", limitsOf("repohost").concurrency, 100],
     ["repohost points/s", budget("repohost", "points"), 900 / 60],
     ["repohost requests/s", budget("repohost", "hour"), 5000 / 3600],
     ["cloudone-sm writes/s", budget("cloudone-sm", "writes"), 50],

@@ -1,6 +1,6 @@
 /**
  * Known-answer test of the repository host's sealed box (libsodium `crypto_box_seal`, reference
- * §2.4), independent of src/: the vectors below were made by libsodium itself (1.0.18, the
+ * GitHub REST API, Actions secrets), independent of src/: the vectors below were made by libsodium itself (1.0.18, the
  * Debian libsodium23 library, called from Python ctypes):
  *   sk = bytes(1..32); crypto_scalarmult_base(pk, sk)
  *   crypto_box_seal(c, msg, len(msg), pk)          # and once with an empty message
@@ -14,7 +14,7 @@
 import { blake2b } from "blakejs";
 import * as nacl from "tweetnacl";
 import { describe, expect, it } from "vitest";
-import { openSealed, seal } from "../../src/engines/sync/connectors/repohost/sealed-box";
+import { openSealed, seal } from "../../src/engines/sync/providers/repohost/sealed-box";
 
 const b64 = (s: string) => Uint8Array.from(atob(s), (c) => c.charCodeAt(0));
 const hex = (b: Uint8Array) => [...b].map((x) => x.toString(16).padStart(2, "0")).join("");

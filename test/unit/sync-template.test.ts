@@ -3,13 +3,13 @@ import {
   MAX_RENDERED_LENGTH,
   MAX_TEMPLATE_LENGTH,
   TemplateError,
-  normalizeName,
   parseTemplate,
   renderTemplate,
   type TemplateData,
 } from "../../src/engines/sync/template";
+import { providerOf } from "../../src/engines/sync/providers/registry";
 
-// The example of reference/secrets-sync.md §1.11: namespace ns1/ns2, mount path/to/kv1,
+// The example of Vault API: secret_name_template: namespace ns1/ns2, mount path/to/kv1,
 // secret path/to/secret1, key foo.
 const DATA: TemplateData = {
   DestinationType: "cloudone-sm",
@@ -28,7 +28,7 @@ const DATA: TemplateData = {
 const render = async (src: string, data: TemplateData = DATA) => renderTemplate(parseTemplate(src), data);
 const fails = (src: string) => expect(() => parseTemplate(src)).toThrow(TemplateError);
 
-describe("secret-name templates: the documented examples (§1.11)", () => {
+describe("secret-name templates: the documented examples (Vault API: secret_name_template)", () => {
   it.each([
     ["prefix-{{ .SecretPath }}", "prefix-path/to/secret1"],
     ["{{ .SecretBaseName | uppercase }}", "SECRET1"],
@@ -197,16 +197,17 @@ describe("secret-name templates: safety", () => {
 
 describe("per-type normalisation of rendered names", () => {
   it("cloudone keeps / and replaces what the provider refuses", () => {
-    expect(normalizeName("cloudone", "vault/kv_1234/my secret!")).toBe("vault/kv_1234/my_secret_");
+    expect(providerOf("cloudone-sm").normalizeName("vault/kv_1234/my secret!")).toBe("vault/kv_1234/my_secret_");
   });
   it("cloudtwo turns every non-alphanumeric into -", () => {
-    expect(normalizeName("cloudtwo", "vault-kv_1234-my/secret")).toBe("vault-kv-1234-my-secret");
+    expect(providerOf("cloudtwo-kv").normalizeName("vault-kv_1234-my/secret")).toBe("vault-kv-1234-my-secret");
   });
   it("cloudthree allows letters, digits, _ and -", () => {
-    expect(normalizeName("cloudthree", "vault/kv_1234/my-secret.x")).toBe("vault_kv_1234_my-secret_x");
+    expect(providerOf("cloudthree-sm").normalizeName("vault/kv_1234/my-secret.x")).toBe("vault_kv_1234_my-secret_x");
   });
-  it("upper-snake upper-cases, replaces the rest with _ and never starts with a digit", () => {
-    expect(normalizeName("upper-snake", "vault_kv-1234_my/secret_foo")).toBe("VAULT_KV_1234_MY_SECRET_FOO");
-    expect(normalizeName("upper-snake", "1abc")).toBe("_1ABC");
+  it("repohost and webhost-project upper-case, replaces the rest with _ and never starts with a digit", () => {
+    expect(providerOf("repohost").normalizeName("vault_kv-1234_my/secret_foo")).toBe("VAULT_KV_1234_MY_SECRET_FOO");
+    expect(providerOf("webhost-project").normalizeName("vault_kv-1234_my/secret_foo")).toBe("VAULT_KV_1234_MY_SECRET_FOO");
+    expect(providerOf("repohost").normalizeName("1abc")).toBe("_1ABC");
   });
 });

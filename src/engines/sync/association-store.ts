@@ -1,19 +1,20 @@
 /**
- * Storage of associations and of the engine's per-association state (the sync_associations
- * table, src/core/db/schema/sync.ts). The engine (./engine.ts) decides; this module only reads and
- * writes, each write one statement (D1 has no interactive transactions) and every outcome write
+ * Storage of associations (the sync_associations table, src/core/db/schema/sync.ts): the rows,
+ * their intents and generations, and the queries of the triggers and of reconciliation. The
+ * engine's per-run state of a row (lease, in-flight mark, outcome) is written by
+ * ./association-runs.ts. The engine (./engine.ts) decides; these modules only read and write,
+ * each write one statement (D1 has no interactive transactions) and every outcome write
  * conditional on the generation it was computed for, so a stale worker cannot overwrite a newer
- * intent. Statements the engine needs together go in one D1 batch, one round trip (issue 14:
- * `leaseAndLoad`, `finishRound`, and the `...Statement` builders for the engine's own batches);
- * a batch runs its statements in order as one transaction, so each keeps its own condition, and
- * the lease is released with an outcome only if that outcome was recorded.
+ * intent. Statements the engine needs together go in one D1 batch, one round trip (the
+ * `...Statement` builders for the engine's own batches); a batch runs its statements in order as
+ * one transaction, so each keeps its own condition.
  */
 import type { Db } from "../../core/db/client";
 import { trimChar } from "../../core/text";
 import type { DestinationKey } from "./store";
 import type { DestinationType } from "./destinations/types";
 
-export const SYNC_STATUSES = [
+const SYNC_STATUSES = [
   "PENDING",
   "SYNCING",
   "SYNCED",
@@ -54,17 +55,17 @@ export interface Association extends Link {
   external: Record<string, ExternalEntry>;
   lastError: string | null;
   attempts: number;
-  /** Issue 15 rule 5: when the provider was last called, when the queue tries again (null: not scheduled). */
+  /** docs/secrets-sync.md "5. Failures are visible": when the provider was last called, when the queue tries again (null: not scheduled). */
   lastAttemptAt: number | null;
   nextRetryAt: number | null;
   /** Set when the operation exhausted its retries; the next set (or a new intent) clears it. */
   deadLetteredAt: number | null;
-  /** Issue 15 rule 3: last drift found by reconciliation, and how many times. */
+  /** docs/secrets-sync.md "3. Drift is detected and repaired": last drift found by reconciliation, and how many times. */
   driftDetectedAt: number | null;
   driftCount: number;
 }
 
-interface Row {
+export interface Row {
   id: string;
   namespace_id: string;
   destination_type: string;
@@ -114,7 +115,7 @@ function parseExternal(raw: string): Record<string, ExternalEntry> {
   return out;
 }
 
-function toAssociation(r: Row): Association {
+export function toAssociation(r: Row): Association {
   return {
     id: r.id,
     namespaceId: r.namespace_id,
@@ -141,7 +142,7 @@ function toAssociation(r: Row): Association {
 }
 
 /** A removed association whose unsync finished: kept for its generation, hidden from reads. */
-export const TOMBSTONE_SQL = "(desired = 'unsynced' AND sync_status = 'UNSYNCED')";
+const TOMBSTONE_SQL = "(desired = 'unsynced' AND sync_status = 'UNSYNCED')";
 const LIVE = `NOT ${TOMBSTONE_SQL}`;
 
 export function isTombstone(a: Pick<Association, "desired" | "status">): boolean {
@@ -199,12 +200,7 @@ export async function bump(db: Db, id: string, status: SyncStatus, now: number, 
   return r ? toAssociation(r) : null;
 }
 
-/** Live associations of one secret (KV change events). */
-export async function associationsOfSecret(db: Db, mountId: string, secretName: string): Promise<Association[]> {
-  return associationsOf(await associationsOfSecretStatement(db, mountId, secretName).all());
-}
-
-/** The statement of `associationsOfSecret`, for a caller that batches it; read its result with `associationsOf`. */
+/** Live associations of one secret (KV change events), as a statement for a caller that batches it; read its result with `associationsOf`. */
 export function associationsOfSecretStatement(db: Db, mountId: string, secretName: string): D1PreparedStatement {
   return db.$client.prepare(`SELECT * FROM sync_associations WHERE mount_id = ? AND secret_name = ? AND desired = 'synced'`).bind(mountId, secretName);
 }
@@ -342,7 +338,7 @@ export async function findAssociationByStoredMount(
  * Associations the reconciliation pass re-drives: unfinished ones nobody works on (their last
  * change is older than `stuckBefore` and no lease is live), and failed ones (provider or internal
  * errors) older than `failedBefore`. Client-side errors and dead letters (retries exhausted,
- * issue 15 rule 5) wait for the user (a new set).
+ * docs/secrets-sync.md "5. Failures are visible") wait for the user (a new set).
  */
 export async function reconcileCandidates(db: Db, now: number, stuckBefore: number, failedBefore: number, limit: number): Promise<Association[]> {
   const rows = await db.$client
@@ -358,7 +354,7 @@ export async function reconcileCandidates(db: Db, now: number, stuckBefore: numb
 }
 
 /**
- * What drift reconciliation looks at (issue 15 rule 3): settled, synced associations (nothing
+ * What drift reconciliation looks at (docs/secrets-sync.md "3. Drift is detected and repaired"): settled, synced associations (nothing
  * pending, not a dead letter), of one destination when given; ids after `after`, a page at a time.
  */
 const DRIFT_CANDIDATE = `desired = 'synced' AND sync_status = 'SYNCED' AND done_generation >= generation AND dead_lettered_at IS NULL`;
@@ -386,125 +382,6 @@ export async function countDriftCandidates(db: Db, k: DestinationKey): Promise<n
 /** Whether an association is one drift reconciliation judges (see DRIFT_CANDIDATE). */
 export function isDriftCandidate(a: Association): boolean {
   return a.desired === "synced" && a.status === "SYNCED" && a.doneGeneration >= a.generation && a.deadLetteredAt === null;
-}
-
-/** What `leaseAndLoad` found: the row (null: gone), whether this worker now holds it, and whether sync is disabled. */
-export interface LeaseStart {
-  assoc: Association | null;
-  leased: boolean;
-  disabled: boolean;
-}
-
-/**
- * Takes the association's lease and reads the row and the global `disabled` switch, in one D1
- * batch (one round trip; the batch is one transaction, so the row read is the row as the lease
- * update left it). `leased` is true only when the row now carries this worker's token.
- */
-export async function leaseAndLoad(db: Db, id: string, token: string, now: number, ttlMs: number): Promise<LeaseStart> {
-  const [, row, cfg] = await db.$client.batch([
-    db.$client
-      .prepare("UPDATE sync_associations SET lease_token = ?, lease_until = ? WHERE id = ? AND (lease_until IS NULL OR lease_until < ?)")
-      .bind(token, now + ttlMs, id, now),
-    db.$client.prepare("SELECT * FROM sync_associations WHERE id = ?").bind(id),
-    // The sync_config row (./store.ts getSyncConfig reads the same row): no row = enabled.
-    db.$client.prepare("SELECT disabled FROM sync_config WHERE id = 'global'"),
-  ]);
-  const r = (row?.results[0] as (Row & { lease_token: string | null }) | undefined) ?? null;
-  const disabled = Boolean((cfg?.results[0] as { disabled: number } | undefined)?.disabled);
-  return { assoc: r ? toAssociation(r) : null, leased: r?.lease_token === token, disabled };
-}
-
-/** The statement of `markInFlight`, for a caller that batches it with others (./engine.ts). */
-export function markInFlightStatement(db: Db, id: string, gen: number, status: SyncStatus, now: number): D1PreparedStatement {
-  return db.$client.prepare("UPDATE sync_associations SET sync_status = ?, updated_at = ? WHERE id = ? AND generation = ?").bind(status, now, id, gen);
-}
-
-/** Takes the association's lease (one engine worker at a time); false when someone holds it. */
-export async function acquireLease(db: Db, id: string, token: string, now: number, ttlMs: number): Promise<boolean> {
-  const res = await db.$client
-    .prepare("UPDATE sync_associations SET lease_token = ?, lease_until = ? WHERE id = ? AND (lease_until IS NULL OR lease_until < ?)")
-    .bind(token, now + ttlMs, id, now)
-    .run();
-  return (res.meta.changes ?? 0) === 1;
-}
-
-export async function releaseLease(db: Db, id: string, token: string): Promise<void> {
-  await db.$client.prepare("UPDATE sync_associations SET lease_token = NULL, lease_until = NULL WHERE id = ? AND lease_token = ?").bind(id, token).run();
-}
-
-/** Marks the in-flight state of generation `gen`; false when the generation moved on. */
-export async function markInFlight(db: Db, id: string, gen: number, status: SyncStatus, now: number): Promise<boolean> {
-  const res = await db.$client
-    .prepare("UPDATE sync_associations SET sync_status = ?, updated_at = ? WHERE id = ? AND generation = ?")
-    .bind(status, now, id, gen)
-    .run();
-  return (res.meta.changes ?? 0) === 1;
-}
-
-export interface Outcome {
-  status: SyncStatus;
-  external: Record<string, ExternalEntry>;
-  lastError: string | null;
-  /** Final for this generation (success, client error, retries exhausted). */
-  done: boolean;
-  /** When the queue will try again (a retryable failure that is not final); null otherwise. */
-  nextRetryAt: number | null;
-  /** Retries exhausted: the association stays failed until a new set (issue 15 rule 5). */
-  deadLetter: boolean;
-}
-
-/**
- * Stores the outcome of generation `gen`. The external map is stored whatever the generation
- * (it records what is at the provider now); status, error and done only if `gen` is still the
- * current generation. Returns whether the generation was still current.
- */
-export async function recordOutcome(db: Db, id: string, gen: number, o: Outcome, now: number): Promise<boolean> {
-  const [, res] = await db.$client.batch(outcomeStmts(db, id, gen, o, now));
-  return (res?.meta.changes ?? 0) === 1;
-}
-
-/** The two statements of an outcome (recordOutcome, finishRound): `external` always, the rest only for `gen`. */
-function outcomeStmts(db: Db, id: string, gen: number, o: Outcome, now: number): D1PreparedStatement[] {
-  return [
-    db.$client.prepare("UPDATE sync_associations SET external = ? WHERE id = ?").bind(JSON.stringify(o.external), id),
-    db.$client
-      .prepare(
-        `UPDATE sync_associations SET sync_status = ?, last_error = ?, updated_at = ?, attempts = attempts + 1,
-           last_attempt_at = ?, next_retry_at = ?, dead_lettered_at = CASE WHEN ? THEN ? ELSE NULL END,
-           done_generation = CASE WHEN ? THEN generation ELSE done_generation END
-         WHERE id = ? AND generation = ?`,
-      )
-      .bind(o.status, o.lastError, now, now, o.nextRetryAt, o.deadLetter ? 1 : 0, now, o.done ? 1 : 0, id, gen),
-  ];
-}
-
-/**
- * Ends a round of the engine in one D1 batch: `before` (the caller's statements that belong to
- * the outcome, e.g. releasing names), then the outcome exactly as `recordOutcome`, then the
- * lease is released only if the outcome was recorded (the generation is still `gen`: otherwise
- * the engine keeps the lease and looks again), then the row as it stands. Returns whether the
- * generation was still current, and the row (null if it was deleted meanwhile).
- */
-export async function finishRound(
-  db: Db,
-  id: string,
-  gen: number,
-  o: Outcome,
-  now: number,
-  token: string,
-  before: D1PreparedStatement[] = [],
-): Promise<{ current: boolean; assoc: Association | null }> {
-  const results = await db.$client.batch([
-    ...before,
-    ...outcomeStmts(db, id, gen, o, now),
-    db.$client
-      .prepare("UPDATE sync_associations SET lease_token = NULL, lease_until = NULL WHERE id = ? AND lease_token = ? AND generation = ?")
-      .bind(id, token, gen),
-    db.$client.prepare("SELECT * FROM sync_associations WHERE id = ?").bind(id),
-  ]);
-  const outcome = results[before.length + 1];
-  const row = results[before.length + 3]?.results[0] as Row | undefined;
-  return { current: (outcome?.meta.changes ?? 0) === 1, assoc: row ? toAssociation(row) : null };
 }
 
 /** Deletes every association row of a destination (the end of a purge). */

@@ -1,5 +1,5 @@
 /**
- * The sync queue's consumer (DESIGN.md "Queue sync"; code-models §4.7).
+ * The sync queue's consumer (docs/secrets-sync.md "What changes propagate").
  *
  * INVARIANTS
  * - Every message is handled on its own (concurrently within a batch): one try/catch each, and
@@ -16,7 +16,7 @@
  *   Anything else that goes wrong here is retried the same way, and the queue's dead-letter
  *   queue catches what exhausts `max_retries`.
  * - Never sleeps: waiting is the queue's job (`retry({ delaySeconds })`).
- * - Drift checks (`drift`, `drift-sweep`; ./reconcile.ts, issue 15 rule 3) are nudges too: a
+ * - Drift checks (`drift`, `drift-sweep`; ./reconcile.ts, docs/secrets-sync.md "3. Drift is detected and repaired") are nudges too: a
  *   check that cannot read back now is retried a few times, then left to the next pass.
  */
 import { loadConfig } from "../../core/config";
@@ -64,7 +64,7 @@ async function handle(deps: EngineDeps, msg: Message<unknown>): Promise<void> {
   }
   const r = await drive(deps, m.id, { finalOnRetryable: final });
   if (r.kind === "busy") msg.retry({ delaySeconds: BUSY_DELAY_SECONDS });
-  // The engine recorded when it retries (next_retry_at, issue 15 rule 5): queue it for then.
+  // The engine recorded when it retries (next_retry_at, docs/secrets-sync.md "5. Failures are visible"): queue it for then.
   else if (r.kind === "done" && r.retryable) msg.retry({ delaySeconds: r.retryDelaySeconds ?? backoffSeconds(msg.attempts, r.retryAfter) });
   else msg.ack();
 }
@@ -73,7 +73,7 @@ async function handle(deps: EngineDeps, msg: Message<unknown>): Promise<void> {
 export async function handleSyncBatch(batch: MessageBatch<unknown>, env: Env): Promise<void> {
   let deps: EngineDeps;
   try {
-    // The batch's messages run concurrently: their D1 batches of one turn go as one (issue 14).
+    // The batch's messages run concurrently: their D1 batches of one turn go as one.
     deps = { env, db: openDb(coalescingD1(env.DB)), keys: loadConfig(env).seal };
   } catch (e) {
     // Not configured (production without SEAL_KEY): nothing can be done yet; try again later.
@@ -100,7 +100,7 @@ export async function handleSyncBatch(batch: MessageBatch<unknown>, env: Env): P
 }
 
 /** Splits a batch: one message per association (the least-tried), and the other messages for the same associations. */
-export function dedupe<M extends { body: unknown; attempts: number }>(messages: readonly M[]): { primary: M[]; duplicates: M[] } {
+function dedupe<M extends { body: unknown; attempts: number }>(messages: readonly M[]): { primary: M[]; duplicates: M[] } {
   const byAssociation = new Map<string, M>();
   const primary: M[] = [];
   const duplicates: M[] = [];

@@ -1,7 +1,7 @@
 /**
  * The sync engine's scheduled job, on every minute's cron: the retry reconciliation
  * (./operations.ts reconcile: stuck and failed associations, unfinished purges) and, every
- * `reconcile_interval`, the drift pass (./reconcile.ts, issue 15 rule 3).
+ * `reconcile_interval`, the drift pass (./reconcile.ts, docs/secrets-sync.md "3. Drift is detected and repaired").
  */
 import { loadConfig } from "../../core/config";
 import { openDb } from "../../core/db/client";

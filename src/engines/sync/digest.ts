@@ -1,5 +1,5 @@
 /**
- * What Lanyard last wrote to an external secret, without keeping the value (issue 15 rule 3):
+ * What Lanyard last wrote to an external secret, without keeping the value (docs/secrets-sync.md "3. Drift is detected and repaired"):
  * HMAC-SHA256 of the value under a key derived from the seal key (SHA-256 of a label and the
  * key's bytes), bound to the destination and the external name. A plain hash of a short secret
  * could be guessed from a copy of D1; the HMAC cannot without SEAL_KEY. The digest records the

@@ -1,6 +1,6 @@
 /**
- * The sync engine: what to do for one association, and doing it (DESIGN.md "Queue sync",
- * issue 6 "The engine").
+ * The sync engine: driving one association to its latest intent (./plan.ts decides what to do,
+ * ./execute.ts runs it against the provider).
  *
  * INVARIANTS
  * - Intent, not commands. Every trigger (set, remove, KV change, purge, reconcile) records the
@@ -12,21 +12,21 @@
  *   a second worker finds it busy and retries later. Leases expire, so a crash frees the row.
  *   The lease is taken in the same D1 batch that reads the row, and released in the batch that
  *   records the outcome, only when that outcome was recorded. A one-name sync is 4 D1 round
- *   trips (issue 14): lease + row + switch; destination + secret; claims + in flight; the write
+ *   trips: lease + row + switch; destination + secret; claims + in flight; the write
  *   records + outcome + lease release. A write's record (ownership, digest) is therefore
  *   committed with the outcome, not right after the provider call: a crash in between leaves
  *   the claim without ownership, and the next round's write records it again (the ownership a
  *   re-write finds is then "pre_existing", the safe side: never deleted, rule 2).
  * - Ordering per external secret. The outcome of generation N is recorded only if N is still
  *   the current generation (checked before the provider call by `markInFlight`, and after it by
- *   `recordOutcome`). If the generation moved while the provider call ran (say a remove arrived
+ *   `finishRound`). If the generation moved while the provider call ran (say a remove arrived
  *   during a sync), the loop runs again with the newest intent before releasing the lease, so
  *   a late sync can never leave behind a secret that was since removed.
  * - Idempotence. `done_generation` marks the last generation whose outcome is final; a
  *   redelivered message for it is a no-op. Provider calls are upserts and deletes that succeed
  *   when the secret is already gone.
  * - Nothing secret leaves this module: statuses and errors carry names and provider codes only.
- * - No harm at the destination (issue 15). Before writing, the association claims each external
+ * - No harm at the destination (docs/secrets-sync.md "What Lanyard guarantees at the destination"). Before writing, the association claims each external
  *   name (./external-store.ts claimNames, one conditional upsert per name): a name another
  *   association of the destination holds is not written, and the association ends
  *   CLIENT_SIDE_ERROR naming the holder's `<mount>/<secret_name>` (rule 1). The first write of a
@@ -43,21 +43,11 @@ import type { Db } from "../../core/db/client";
 import type { SealKeys } from "../../core/db/seal";
 import * as kvStore from "../kv";
 import { isLive, type JsonObject } from "../kv";
-import {
-  finishRound,
-  getAssociation,
-  leaseAndLoad,
-  markInFlight,
-  markInFlightStatement,
-  releaseLease,
-  type Association,
-  type Desired,
-  type ExternalEntry,
-  type Outcome,
-  type SyncStatus,
-} from "./association-store";
-import { CONNECTORS } from "./connectors/registry";
-import { ConnectorError, type ConnectorContext, type PutResult } from "./connectors/types";
+import { finishRound, leaseAndLoad, markInFlight, markInFlightStatement, releaseLease, type Outcome } from "./association-runs";
+import { getAssociation, type Association, type ExternalEntry } from "./association-store";
+import { execute, type Ledger } from "./execute";
+import { failureMessage, failureStatus, planOperation, type Plan } from "./plan";
+import { ConnectorError, type ConnectorContext } from "./connectors/types";
 import { digestContext, valueDigest } from "./digest";
 import {
   associationLabel,
@@ -74,8 +64,7 @@ import {
 } from "./external-store";
 import { backoffSeconds } from "./messages";
 import { renderSecretName } from "./destinations/options";
-import { DESTINATIONS } from "./destinations/registry";
-import type { Granularity } from "./destinations/types";
+import { providerOf } from "./providers/registry";
 import { destinationOf, destinationStatement, getApp, getSyncConfig, type DestinationKey, type DestinationRecord } from "./store";
 
 export interface EngineDeps {
@@ -83,76 +72,6 @@ export interface EngineDeps {
   db: Db;
   keys: SealKeys;
 }
-
-// ---------------------------------------------------------------------------------------------
-// Deciding (pure)
-
-export interface PlannedPut {
-  subKey: string;
-  name: string;
-  value: string;
-}
-
-export interface Plan {
-  puts: PlannedPut[];
-  /**
-   * Names among `puts` that are not written this time but stay wanted: a drift repair (issue 15
-   * rule 3, ./reconcile.ts) rewrites only the names found changed or deleted out of band.
-   */
-  skip?: ReadonlySet<string>;
-  /** External secrets to delete, by sub-key. */
-  removes: { subKey: string; name: string }[];
-  /** What the association is once the plan has run. */
-  target: "SYNCED" | "UNSYNCED";
-}
-
-/** The value of one key under secret-key granularity: strings as they are, the rest as JSON. */
-export function keyValue(v: unknown): string {
-  return typeof v === "string" ? v : JSON.stringify(v);
-}
-
-/**
- * What to do for an association. `data` is the secret's current live data (null when it has no
- * live current version); `names` the external name per sub-key for that data; `previous` what
- * the provider holds now. A removed intent or a missing secret deletes everything; otherwise
- * every wanted entry is written and every entry no longer wanted (a removed key, a renamed
- * template) is deleted.
- */
-export function planOperation(desired: Desired, data: JsonObject | null, granularity: Granularity, names: Record<string, string>, previous: Record<string, ExternalEntry>): Plan {
-  if (desired === "unsynced" || data === null) {
-    return { puts: [], removes: Object.entries(previous).map(([subKey, e]) => ({ subKey, name: e.name })), target: "UNSYNCED" };
-  }
-  const puts: PlannedPut[] = [];
-  if (granularity === "secret-path") {
-    const name = names[""];
-    if (name !== undefined) puts.push({ subKey: "", name, value: JSON.stringify(data) });
-  } else {
-    for (const [k, v] of Object.entries(data)) {
-      const name = names[k];
-      if (name !== undefined) puts.push({ subKey: k, name, value: keyValue(v) });
-    }
-  }
-  const wanted = new Set(puts.map((p) => p.name));
-  const removes = Object.entries(previous)
-    .filter(([, e]) => !wanted.has(e.name))
-    .map(([subKey, e]) => ({ subKey, name: e.name }));
-  return { puts, removes, target: "SYNCED" };
-}
-
-/** The sync status a failure maps to (reference §1.10). */
-export function failureStatus(e: unknown): SyncStatus {
-  if (e instanceof ConnectorError) return e.kind === "client" ? "CLIENT_SIDE_ERROR" : "EXTERNAL_SERVICE_ERROR";
-  return "INTERNAL_VAULT_ERROR";
-}
-
-/** The stored error text of a failure: the provider's code and message, never a value. */
-export function failureMessage(e: unknown): string {
-  if (e instanceof ConnectorError) return `${e.code}: ${e.message}`;
-  return "internal error while talking to the destination; see the service log";
-}
-
-// ---------------------------------------------------------------------------------------------
-// Doing
 
 export type DriveResult =
   | { kind: "busy" }
@@ -193,7 +112,7 @@ async function openSecret(deps: EngineDeps, a: Association, v: kvStore.StoredVer
 async function externalNames(deps: EngineDeps, a: Association, dest: DestinationRecord, data: JsonObject | null): Promise<Record<string, string>> {
   const names: Record<string, string> = {};
   if (!data) return names;
-  const def = DESTINATIONS[dest.type];
+  const def = providerOf(dest.type);
   const base = {
     destinationType: dest.type,
     destinationName: dest.name,
@@ -208,80 +127,8 @@ async function externalNames(deps: EngineDeps, a: Association, dest: Destination
   return names;
 }
 
-/** What the engine records about each external name while it runs a plan (./external-store.ts). */
-interface Ledger {
-  /** The recorded ownership of a name; undefined before its first write. */
-  ownership(name: string): Ownership | undefined;
-  /**
-   * Whether the name's tags are as a write now would set them: its ownership is known and its
-   * last write was made in a round that read the destination after its last change (written_at
-   * is that round's start, below), so the custom tags it set are the current ones.
-   */
-  tagsCurrent(name: string): boolean;
-  /** What the name's last write recorded as the provider's version; undefined before it. */
-  version(name: string): string | undefined;
-  written(p: PlannedPut, r: PutResult): Promise<void>;
-  /**
-   * The records of the writes made so far, as statements for the round's outcome batch
-   * (./association-store.ts finishRound runs them whatever the outcome): one round trip fewer
-   * per written name (issue 14). Taking them empties the list.
-   */
-  takeRecords(): D1PreparedStatement[];
-  /** The name is gone from the provider, or (pre-existing) left there: its claim is released. */
-  released(name: string): Promise<void>;
-}
-
 /**
- * Runs a plan; stops at the first failure. Returns what the provider holds afterwards, and the
- * pre-existing names it left in place instead of deleting them.
- */
-async function execute(
-  ctx: ConnectorContext,
-  plan: Plan,
-  previous: Record<string, ExternalEntry>,
-  ledger: Ledger,
-): Promise<{ external: Record<string, ExternalEntry>; error: unknown; left: string[] }> {
-  const connector = CONNECTORS[ctx.dest.type];
-  const external: Record<string, ExternalEntry> = { ...previous };
-  const left: string[] = [];
-  try {
-    for (const p of plan.puts) {
-      if (plan.skip?.has(p.name)) continue;
-      // A rename under the same sub-key keeps the old name on record (key "<sub>\0old") until
-      // the removes below delete it at the provider, so a failure in between orphans nothing.
-      const ownership = ledger.ownership(p.name);
-      const version = ledger.version(p.name);
-      const r = await connector.put(
-        ctx,
-        ownership === undefined
-          ? { name: p.name, value: p.value }
-          : { name: p.name, value: p.value, ownership, tagsCurrent: ledger.tagsCurrent(p.name), ...(version === undefined ? {} : { version }) },
-      );
-      await ledger.written(p, r);
-      const old = external[p.subKey];
-      if (old && old.name !== p.name) external[`${p.subKey}\u0000old`] = old;
-      external[p.subKey] = { name: p.name, status: "SYNCED", updatedAt: Date.now() };
-    }
-    for (const r of plan.removes) {
-      // Never delete what Lanyard did not create (issue 15 rule 2): a pre-existing secret stays.
-      // A connector whose names are several objects deletes only the ones Lanyard recorded.
-      const ownership = ledger.ownership(r.name);
-      const version = ledger.version(r.name);
-      if (ownership === "pre_existing") left.push(r.name);
-      if (ownership !== "pre_existing" || connector.removesOnlyOwnParts) await connector.remove(ctx, r.name, { ownership, ...(version === undefined ? {} : { version }) });
-      await ledger.released(r.name);
-      // r.name is not wanted any more, so no entry written above carries it.
-      for (const [k, e] of Object.entries(external)) if (e.name === r.name) delete external[k];
-    }
-    for (const k of Object.keys(external)) if (k.endsWith("\u0000old")) delete external[k];
-    return { external, error: null, left };
-  } catch (e) {
-    return { external, error: e, left };
-  }
-}
-
-/**
- * Claims the names a plan writes (issue 15 rule 1) and marks the generation in flight, in one D1
+ * Claims the names a plan writes (docs/secrets-sync.md "1. Collisions are refused, not fought over") and marks the generation in flight, in one D1
  * batch: the claims (one conditional upsert per name), the association's names as they stand
  * after them, and `markInFlight` (conditional on the generation). Names another association
  * holds are dropped from the plan; the message names the holder of the first one. Also returns
@@ -324,7 +171,7 @@ async function claimAndLedger(
     writtenAt.set(r.nameKey, r.writtenAt);
     versions.set(r.nameKey, r.providerVersion);
   }
-  // Names this association wrote before ownership was recorded (rows synced before issue 15)
+  // Names this association wrote before ownership was recorded (rows synced before it was)
   // are Lanyard's, as they were then: they keep being deleted on unsync.
   const legacy = new Set(Object.values(a.external).map((e) => nameKey(key.type, e.name)));
   let records: D1PreparedStatement[] = [];
@@ -398,7 +245,7 @@ export async function drive(deps: EngineDeps, id: string, opts: { finalOnRetryab
       const only = opts.repair && opts.repair.generation === a.generation ? new Set(opts.repair.names) : undefined;
       const result = await runOnce(deps, a, token, opts.finalOnRetryable, only);
       if (result.current) {
-        // The outcome's batch released the lease with it (./association-store.ts finishRound).
+        // The outcome's batch released the lease with it (./association-runs.ts finishRound).
         released = true;
         return { kind: "done", assoc: result.assoc ?? a, retryable: result.retryable, retryAfter: result.retryAfter, retryDelaySeconds: result.retryDelaySeconds };
       }
@@ -470,40 +317,47 @@ async function runOnce(deps: EngineDeps, a: Association, token: string, finalOnR
   }
   // The generation moved before anything was sent (claimAndLedger's markInFlight): look again.
   if (!inFlight) return { current: false, retryable: false };
-  const ctx: ConnectorContext = { env: deps.env, dest, loadApp: (name) => getApp(deps.db, deps.keys, a.namespaceId, name) };
+  const ctx: ConnectorContext = { env: deps.env, dest, loadApp: (name) => getApp(deps.db, deps.keys, a.namespaceId, name), limits: providerOf(dest.type).limits };
   const { external, error } = await execute(ctx, plan, a.external, ledger);
-  let outcome: Outcome;
-  let retryable = false;
-  let retryAfter: number | undefined;
-  let retryDelaySeconds: number | undefined;
   // The records of what was written go in the outcome's batch, whatever the outcome.
   const before: D1PreparedStatement[] = ledger.takeRecords();
-  if (error === null) {
-    // Every name the association no longer writes is released (gone, left, or never written):
-    // in the outcome's batch, unless it keeps more names than one statement can bind.
-    const keep = plan.target === "SYNCED" ? plan.puts.map((p) => p.name) : [];
-    if (keep.length <= MAX_KEEP_IN_STATEMENT) before.push(releaseAllExceptStatement(deps.db, key, a.id, keep));
-    else await releaseAllExcept(deps.db, key, a.id, keep);
-    outcome = collision
-      ? { status: "CLIENT_SIDE_ERROR", external, lastError: collision, done: true, nextRetryAt: null, deadLetter: false }
-      : { status: plan.target, external, lastError: null, done: true, nextRetryAt: null, deadLetter: false };
-  } else {
-    if (!(error instanceof ConnectorError)) {
-      console.error(`sync: association ${a.id} failed:`, error instanceof Error ? `${error.name}: ${error.message}` : "unknown error");
-    }
-    retryable = !(error instanceof ConnectorError) || error.retryable;
-    retryAfter = error instanceof ConnectorError ? error.retryAfter : undefined;
-    const willRetry = retryable && !finalOnRetryable;
-    if (willRetry) retryDelaySeconds = backoffSeconds(a.attempts + 1, retryAfter);
-    outcome = {
-      status: failureStatus(error),
-      external,
-      lastError: failureMessage(error),
-      done: !willRetry,
-      nextRetryAt: retryDelaySeconds === undefined ? null : Date.now() + retryDelaySeconds * 1000,
-      deadLetter: retryable && finalOnRetryable,
-    };
+  if (error !== null) {
+    const f = failedOutcome(a, error, external, finalOnRetryable);
+    const r = await finish(f.outcome, before);
+    return { ...r, retryable: f.retryable && !f.outcome.done, retryAfter: f.retryAfter, retryDelaySeconds: f.retryDelaySeconds };
   }
-  const r = await finish(outcome, before);
-  return { ...r, retryable: retryable && !outcome.done, retryAfter, retryDelaySeconds };
+  // Every name the association no longer writes is released (gone, left, or never written):
+  // in the outcome's batch, unless it keeps more names than one statement can bind.
+  const keep = plan.target === "SYNCED" ? plan.puts.map((p) => p.name) : [];
+  if (keep.length <= MAX_KEEP_IN_STATEMENT) before.push(releaseAllExceptStatement(deps.db, key, a.id, keep));
+  else await releaseAllExcept(deps.db, key, a.id, keep);
+  const outcome: Outcome = collision
+    ? { status: "CLIENT_SIDE_ERROR", external, lastError: collision, done: true, nextRetryAt: null, deadLetter: false }
+    : { status: plan.target, external, lastError: null, done: true, nextRetryAt: null, deadLetter: false };
+  return { ...(await finish(outcome, before)), retryable: false };
+}
+
+/** The outcome of a plan that failed at the provider, and whether and when the queue retries it. */
+function failedOutcome(
+  a: Association,
+  error: unknown,
+  external: Record<string, ExternalEntry>,
+  finalOnRetryable: boolean,
+): { outcome: Outcome; retryable: boolean; retryAfter?: number; retryDelaySeconds?: number } {
+  if (!(error instanceof ConnectorError)) {
+    console.error(`sync: association ${a.id} failed:`, error instanceof Error ? `${error.name}: ${error.message}` : "unknown error");
+  }
+  const retryable = !(error instanceof ConnectorError) || error.retryable;
+  const retryAfter = error instanceof ConnectorError ? error.retryAfter : undefined;
+  const willRetry = retryable && !finalOnRetryable;
+  const retryDelaySeconds = willRetry ? backoffSeconds(a.attempts + 1, retryAfter) : undefined;
+  const outcome: Outcome = {
+    status: failureStatus(error),
+    external,
+    lastError: failureMessage(error),
+    done: !willRetry,
+    nextRetryAt: retryDelaySeconds === undefined ? null : Date.now() + retryDelaySeconds * 1000,
+    deadLetter: retryable && finalOnRetryable,
+  };
+  return { outcome, retryable, retryAfter, retryDelaySeconds };
 }

@@ -1,13 +1,13 @@
 /**
- * The external secrets of each destination (issue 15 rules 1-3): table sync_external_secrets
+ * The external secrets of each destination (docs/secrets-sync.md "What Lanyard guarantees at the destination", rules 1-3): table sync_external_secrets
  * (src/core/db/schema/sync.ts), whose only door this module is.
  *
  * Vault's Secrets Sync leaves name collisions to the user and deletes whatever name it unsyncs
- * (reference/secrets-sync.md §1.13 "last write wins"). Here every external name a destination's
+ * (Vault API: custom_tags "last write wins"). Here every external name a destination's
  * association writes is first claimed: the row's primary key (destination, name_key) gives a name
  * to one association, and `claimNames` decides with one upsert per name that returns the owner,
  * so two associations racing for a name cannot both win (no read-then-write; D1 has no
- * interactive transactions, workers-stack.md §6.8). The first successful write records whether
+ * interactive transactions: a batch is its only atomic unit). The first successful write records whether
  * Lanyard created the secret or found it there (`ownership`), and every write what Lanyard wrote
  * (an HMAC of the value, the provider's version/updated_at) for drift detection.
  */
@@ -70,7 +70,7 @@ function toRow(r: Row): ExternalSecretRow {
 
 /**
  * The provider's identity of a name: Key Vault and the repository host compare secret names
- * without regard to case (reference §2.2, §2.4), so "Db-Pass" and "db-pass" are one secret there.
+ * without regard to case (Azure Key Vault REST API, GitHub REST API, Actions secrets), so "Db-Pass" and "db-pass" are one secret there.
  */
 export function nameKey(type: DestinationType, name: string): string {
   return type === "cloudtwo-kv" || type === "repohost" ? name.toLowerCase() : name;
@@ -142,15 +142,6 @@ export function externalSecretsStatement(db: Db, associationId: string): D1Prepa
 
 export function heldRows(result: D1Result<unknown> | undefined): ExternalSecretRow[] {
   return ((result?.results ?? []) as Row[]).map(toRow);
-}
-
-/** The names a destination's associations hold (reconciliation walks them). */
-export async function externalSecretsOfDestination(db: Db, k: DestinationKey): Promise<ExternalSecretRow[]> {
-  const rows = await db.$client
-    .prepare("SELECT * FROM sync_external_secrets WHERE namespace_id = ? AND destination_type = ? AND destination_name = ? ORDER BY name")
-    .bind(k.namespaceId, k.type, k.name)
-    .all<Row>();
-  return rows.results.map(toRow);
 }
 
 export interface WriteRecord {
@@ -241,7 +232,7 @@ export async function deleteExternalSecretsOf(db: Db, k: DestinationKey): Promis
 }
 
 /**
- * Records drift on an association (issue 15 rule 3): stamps `drift_detected_at` and counts it.
+ * Records drift on an association (docs/secrets-sync.md "3. Drift is detected and repaired"): stamps `drift_detected_at` and counts it.
  * Kept here beside the rows it is about, so reconciliation needs no other door.
  */
 export async function recordDrift(db: Db, associationId: string, now: number): Promise<void> {

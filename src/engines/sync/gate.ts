@@ -1,5 +1,5 @@
 /**
- * The SyncGate Durable Object (issue 15 rule 4): one per provider limit scope (./limits.ts
+ * The SyncGate Durable Object (docs/secrets-sync.md "4. Provider limits are respected"): one per provider limit scope (./limits.ts
  * gateName), the single place that decides when a request to that scope may start, across every
  * isolate. The rules are ./limits.ts GateState; this class holds the waiters and the storage.
  *
@@ -15,7 +15,7 @@
  *   reopen a closed window. Permits in flight are memory only (they expire after PERMIT_TTL_MS).
  */
 import { DurableObject } from "cloudflare:workers";
-import { GateState, type AcquireArgs, type AcquireResult, type GateStore, type ReleaseArgs } from "./limits";
+import { GateState, type AcquireArgs, type AcquireResult, type GateStore, type ReleaseArgs } from "./limits/gate-state";
 
 interface Waiter {
   args: AcquireArgs;

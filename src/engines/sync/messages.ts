@@ -1,17 +1,17 @@
 /**
- * What travels on the sync queue (DESIGN.md "Queue sync"): ids only, never a secret value. The
+ * What travels on the sync queue: ids only, never a secret value. The
  * consumer reloads everything else, so a message is only a nudge: delivering one twice, late, or
  * after a newer one is harmless (see ./engine.ts).
  */
 import type { DestinationKey } from "./store";
-import { isDestinationType } from "./destinations/types";
+import { isDestinationType } from "./providers/registry";
 
 export type SyncMessage =
   | { kind: "association"; id: string }
   | { kind: "purge"; namespaceId: string; type: DestinationKey["type"]; name: string }
   /** Queue every association with unfinished work whose id sorts after `after` (of one mount, when given), a page at a time. */
   | { kind: "sweep"; after: string; mountId?: string }
-  /** Compare one association's external secrets with what Lanyard last wrote (issue 15 rule 3, ./reconcile.ts). */
+  /** Compare one association's external secrets with what Lanyard last wrote (docs/secrets-sync.md "3. Drift is detected and repaired", ./reconcile.ts). */
   | { kind: "drift"; id: string }
   /** Queue a drift check for every settled association whose id sorts after `after` (of one destination, when given), a page at a time. */
   | { kind: "drift-sweep"; after: string; destination?: { namespaceId: string; type: DestinationKey["type"]; name: string } };

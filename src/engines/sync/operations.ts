@@ -1,5 +1,5 @@
 /**
- * The triggers of the sync engine (issue 6): association set and remove, KV changes, purge,
+ * The triggers of the sync engine: association set and remove, KV changes, purge,
  * re-enabling, reconciliation. Each records the new intent (./association-store.ts), then either
  * tries it at once (set, remove), or leaves it to the queue (./consumer.ts). While the sync
  * config is `disabled`, intents wait as PENDING, at most `queue_capacity` of them.
@@ -70,7 +70,7 @@ export function setAssociation(deps: EngineDeps, link: Link): Promise<Associatio
 /**
  * associations/remove: unsync and unlink; null when there was nothing to remove. `left` names
  * the external secrets that existed before Lanyard first wrote them: they stay at the provider
- * (issue 15 rule 2), and the answer warns about each.
+ * (docs/secrets-sync.md "2. Never delete what Lanyard did not create"), and the answer warns about each.
  */
 export async function removeAssociation(deps: EngineDeps, link: Link): Promise<{ assoc: Association; left: string[] } | null> {
   const existing = await findAssociation(deps.db, link);
@@ -82,7 +82,7 @@ export async function removeAssociation(deps: EngineDeps, link: Link): Promise<{
 
 /**
  * Whether a KV change affects what is synced: writes, undeletes and metadata deletes always do;
- * a delete or destroy only when it touched the current version (reference §1.14).
+ * a delete or destroy only when it touched the current version (Vault docs: secrets sync).
  */
 async function affectsCurrent(deps: EngineDeps, e: KvChangeEvent): Promise<boolean> {
   if (e.kind === "written" || e.kind === "metadata-deleted") return true;
@@ -160,8 +160,8 @@ async function parkChanges(deps: EngineDeps, assocs: Association[], queueCapacit
 
 /**
  * DELETE destination with purge=true: records the purge, turns every association into an
- * unsync intent, and queues the purge job (reference §1.8: asynchronous). Returns the external
- * secrets that existed before Lanyard first wrote them: the purge leaves them (issue 15 rule 2).
+ * unsync intent, and queues the purge job (Vault API: delete a destination, purge: asynchronous). Returns the external
+ * secrets that existed before Lanyard first wrote them: the purge leaves them (docs/secrets-sync.md "2. Never delete what Lanyard did not create").
  */
 export async function requestPurge(deps: EngineDeps, key: DestinationKey): Promise<string[]> {
   const left = await preExistingOfDestination(deps.db, key);
@@ -214,7 +214,7 @@ export async function processPurge(deps: EngineDeps, key: DestinationKey, final:
 }
 
 /** Associations one sweep message queues (ten sendBatch calls of 100). */
-export const SWEEP_PAGE = 1000;
+const SWEEP_PAGE = 1000;
 
 /**
  * Sync was re-enabled: queue every unfinished purge and a sweep that queues every association

@@ -1,11 +1,11 @@
 /**
- * Drift reconciliation (issue 15 rule 3). Vault's Secrets Sync is one-way and does not notice a
- * synced secret changed or deleted at the provider (reference §4 #19: "out-of-band edits at the
+ * Drift reconciliation (docs/secrets-sync.md "3. Drift is detected and repaired"). Vault's Secrets Sync is one-way and does not notice a
+ * synced secret changed or deleted at the provider (hashicorp/vault#25576, the docs of its reconciliation: "out-of-band edits at the
  * destination are explicitly not corrected"); Lanyard compares each synced external secret with
  * what it last wrote and rewrites it from the source.
  *
  * - What is compared: for each name an association wrote (./external-store.ts, its
- *   sync_external_secrets row), the provider's copy read back (./connectors/readers.ts) against
+ *   sync_external_secrets row), the provider's copy read back (each provider's read.ts) against
  *   the HMAC of the value Lanyard last wrote (./digest.ts) where the provider returns the value
  *   (cloudone-sm, cloudtwo-kv, cloudthree-sm, webhost-project), against the provider's
  *   `updated_at` its own write produced where it cannot (repohost). Gone (deleted, AWS scheduled
@@ -29,16 +29,10 @@
  * - Nothing secret leaves: read-back values go straight into the HMAC comparison; logs carry
  *   association ids and external names only.
  */
-import {
-  acquireLease,
-  bump,
-  countDriftCandidates,
-  driftCandidateIds,
-  getAssociation,
-  isDriftCandidate,
-  releaseLease,
-} from "./association-store";
-import { READERS, type ReadBack } from "./connectors/readers";
+import { acquireLease, releaseLease } from "./association-runs";
+import { bump, countDriftCandidates, driftCandidateIds, getAssociation, isDriftCandidate } from "./association-store";
+import type { ReadBack } from "./connectors/read-back";
+import { providerOf } from "./providers/registry";
 import { ConnectorError, type ConnectorContext } from "./connectors/types";
 import { digestContext, digestMatches } from "./digest";
 import { drive, type EngineDeps } from "./engine";
@@ -47,7 +41,7 @@ import { backoffSeconds, enqueue, type SyncMessage } from "./messages";
 import { getApp, getDestination, getSyncConfig, type DestinationKey } from "./store";
 
 /** Associations one drift-sweep message queues. */
-export const DRIFT_PAGE = 1000;
+const DRIFT_PAGE = 1000;
 /** How long a drift check may hold an association: every read-back of it. */
 const LEASE_MS = 120_000;
 const CRON_PERIOD_MS = 60_000;
@@ -129,8 +123,9 @@ export async function checkDrift(deps: EngineDeps, id: string): Promise<DriftChe
     if (!dest || dest.purgeInitiatedAt !== null) return { kind: "skipped" };
     repair = dest.options.driftRepair;
     label = `${dest.type}/${dest.name}`;
-    const ctx: ConnectorContext = { env: deps.env, dest, loadApp: (name) => getApp(deps.db, deps.keys, a.namespaceId, name) };
-    const read = READERS[dest.type];
+    const provider = providerOf(dest.type);
+    const ctx: ConnectorContext = { env: deps.env, dest, loadApp: (name) => getApp(deps.db, deps.keys, a.namespaceId, name), limits: provider.limits };
+    const read = provider.read;
     for (const row of await externalSecretsOf(deps.db, id)) {
       if (row.ownership === null || row.writtenAt === null) continue;
       if (await drifted(deps, key, row, await read(ctx, row.name))) found.push(row.name);

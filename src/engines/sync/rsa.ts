@@ -1,5 +1,5 @@
 /**
- * RSA private keys of repository-host apps (reference/secrets-sync.md §1.15, §2.4): the host
+ * RSA private keys of repository-host apps (Vault API: /v1/sys/sync/github-apps, GitHub REST API, Actions secrets): the host
  * issues PKCS#1 PEM (`BEGIN RSA PRIVATE KEY`); PKCS#8 (`BEGIN PRIVATE KEY`) is accepted too.
  * WebCrypto imports only PKCS#8, so PKCS#1 DER is wrapped in a PrivateKeyInfo (RFC 5208) here
  * with a few lines of DER instead of a library. The fingerprint is the one the host displays:

@@ -3,7 +3,7 @@
  * module that touches the sync_* tables (src/core/db/schema/sync.ts).
  * Sensitive connection members and app private keys are sealed here, with a context naming the
  * row, so nothing above this module handles sealed text and nothing below it sees plaintext.
- * D1 has no interactive transactions (workers-stack.md §6.8): every write that must not race is
+ * D1 has no interactive transactions (a batch is its only atomic unit): every write that must not race is
  * one conditional statement whose changed-row count is checked.
  */
 import { and, asc, count, eq, isNotNull, isNull, sql } from "drizzle-orm";
@@ -18,7 +18,7 @@ import type { Connection, DestinationType, Granularity } from "./destinations/ty
 export interface SyncConfig {
   disabled: boolean;
   queueCapacity: number;
-  /** Seconds between drift reconciliation passes (issue 15 rule 3); 0 = off. */
+  /** Seconds between drift reconciliation passes (docs/secrets-sync.md "3. Drift is detected and repaired"); 0 = off. */
   reconcileInterval: number;
 }
 
@@ -28,7 +28,7 @@ const CONFIG_ID = "global";
 /**
  * The configuration row as a prepared statement, for callers that batch it with other reads
  * (./operations.ts onSecretChanged); read its result with `syncConfigOf`. Plain SQL, not the
- * query builder: this runs for every KV change and every engine round (issue 14).
+ * query builder: this runs for every KV change and every engine round.
  */
 export function syncConfigStatement(db: Db): D1PreparedStatement {
   return db.$client.prepare("SELECT disabled, queue_capacity, reconcile_interval FROM sync_config WHERE id = ?").bind(CONFIG_ID);
@@ -66,7 +66,7 @@ export interface DestinationOptions {
   /** "" means the type's default template for the granularity (reported on read). */
   secretNameTemplate: string;
   customTags: Record<string, string>;
-  /** Rewrite a secret changed or deleted out of band (issue 15 rule 3); false only reports it. */
+  /** Rewrite a secret changed or deleted out of band (docs/secrets-sync.md "3. Drift is detected and repaired"); false only reports it. */
   driftRepair: boolean;
 }
 
@@ -110,7 +110,7 @@ function toOptions(raw: Record<string, unknown>): DestinationOptions {
     granularity: raw.granularity === "secret-key" ? "secret-key" : "secret-path",
     secretNameTemplate: typeof raw.secret_name_template === "string" ? raw.secret_name_template : "",
     customTags: isConnection(tags) ? (Object.fromEntries(Object.entries(tags).filter(([, v]) => typeof v === "string")) as Record<string, string>) : {},
-    // Destinations stored before issue 15 have no drift_repair: the default, true.
+    // Destinations stored before drift repair existed have no drift_repair: the default, true.
     driftRepair: raw.drift_repair !== false,
   };
 }
@@ -307,7 +307,7 @@ export async function listPurging(db: Db): Promise<DestinationKey[]> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Repository-host apps (reference §1.15)
+// Repository-host apps (Vault API: /v1/sys/sync/github-apps)
 
 export interface RepohostApp {
   namespaceId: string;
@@ -396,7 +396,7 @@ export async function deleteAppIfUnreferenced(db: Db, namespaceId: string, name:
 }
 
 // ---------------------------------------------------------------------------------------------
-// Namespaces (CONTRACT.md "a namespace is deleted only when empty")
+// Namespaces (docs/http-conventions.md, namespaces: a namespace is deleted only when empty)
 
 /** What secrets sync still holds in a namespace: destinations as `type/name`, app names. */
 export async function syncObjectsInNamespace(db: Db, namespaceId: string): Promise<{ destinations: string[]; apps: string[] }> {

@@ -2,17 +2,18 @@
  * Helpers shared by the connectors' request functions (each connector's client.ts): timeouts,
  * Retry-After, status classification, a per-isolate cache of provider access tokens, the OAuth
  * token answer, RS256 JWTs, and the one bearer-token JSON call. A call made for a destination
- * (`ctx` given) goes through the destination's rate-limit gate (../limits.ts, issue 15 rule 4);
+ * (`ctx` given) goes through the destination's rate-limit gate (../limits.ts, docs/secrets-sync.md "4. Provider limits are respected");
  * token endpoints are called without one.
  */
 import { bytesToBase64Url, sha256Hex } from "../../../core/encoding";
-import { gatedFetch, parseRetryAfter } from "../limits";
+import { gatedFetch } from "../limits";
+import { parseRetryAfter } from "../limits/throttle";
 import { ConnectorError, type ConnectorContext } from "./types";
 
 export { parseRetryAfter };
 
 /** Outbound calls give up after this long and count as a provider failure (retried). */
-export const REQUEST_TIMEOUT_MS = 10_000;
+const REQUEST_TIMEOUT_MS = 10_000;
 
 /**
  * fetch with a timeout; network failures and timeouts become retryable ConnectorErrors. With
@@ -81,7 +82,7 @@ export interface BearerToken {
  * dropped, a fresh one obtained and the call sent once more. A 401 to a fresh token is the
  * caller's problem (credentials, permissions) and is returned as it is, the token dropped.
  */
-export async function withTokenRetry(getToken: () => Promise<BearerToken>, callWith: (token: string) => Promise<Response>): Promise<Response> {
+async function withTokenRetry(getToken: () => Promise<BearerToken>, callWith: (token: string) => Promise<Response>): Promise<Response> {
   let t = await getToken();
   let res = await callWith(t.token);
   if (res.status === 401 && t.cached) {
@@ -95,7 +96,7 @@ export async function withTokenRetry(getToken: () => Promise<BearerToken>, callW
 }
 
 /** Forgets a cached token (after the provider rejected it). */
-export function dropToken(key: string): void {
+function dropToken(key: string): void {
   tokens.delete(key);
 }
 

@@ -1,5 +1,5 @@
 /**
- * What a read-back of an external secret found (issue 15 rule 3, drift; ./readers.ts): the
+ * What a read-back of an external secret found (docs/secrets-sync.md "3. Drift is detected and repaired"): the
  * shape every type's reader (./<type>/read.ts) returns.
  */
 export type ReadBack =

@@ -1,11 +1,13 @@
 /**
- * The one interface every connector implements (DESIGN.md "Connectors"), and the typed error
- * they turn provider failures into. A connector speaks one provider's wire protocol with fetch
- * and WebCrypto; it never logs or echoes a secret value.
+ * The one interface every connector implements (each provider's connector.ts), the reader that
+ * reads an external secret back for drift, and the typed error they turn provider failures
+ * into. A connector speaks one provider's wire protocol with fetch and WebCrypto; it never logs
+ * or echoes a secret value.
  */
 import type { Ownership } from "../external-store";
-import type { RepohostApp } from "../store";
-import type { DestinationRecord } from "../store";
+import type { ProviderLimits } from "../limits/types";
+import type { DestinationRecord, RepohostApp } from "../store";
+import type { ReadBack } from "./read-back";
 
 /** Everything a connector may use: the destination (credentials unsealed) and the bindings. */
 export interface ConnectorContext {
@@ -13,6 +15,8 @@ export interface ConnectorContext {
   dest: DestinationRecord;
   /** Loads a repository-host app of the destination's namespace (repohost with app_name). */
   loadApp(name: string): Promise<RepohostApp | null>;
+  /** The provider's rate limits: every call to the destination's API passes its gate (../limits). */
+  limits: ProviderLimits;
 }
 
 export interface ExternalSecret {
@@ -20,7 +24,7 @@ export interface ExternalSecret {
   name: string;
   value: string;
   /**
-   * Who made the secret, as recorded by its first write (issue 15 rule 2); absent before that
+   * Who made the secret, as recorded by its first write (docs/secrets-sync.md "2. Never delete what Lanyard did not create"); absent before that
    * write. The connector marks only what Lanyard created (`lanyard-managed` tag/label), and
    * where the provider's write does not say whether it created the secret, it looks first when
    * this is absent.
@@ -30,7 +34,7 @@ export interface ExternalSecret {
    * The tags/labels Lanyard sets on the secret are already there: its last write (with this
    * ownership) was made with the destination as it is now (./../engine.ts Ledger.tagsCurrent).
    * A connector that sets them with a call of its own may then skip that call (cloudone-sm's
-   * TagResource, issue 14: a sync is then one write against the provider's cap, not two).
+   * TagResource, a sync is then one write against the provider's cap, not two).
    */
   tagsCurrent?: boolean;
   /**
@@ -79,6 +83,16 @@ export interface Connector {
    */
   readonly removesOnlyOwnParts?: boolean;
 }
+
+/**
+ * Reads an external secret back (docs/secrets-sync.md "3. Drift is detected and repaired"): what
+ * the provider holds now under a name Lanyard wrote, for reconciliation (../reconcile.ts) to
+ * compare with what Lanyard last wrote. Where the provider returns the value (the three cloud
+ * stores, the web host's decrypted read) the reader returns it; the repository host never
+ * returns a value, so its reader returns the secret's `updated_at`. A reader never logs or
+ * echoes the value: it goes straight to the HMAC comparison.
+ */
+export type Reader = (ctx: ConnectorContext, name: string) => Promise<ReadBack>;
 
 /**
  * A provider failure. `client` failures are the caller's (credentials, permissions, validation):

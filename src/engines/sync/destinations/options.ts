@@ -1,11 +1,11 @@
 /**
- * The options every destination has (spec "Destination (read form)"; reference §1.4, §1.7,
- * §1.11–1.13): granularity, secret-name template and, on the three cloud types, custom tags.
+ * The options every destination has (spec "Destination (read form)"; Vault API: /v1/sys/sync/destinations/:type/:name, Vault API: patch a destination,
+ * Vault API: secret_name_template–1.13): granularity, secret-name template and, on the three cloud types, custom tags.
  * Also the field table of a type's write endpoint and the name rendering part 2 will use.
  */
 import { defineFields, type FieldSchema } from "../../../core/fields";
 import type { DestinationOptions } from "../store";
-import { normalizeName, parseTemplate, renderTemplate, TemplateError, type TemplateData } from "../template";
+import { parseTemplate, renderTemplate, TemplateError, type TemplateData } from "../template";
 import { GRANULARITIES, invalid, type DestinationDef, type Granularity } from "./types";
 import { trimEndChar } from "../../../core/text";
 
@@ -41,7 +41,7 @@ export function effectiveTemplate(def: DestinationDef, opts: DestinationOptions)
   return opts.secretNameTemplate !== "" ? opts.secretNameTemplate : def.defaultTemplate[opts.granularity];
 }
 
-/** Checks custom tags against the provider's limits (reference §2.1–2.3). */
+/** Checks custom tags against the provider's limits (the three cloud providers' API references). */
 export function validateTags(def: DestinationDef, tags: Record<string, unknown>): Record<string, string> {
   const rules = def.tags;
   if (!rules) return {};
@@ -76,8 +76,8 @@ export interface NameInputs {
 
 const baseName = (p: string): string => p.split("/").filter((s) => s !== "").pop() ?? "";
 
-/** The variables of §1.11 for one secret. */
-export function templateData(i: NameInputs): TemplateData {
+/** The variables of Vault API: secret_name_template for one secret. */
+function templateData(i: NameInputs): TemplateData {
   const ns = trimEndChar(i.namespacePath, "/");
   const mount = trimEndChar(i.mountPath, "/");
   return {
@@ -98,14 +98,14 @@ export function templateData(i: NameInputs): TemplateData {
 /** The external name of one secret: the template rendered, then normalised for the type. */
 export async function renderSecretName(def: DestinationDef, opts: DestinationOptions, inputs: NameInputs): Promise<string> {
   const parsed = parseTemplate(effectiveTemplate(def, opts));
-  return normalizeName(def.nameStyle, await renderTemplate(parsed, templateData(inputs)));
+  return def.normalizeName(await renderTemplate(parsed, templateData(inputs)));
 }
 
 const TEMPLATE_INVALID = "secret name template is invalid";
 
 /**
- * A template must parse, reference .SecretKey under secret-key granularity (reference §1.11,
- * §1.18, with upstream's literal message) and render a non-empty name for a sample secret.
+ * A template must parse, reference .SecretKey under secret-key granularity (Vault API: secret_name_template,
+ * Vault's literal error strings, with upstream's literal message) and render a non-empty name for a sample secret.
  */
 export async function validateTemplate(def: DestinationDef, opts: DestinationOptions, sample: Omit<NameInputs, "mountPath" | "mountAccessor" | "secretPath" | "secretKey">): Promise<void> {
   const source = effectiveTemplate(def, opts);
@@ -121,7 +121,7 @@ export async function validateTemplate(def: DestinationDef, opts: DestinationOpt
       secretPath: "path/to/secret",
       secretKey: opts.granularity === "secret-key" ? "key" : "",
     });
-    const name = normalizeName(def.nameStyle, await renderTemplate(parsed, data));
+    const name = def.normalizeName(await renderTemplate(parsed, data));
     if (name === "") throw new TemplateError("the template renders an empty name");
   } catch (e) {
     if (e instanceof TemplateError) throw invalid("secret_name_template", `${TEMPLATE_INVALID}: ${e.message}`);

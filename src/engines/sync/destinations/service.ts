@@ -1,5 +1,5 @@
 /**
- * Destination writes, reads and deletes (spec "Endpoints"; reference §1.6–1.8), independent of
+ * Destination writes, reads and deletes (Vault API: /v1/sys/sync; Vault API: read a destination–1.8), independent of
  * HTTP: the routes (../routes/destinations.ts) only translate requests into these calls.
  *
  * POST is create-or-full-update: the body is the whole definition, absent fields take their
@@ -113,7 +113,7 @@ function optionsForPatch(w: WriteRequest, existing: DestinationOptions): Destina
   if (w.has("drift_repair")) out.driftRepair = w.fields.drift_repair !== false;
   else if (w.body.drift_repair === null) out.driftRepair = true;
   if (!w.def.tags) return out;
-  // Tags merge (reference §1.7): a null value removes a tag, and tags_to_remove removes more.
+  // Tags merge (Vault API: patch a destination): a null value removes a tag, and tags_to_remove removes more.
   const merged: Record<string, unknown> = { ...out.customTags };
   const sent = w.fields.custom_tags;
   if (w.has("custom_tags") && typeof sent === "object" && sent !== null) {
@@ -172,7 +172,7 @@ export async function writeDestination(w: WriteRequest, mode: "write" | "patch")
 }
 
 /**
- * Deletes a destination (reference §1.8). With associations it is refused unless `purge`; with
+ * Deletes a destination (Vault API: delete a destination, purge). With associations it is refused unless `purge`; with
  * purge the answer is "purge" and the caller hands the job to the engine (../operations.ts
  * requestPurge), which records `purge_initiated_at` and finishes asynchronously.
  */
@@ -193,7 +193,7 @@ export async function deleteDestination(db: Db, key: DestinationKey, purge: bool
   return "purge";
 }
 
-/** The read form (spec "Destination (read form)"; reference §1.6). Never contains a credential. */
+/** The read form (spec "Destination (read form)"; Vault API: read a destination). Never contains a credential. */
 export function destinationView(def: DestinationDef, rec: DestinationRecord): Record<string, unknown> {
   let details: Record<string, unknown>;
   if (def.view) {

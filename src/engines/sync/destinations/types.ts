@@ -1,39 +1,19 @@
 /**
- * What a destination type is made of (spec/secrets-sync-api.md "Destination types";
- * reference/secrets-sync.md §1.4): its connection fields, which of them are sensitive (sealed at
- * rest, obfuscated on read) or immutable after creation, its defaults, its tag rules and its
- * validation. Every type is one `DestinationDef` in the registry (./registry.ts), typed so that
- * the compiler refuses a type without one. Part 2 adds a connector per type beside these.
+ * What a destination type is made of (Vault API: /v1/sys/sync/destinations/:type/:name, the
+ * fields of each type): its connection fields, which of them are sensitive (sealed at rest,
+ * obfuscated on read) or immutable after creation, its defaults, its tag rules and its
+ * validation. Each provider's destination.ts (../providers/<type>/) is one `DestinationDef`,
+ * and its provider value (../providers/types.ts SyncProvider) adds the rest.
  */
 import type { EndpointOverrideVar } from "../../../core/config";
 import { badRequest, type ApiError } from "../../../core/errors";
 import type { FieldSchema } from "../../../core/fields";
-import type { NameStyle } from "../template";
-
-export const DESTINATION_TYPES = ["cloudone-sm", "cloudtwo-kv", "cloudthree-sm", "repohost", "webhost-project"] as const;
-export type DestinationType = (typeof DESTINATION_TYPES)[number];
-
-export function isDestinationType(s: string): s is DestinationType {
-  return (DESTINATION_TYPES as readonly string[]).includes(s);
-}
 
 /**
- * Vault's names of the five types (issue 12), accepted wherever a type appears in a path or a
- * body; answers always use the spec's names.
+ * A destination type's name: one registered provider's `type` (../providers/registry.ts). Names
+ * from outside (paths, bodies, queue messages) are checked there (findProvider) before use.
  */
-export const VAULT_TYPE_ALIASES: Readonly<Record<string, DestinationType>> = {
-  "aws-sm": "cloudone-sm",
-  "azure-kv": "cloudtwo-kv",
-  "gcp-sm": "cloudthree-sm",
-  gh: "repohost",
-  "vercel-project": "webhost-project",
-};
-
-/** The spec's type for a spec name or a Vault alias; null for anything else. */
-export function canonicalDestinationType(s: string): DestinationType | null {
-  if (isDestinationType(s)) return s;
-  return VAULT_TYPE_ALIASES[s] ?? null;
-}
+export type DestinationType = string;
 
 export const GRANULARITIES = ["secret-path", "secret-key"] as const;
 export type Granularity = (typeof GRANULARITIES)[number];
@@ -50,9 +30,9 @@ export interface ValidationContext {
   appExists(name: string): Promise<boolean>;
 }
 
-/** Provider limits for custom tags (reference §2.1–2.3); null for types without tags (§1.4). */
+/** Provider limits for custom tags (each provider's tag or label limits); null for types without tags (repohost, webhost-project). */
 export interface TagRules {
-  /** Custom tags allowed: the provider's maximum minus the one ownership tag the sync adds (§1.13). */
+  /** Custom tags allowed: the provider's maximum minus the one ownership tag the sync adds (Vault adds `hashicorp:vault`). */
   maxTags: number;
   maxKeyLength: number;
   maxValueLength: number;
@@ -67,12 +47,17 @@ export interface DestinationDef {
   fields: FieldSchema;
   /** Members sealed at rest and shown as asterisks on read. */
   sensitive: readonly string[];
-  /** Members that cannot change once the destination exists (reference table 1.4). */
+  /** Members that cannot change once the destination exists (as in Vault: region, vault URI, project, repository…). */
   immutable: readonly string[];
   defaultGranularity: Granularity;
   /** The template the service reports (and uses) when the user sets none, per granularity. */
   defaultTemplate: Record<Granularity, string>;
-  nameStyle: NameStyle;
+  /**
+   * Adapts a rendered name to the provider's character set (Vault API: the secret-name template
+   * "casing and delimiters are adapted to each destination's character set"; upstream does not
+   * publish its algorithm, so each provider's rule is its own, documented in docs/secrets-sync.md).
+   */
+  normalizeName(name: string): string;
   tags: TagRules | null;
   /**
    * Checks (and may normalise) the complete connection details of a create or an update. Throws
@@ -88,7 +73,7 @@ export interface DestinationDef {
   afterMerge?(merged: Connection, sent: ReadonlySet<string>): Connection;
 }
 
-/** What a sensitive member reads as: a run of asterisks, or "" when it was never set (§1.6). */
+/** What a sensitive member reads as: a run of asterisks, or "" when it was never set (as Vault answers a read). */
 export const OBFUSCATED = "*****";
 
 /** A 400 naming the field, in one shape for every destination rule. */
@@ -109,12 +94,18 @@ export function list(conn: Connection, name: string): string[] {
 export type EndpointVar = EndpointOverrideVar;
 
 /**
- * An operator endpoint variable (CONTRACT.md "Configuration"); blank counts as unset. Only ever
+ * An operator endpoint variable (docs/configuration.md); blank counts as unset. Only ever
  * set in development: src/core/config.ts refuses to serve with one set in production.
  */
 export function envVar(env: Env, name: EndpointVar): string | undefined {
   const v = env[name];
   return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
+}
+
+/** Repository-host secrets and web-host variables: [A-Z0-9_], not starting with a digit. */
+export function upperSnakeName(name: string): string {
+  const s = name.toUpperCase().replace(/[^A-Z0-9_]/g, "_");
+  return /^[0-9]/.test(s) ? `_${s}` : s;
 }
 
 /** A string that is safe to place in a URL path segment or header: no control characters. */

@@ -1,5 +1,5 @@
 /**
- * sys/sync/repohost-apps (spec "Custom repository-host application"; reference §1.15, §1.17):
+ * sys/sync/repohost-apps (spec "Custom repository-host application"; Vault API: /v1/sys/sync/github-apps, Vault docs: secrets sync policies):
  * app credentials that `repohost` destinations use instead of an access token. The private key
  * is sealed at rest and read back as asterisks with the host's fingerprint of its public key.
  * Deleting an app that a destination references is refused; it never touches the host.
@@ -12,7 +12,7 @@ import { OBFUSCATED } from "../destinations/types";
 import { KeyError, parseRsaPrivateKey, type RsaKeyInfo } from "../rsa";
 import { appExists, deleteAppIfUnreferenced, destinationsUsingApp, getApp, listApps, putApp, type RepohostApp } from "../store";
 
-/** The host's keys are RSA 2048; shorter keys are refused (reference §2.4). */
+/** The host's keys are RSA 2048; shorter keys are refused (GitHub REST API, Actions secrets). */
 const MIN_KEY_BITS = 2048;
 
 const fields = defineFields({

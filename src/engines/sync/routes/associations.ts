@@ -1,5 +1,5 @@
 /**
- * Associations (spec "Endpoints"; reference §1.9, §1.17): per destination (read, set, remove)
+ * Associations (Vault API: /v1/sys/sync; Vault API: /v1/sys/sync/destinations/:type/:name/associations, Vault docs: secrets sync policies): per destination (read, set, remove)
  * and per secret (list, read by path, read by query). Thin: resolution and shapes here, the
  * engine's work in ../operations.ts.
  */
@@ -9,7 +9,8 @@ import { route, type Req, type RouteDef } from "../../../core/route";
 import * as kvStore from "../../kv";
 import { findMountForPath, getMount, type MountRow } from "../../../core/mount-store";
 import { associationsOfDestination, associationsOfNamespace, findAssociationByStoredMount, type Association, type Link } from "../association-store";
-import { canonicalDestinationType, type DestinationType } from "../destinations/types";
+import type { DestinationType } from "../destinations/types";
+import { findProvider } from "../providers/registry";
 import { removeAssociation, setAssociation } from "../operations";
 import { destinationExists, getDestination } from "../store";
 import { loadConfig } from "../../../core/config";
@@ -20,12 +21,12 @@ const rfc3339 = (ms: number): string => new Date(ms).toISOString();
 const timeOrEmpty = (ms: number | null): string => (ms === null ? "" : rfc3339(ms));
 
 /**
- * What every association read shows about its last attempts (issue 15 rules 3 and 5), whatever
+ * What every association read shows about its last attempts (docs/secrets-sync.md "3. Drift is detected and repaired" and "5. Failures are visible"), whatever
  * the status: Vault's reads show only `sync_status` and `updated_at`, which hides why a secret is
  * not at the destination and when it will be tried again. `last_error` is a provider code and
  * message or a Lanyard message, never a value ("" when the last attempt succeeded).
  */
-export function attemptFields(a: Association): Record<string, unknown> {
+function attemptFields(a: Association): Record<string, unknown> {
   return {
     last_error: a.lastError ?? "",
     last_attempt_at: timeOrEmpty(a.lastAttemptAt),
@@ -42,7 +43,7 @@ export function attemptFields(a: Association): Record<string, unknown> {
  * The entries of one association in `associated_secrets`: one per external secret under
  * secret-key granularity (key `<accessor>/<secret>/<sub_key>`), else one.
  */
-export function associationEntries(a: Association): Record<string, Record<string, unknown>> {
+function associationEntries(a: Association): Record<string, Record<string, unknown>> {
   const base = { accessor: a.mountAccessor, mount: a.mountPath.replace(/\/$/, ""), secret_name: a.secretName };
   const error = attemptFields(a);
   const subKeys = Object.keys(a.external).filter((k) => k !== "" && !k.includes("\u0000"));
@@ -69,7 +70,7 @@ export function associationEntries(a: Association): Record<string, Record<string
 
 function destinationKey(req: Req) {
   // A Vault alias (aws-sm, gh, ...) names the same destination as the spec's type name.
-  const type = canonicalDestinationType(req.params.type ?? "");
+  const type = findProvider(req.params.type ?? "")?.type;
   if (!type) throw badRequest(`type: unknown destination type "${req.params.type ?? ""}"`);
   return { namespaceId: req.ns.id, type, name: req.params.name ?? "" };
 }
@@ -134,9 +135,9 @@ async function resolveLink(req: Req, forSet: boolean): Promise<Link> {
   }
   const m = await kvMount(req, mountPath);
   if (forSet) {
-    // reference §1.9: the caller must be able to read the secret (checked at set time only).
+    // Vault API: /v1/sys/sync/destinations/:type/:name/associations: the caller must be able to read the secret (checked at set time only).
     // The secret's path as seen from the request's namespace, resolved like the dispatcher's own
-    // check (issue 18 #1: checking it as a root-namespace path leaked team1's secrets).
+    // check (checking it as a root-namespace path would leak another namespace's secrets).
     const caps = req.capabilities(`${mountPath}data/${secretName}`);
     if (!caps.has("read")) throw new ApiError(403, `permission denied to read the content of the secret ${secretName} in mount ${mountPath.slice(0, -1)}`);
     if (!(await kvStore.getMetadata(req.db, m.id, secretName))) throw badRequest("secret_name: Secret not found. Please provide full path to existing secret");
@@ -201,7 +202,7 @@ export const associationRoutes: RouteDef[] = [
       async update(req) {
         const link = await resolveLink(req, false);
         const removed = await removeAssociation(engineDeps(req), link);
-        // Never delete what Lanyard did not create (issue 15 rule 2): say what stays.
+        // Never delete what Lanyard did not create (docs/secrets-sync.md "2. Never delete what Lanyard did not create"): say what stays.
         // On the web host a name is several variables: only those Lanyard created were deleted.
         const webhost = link.destinationType === "webhost-project";
         for (const name of removed?.left ?? []) {

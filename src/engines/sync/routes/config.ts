@@ -1,7 +1,7 @@
 /**
- * sys/sync/config (spec "Sync configuration"; reference §1.3, §1.17): the global switch. Only
+ * sys/sync/config (spec "Sync configuration"; Vault API: /v1/sys/sync, Vault docs: secrets sync policies): the global switch. Only
  * callable from the root namespace or the administrative namespace (ADMIN_NAMESPACE); elsewhere
- * 403, after the ACL check, so the capability rules of §1.17 (read, patch, delete) apply too.
+ * 403, after the ACL check, so the capability rules of Vault docs: secrets sync policies (read, patch, delete) apply too.
  */
 import { loadConfig } from "../../../core/config";
 import { badRequest, permissionDenied } from "../../../core/errors";

@@ -1,16 +1,16 @@
 /**
- * sys/sync/destinations (spec "Endpoints"; reference §1.3, §1.6–1.8, §1.17). One route per type
+ * sys/sync/destinations (Vault API: /v1/sys/sync; Vault API: /v1/sys/sync, Vault API: read a destination–1.8, Vault docs: secrets sync policies). One route per type
  * (its own field table from the registry), a catch-all that names unknown types, and the lists.
- * `exists` lets the dispatcher tell create from update for the ACL (§1.17).
+ * `exists` lets the dispatcher tell create from update for the ACL (Vault docs: secrets sync policies).
  */
 import { loadConfig } from "../../../core/config";
 import { badRequest, fieldError, notFound } from "../../../core/errors";
 import { coerceValue } from "../../../core/fields";
 import { route, type Req, type RouteDef } from "../../../core/route";
 import { writeFields } from "../destinations/options";
-import { DESTINATIONS } from "../destinations/registry";
 import { deleteDestination, destinationView, writeDestination } from "../destinations/service";
-import { canonicalDestinationType, DESTINATION_TYPES, VAULT_TYPE_ALIASES, type DestinationDef } from "../destinations/types";
+import type { DestinationDef } from "../destinations/types";
+import { DESTINATION_TYPES, findProvider, PROVIDERS } from "../providers/registry";
 import { engineDeps } from "./deps";
 import { requestPurge } from "../operations";
 import { destinationExists, getDestination, listDestinations } from "../store";
@@ -79,7 +79,7 @@ function typeRoute(def: DestinationDef, pathType: string = def.type): RouteDef {
       async delete(req) {
         const key = keyOf(req, def);
         if ((await deleteDestination(req.db, key, purgeFlag(req))) === "purge") {
-          // A purge leaves what Lanyard did not create (issue 15 rule 2); with such secrets the
+          // A purge leaves what Lanyard did not create (docs/secrets-sync.md "2. Never delete what Lanyard did not create"); with such secrets the
           // answer is 200 with a warning listing them instead of 204.
           const left = await requestPurge(engineDeps(req), key);
           if (left.length > 0) req.warnings.push(leftWarning(left, def.type));
@@ -115,7 +115,7 @@ export const destinationRoutes: RouteDef[] = [
     pattern: "sync/destinations/:type",
     handlers: {
       async list(req) {
-        const type = canonicalDestinationType(req.params.type ?? "");
+        const type = findProvider(req.params.type ?? "")?.type;
         if (!type) throw unknownType(req.params.type ?? "");
         const rows = await listDestinations(req.db, req.ns.id, type);
         if (rows.length === 0) throw notFound();
@@ -123,8 +123,8 @@ export const destinationRoutes: RouteDef[] = [
       },
     },
   }),
-  ...DESTINATION_TYPES.map((t) => typeRoute(DESTINATIONS[t])),
-  ...Object.entries(VAULT_TYPE_ALIASES).map(([alias, t]) => typeRoute(DESTINATIONS[t], alias)),
+  ...PROVIDERS.map((p) => typeRoute(p)),
+  ...PROVIDERS.map((p) => typeRoute(p, p.vaultType)),
   route({
     pattern: "sync/destinations/:type/:name",
     handlers: { read: refuseUnknown, update: refuseUnknown, patch: refuseUnknown, delete: refuseUnknown },

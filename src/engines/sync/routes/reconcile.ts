@@ -1,19 +1,19 @@
 /**
- * POST sys/sync/destinations/:type/:name/reconcile (issue 15 rule 3): queues a drift check of
+ * POST sys/sync/destinations/:type/:name/reconcile (docs/secrets-sync.md "3. Drift is detected and repaired"): queues a drift check of
  * every settled association of the destination (../reconcile.ts) and answers 202 with
- * `data.queued`, how many. Lanyard's addition; Vault has no drift detection (reference §4 #19).
+ * `data.queued`, how many. Lanyard's addition; Vault has no drift detection (hashicorp/vault#25576).
  * Policy: `update` on the path, like associations/set.
  */
 import { badRequest, notFound } from "../../../core/errors";
 import { route, type Req } from "../../../core/route";
-import { canonicalDestinationType, DESTINATION_TYPES } from "../destinations/types";
+import { DESTINATION_TYPES, findProvider } from "../providers/registry";
 import { queueDestinationReconcile } from "../reconcile";
 import { destinationExists, getSyncConfig, listPurging } from "../store";
 import { engineDeps } from "./deps";
 
 async function reconcileDestination(req: Req) {
   const raw = req.params.type ?? "";
-  const type = canonicalDestinationType(raw);
+  const type = findProvider(raw)?.type;
   if (!type) throw badRequest(`type: unknown destination type "${raw}"; known types: ${DESTINATION_TYPES.join(", ")}`);
   const key = { namespaceId: req.ns.id, type, name: req.params.name ?? "" };
   if (!(await destinationExists(req.db, key))) throw notFound();

@@ -1,0 +1,73 @@
+/**
+ * `cloudone-sm`: a secrets manager with JSON 1.1 + SigV4 (docs/secrets-sync.md "Destinations: `sys/sync/destinations/<type>/<name>`"; Vault API: /v1/sys/sync/destinations/:type/:name,
+ * AWS Secrets Manager API Reference). Both keys are required: upstream falls back to the environment's default credential
+ * chain when they are omitted (spec table "cloudone-sm"), but a Worker has no such chain (no
+ * instance metadata, no credential files, no AWS_* environment), so a destination without keys
+ * could never sync; it is refused at once instead. `region` is immutable (empty means
+ * us-east-1); `role_arn` may change only to a role in the same account (Vault API: /v1/sys/sync/destinations/:type/:name, Terraform docs).
+ */
+import { defineFields } from "../../../../core/fields";
+import { invalid, str, type DestinationDef } from "../../destinations/types";
+
+const ROLE_ARN = /^arn:aws(?:-[a-z]+)*:iam::(\d{12}):role\/[\w+=,.@/-]{1,512}$/;
+const REGION = /^[a-z]{2}(?:-[a-z]+)+-\d{1,2}$/;
+
+function account(arn: string): string | null {
+  return ROLE_ARN.exec(arn)?.[1] ?? null;
+}
+
+export const destination: DestinationDef = {
+  type: "cloudone-sm",
+  fields: defineFields({
+    access_key_id: { type: "string", required: true, description: "Access key id (required: a Worker has no environment credential chain)." },
+    secret_access_key: { type: "string", required: true, description: "Secret access key (required, like access_key_id)." },
+    role_arn: { type: "string", default: "", description: "Role to assume (temporary credentials); may be in another account." },
+    external_id: { type: "string", default: "", description: "External id the role's trust policy requires." },
+    region: { type: "string", default: "", description: "Region of the secrets manager; empty means us-east-1. Immutable." },
+  }),
+  sensitive: ["access_key_id", "secret_access_key"],
+  immutable: ["region"],
+  defaultGranularity: "secret-path",
+  defaultTemplate: {
+    "secret-path": "vault/{{ .MountAccessor }}/{{ .SecretPath }}",
+    "secret-key": "vault/{{ .MountAccessor }}/{{ .SecretPath }}/{{ .SecretKey }}",
+  },
+  // Secrets-manager names allow [A-Za-z0-9/_+=.@-]; "/" is kept as the hierarchy separator.
+  normalizeName: (name) => name.replace(/[^A-Za-z0-9/_+=.@-]/g, "_"),
+  // ≤ 50 tags per secret, one taken by the ownership tag; keys ≤ 128, values ≤ 256; "aws:" reserved.
+  tags: {
+    maxTags: 49,
+    maxKeyLength: 128,
+    maxValueLength: 256,
+    checkKey: (k) =>
+      k.toLowerCase().startsWith("aws:")
+        ? 'the "aws:" prefix is reserved'
+        : /^[\p{L}\p{Z}\p{N}_.:/=+\-@]+$/u.test(k)
+          ? null
+          : "may contain only letters, digits, spaces and _ . : / = + - @",
+    checkValue: (v) => (/^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$/u.test(v) ? null : "may contain only letters, digits, spaces and _ . : / = + - @"),
+  },
+  async validate(conn, ctx) {
+    const akid = str(conn, "access_key_id");
+    const secret = str(conn, "secret_access_key");
+    const noChain = "is required: this service runs on Cloudflare Workers, which have no environment credential chain to fall back on";
+    if (akid === "") throw invalid("access_key_id", noChain);
+    if (secret === "") throw invalid("secret_access_key", noChain);
+    if (!/^\w{16,128}$/.test(akid)) throw invalid("access_key_id", "must be 16 to 128 letters or digits");
+    if (secret.length > 512 || /\s/.test(secret)) throw invalid("secret_access_key", "is not a valid secret access key");
+    const region = str(conn, "region");
+    if (region !== "" && !REGION.test(region)) throw invalid("region", `"${region}" is not a region name such as us-east-1`);
+    const role = str(conn, "role_arn");
+    if (role !== "" && !ROLE_ARN.test(role)) throw invalid("role_arn", "must be a role ARN: arn:aws:iam::<12-digit account>:role/<name>");
+    const before = ctx.previous ? str(ctx.previous, "role_arn") : "";
+    if (role !== "" && before !== "" && account(role) !== account(before)) {
+      throw invalid("role_arn", "can only change to a role in the same account");
+    }
+    const ext = str(conn, "external_id");
+    if (ext !== "") {
+      if (role === "") throw invalid("external_id", "is only used together with role_arn");
+      if (!/^[\w+=,.@:/-]{2,1224}$/.test(ext)) throw invalid("external_id", "must be 2 to 1224 characters of letters, digits and +=,.@:/-");
+    }
+    return conn;
+  },
+};
