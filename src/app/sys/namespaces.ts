@@ -30,7 +30,7 @@ import { deleteNamespaceLeases } from "../../core/lease-store";
 import { NAMESPACE_DELETING } from "../../core/lifecycle";
 import { countMountsInNamespace, mountUnder } from "../../core/mount-store";
 import { trimEndChar } from "../../core/text";
-import { ENGINES } from "../engines";
+import { ENGINES, NAMESPACE_TABLES } from "../engines";
 
 const RESERVED = new Set(["root", "sys", "auth", "identity", "cubbyhole"]);
 const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -157,7 +157,7 @@ export const namespaceRoutes = [
         await refuseUnlessEmpty(req, row);
         // The emptiness check that counts is the one in the same statement as the mark; the one
         // above only words the usual refusal. Something created in between is caught here.
-        for (let attempt = 0; !(await markNamespaceDeletingIfEmpty(req.db, row.id)); attempt++) {
+        for (let attempt = 0; !(await markNamespaceDeletingIfEmpty(req.db, row.id, NAMESPACE_TABLES)); attempt++) {
           // Not marked: it was not empty at that instant, or a concurrent delete removed it.
           if (!(await getNamespaceById(req.db, row.id))) return null;
           await refuseUnlessEmpty(req, row);

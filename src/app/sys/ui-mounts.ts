@@ -17,10 +17,12 @@ import { mountView } from "./mounts";
 import { authMountView, tokenMountView } from "./auth";
 import { AUTH_PREFIX, isAuthMount } from "../../auth/methods/method";
 import { mayLearnNamespace } from "./namespace-visibility";
+import { MOUNT_ENGINES } from "../engines";
 
 function hasAccess(req: Req, m: MountRow, rest: string): boolean {
   const probes = [m.path, `${m.path}${rest}`];
-  if (m.type === "kv") probes.push(`${m.path}data/`, `${m.path}metadata/`, `${m.path}data/${rest}`, `${m.path}metadata/${rest}`);
+  const subtrees = isAuthMount(m) ? [] : (MOUNT_ENGINES[m.type]?.engine.mounts?.policySubtrees ?? []);
+  for (const sub of subtrees) probes.push(`${m.path}${sub}`, `${m.path}${sub}${rest}`);
   return probes.some((p) => req.capabilities(p).size > 0);
 }
 
