@@ -27,7 +27,7 @@ app.get("/v1/sys/health", (c) => healthResponse(new URL(c.req.url), configProble
 app.get("/v1/sys/seal-status", (c) => sealStatusResponse(configProblem(c.env), c.get("requestId")));
 app.get("/v1/sys/leader", (c) => leaderResponse(c.get("requestId")));
 
-// CONTRACT.md: an unsupported verb on an existing path is 405, also for these paths.
+// docs/http-conventions.md: an unsupported verb on an existing path is 405, also for these paths.
 for (const p of ["health", "seal-status", "leader"]) {
   app.all(`/v1/sys/${p}`, (c) => errorResponse(405, [`unsupported operation: ${c.req.method} sys/${p}`], c.get("requestId")));
 }

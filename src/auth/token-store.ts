@@ -3,7 +3,7 @@
  * SHA-256 hashes; the configured ROOT_TOKEN is never stored at all (it is compared in constant
  * time on each request, see src/auth/authenticate.ts).
  *
- * Invariant: no token outlives a revoked ancestor (issue 18 #3). D1 has no interactive
+ * Invariant: no token outlives a revoked ancestor. D1 has no interactive
  * transactions, but it runs each statement atomically and one at a time, so creation and
  * revocation are each ONE statement that excludes the other:
  *   - a child is inserted by `INSERT … SELECT … WHERE EXISTS (parent still valid)` (insertToken),
@@ -153,7 +153,7 @@ export async function listAccessors(db: Db, nsId: string): Promise<string[]> {
 /**
  * Revokes every token an auth mount issued at login (or, with `roleName`, those issued through
  * that role) and their descendants, in ONE statement like revokeTree. Deleting a role or
- * disabling an auth mount stops its tokens this way (issue 13).
+ * disabling an auth mount stops its tokens this way.
  */
 export async function revokeIssuedBy(db: Db, authMountId: string, roleName?: string): Promise<number> {
   const roleCond = roleName === undefined ? sql`` : sql` AND role_name = ${roleName}`;

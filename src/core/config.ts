@@ -1,5 +1,5 @@
 /**
- * Worker configuration (CONTRACT.md "Configuration"). Production refuses to serve without a
+ * Worker configuration (docs/configuration.md). Production refuses to serve without a
  * usable ROOT_TOKEN and SEAL_KEY: every request but sys/health then answers 503 with the reason.
  * Production also refuses the sync providers' endpoint overrides (docs/security.md "What each
  * outbound call may reach").

@@ -1,4 +1,4 @@
-/** The response envelope and error bodies (CONTRACT.md "HTTP conventions"). */
+/** The response envelope and error bodies (docs/http-conventions.md). */
 import type { JsonReply } from "./route";
 
 export function envelope(requestId: string, reply: JsonReply, mountType: string): Record<string, unknown> {

@@ -1,7 +1,7 @@
 /**
  * One error type for everything a handler wants the client to see. The status and the public
  * messages travel on the error itself; the root handler renders `{"errors":[...]}`
- * (CONTRACT.md "HTTP conventions"). Anything that is not an ApiError becomes a generic 500 and
+ * (docs/http-conventions.md). Anything that is not an ApiError becomes a generic 500 and
  * its details go to the log only.
  */
 export class ApiError extends Error {
@@ -23,7 +23,7 @@ export const permissionDenied = (): ApiError => new ApiError(403, "permission de
 /** 404 with an empty list, the engine's answer for a missing object or an empty list. */
 export const notFound = (messages: string[] = []): ApiError => new ApiError(404, messages);
 
-/** The message for a value that cannot be coerced to its declared type (pki-engine.md §1.2). */
+/** The message for a value that cannot be coerced to its declared type (OpenBao sdk/framework/field_data.go). */
 export function fieldError(field: string, detail: string): ApiError {
   return badRequest(`Field validation failed: error converting input for field "${field}": ${detail}`);
 }

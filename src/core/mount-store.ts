@@ -67,7 +67,7 @@ export async function findMountForPath(db: Db, nsId: string, path: string): Prom
 /**
  * The mount paths that could hold `path`: each of its prefixes, with a trailing slash. No mount
  * has more than MAX_MOUNT_PATH_SEGMENTS segments, so longer prefixes are not looked up: the
- * lookup binds one parameter per candidate, and D1 allows 100 (issue 18 #6).
+ * lookup binds one parameter per candidate, and D1 allows 100.
  */
 export function mountCandidates(path: string): string[] {
   const segs = path.split("/", MAX_MOUNT_PATH_SEGMENTS);
@@ -187,7 +187,7 @@ export async function updateMount(
   return rows.length === 1;
 }
 
-/** A mount's default and maximum lease TTL: tuned values, else the system's (CONTRACT.md: 768h). */
+/** A mount's default and maximum lease TTL: tuned values, else the system's (768h, docs/http-conventions.md). */
 export function effectiveTtls(m: MountRow): { defaultTtl: number; maxTtl: number } {
   const maxTtl = m.maxLeaseTtl || SYSTEM_MAX_TTL;
   return { defaultTtl: Math.min(m.defaultLeaseTtl || SYSTEM_MAX_TTL, maxTtl), maxTtl };

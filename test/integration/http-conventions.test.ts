@@ -35,7 +35,7 @@ describe("HTTP conventions", () => {
     expect(res.status).toBe(200);
   });
 
-  it("accepts Vault's X-Vault-Token, after X-Service-Token and Bearer (CONTRACT.md)", async () => {
+  it("accepts Vault's X-Vault-Token, after X-Service-Token and Bearer (docs/http-conventions.md)", async () => {
     const ok = await SELF.fetch("http://x/v1/sys/mounts", { headers: { "x-vault-token": "test-root-token-0123456789" } });
     expect(ok.status).toBe(200);
     // X-Service-Token wins: a wrong one is not rescued by a right X-Vault-Token.
@@ -114,7 +114,7 @@ describe("HTTP conventions", () => {
     const r = await SELF.fetch("http://x/v1/sys//mounts", { headers: { "x-service-token": "test-root-token-0123456789" } });
     expect(r.status).toBe(400);
     expect((await write("sys/mounts/bad!name", { type: "kv" }, {}, 400)).body.errors[0]).toContain("path");
-    // ".." inside a name is refused as well, for mounts and for secret names (issue 2 "Bad input").
+    // ".." inside a name is refused as well, for mounts and for secret names.
     expect((await write("sys/mounts/a..b", { type: "pki" }, {}, 400)).body.errors[0]).toContain("'..'");
     const mounts = await SELF.fetch("http://x/v1/sys/mounts", { headers: { "x-service-token": "test-root-token-0123456789" } });
     expect(Object.keys(((await mounts.json()) as { data: Record<string, unknown> }).data)).not.toContain("a..b/");

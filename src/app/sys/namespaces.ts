@@ -1,9 +1,10 @@
 /**
  * sys/namespaces: child namespaces of the request's namespace. A namespace is deleted only when it
- * is empty (CONTRACT.md): no child namespaces, no mounts, no sync destinations and no repohost
- * apps; its policies, tokens and finished sync removals go with it.
+ * is empty: no child namespaces, no mounts, and nothing an engine keeps in it (its
+ * `namespaceTables`: sync destinations and repohost apps); its policies, tokens and finished
+ * sync removals go with it.
  *
- * Concurrency (invariants 1 and 3 of ./lifecycle.ts): a create is one conditional INSERT, so
+ * Concurrency (invariants 1 and 3 of src/core/lifecycle.ts): a create is one conditional INSERT, so
  * racing creates of one name make one row (the others answer as for an existing namespace); a
  * delete marks the namespace "deleting" in the same statement that checks it is empty, and only
  * then purges, so anything written into it concurrently either lands first (and is purged, or
