@@ -1,8 +1,8 @@
--- Lifecycle guards (issue 18 items 5 and 8; the invariant is in src/sys/lifecycle.ts).
+-- Lifecycle guards (the invariants are in src/core/lifecycle.ts).
 -- Once a mount is "disabling", no row of its engine may be inserted or updated; once a namespace
 -- is "deleting", nothing may be created in it. The triggers make that hold for every writer, so a
 -- disable's or delete's purge, which runs after the mark, leaves nothing behind. The RAISE
--- messages are matched by src/sys/lifecycle.ts and answered as 409. drizzle-kit does not model
+-- messages are matched by src/core/lifecycle.ts and answered as 409. drizzle-kit does not model
 -- triggers: a later migration that rebuilds one of these tables (its SQLite table recreation)
 -- drops the table's triggers and must create them again.
 -- Sync associations outlive a disabled mount on purpose (the engine still has to remove the

@@ -1,5 +1,5 @@
 /**
- * The auth-method registry (issue 13): every method, registered once, by its sys/auth `type`.
+ * The auth-method registry: every method, registered once, by its sys/auth `type`.
  * The dispatcher routes "auth/<path>/…" to the mount's method, and sys/auth enables only these
  * types. `oidc` is the JWT method under its other name, as Vault mounts vault-plugin-auth-jwt.
  */

@@ -5,7 +5,9 @@
  * runtime finds them by export name; the check below fails type-checking when the exports and
  * the registry differ). All of it derives from the engine registry (./engines.ts).
  */
-// @peculiar/x509 needs the reflect polyfill before it is evaluated (workers-stack.md pitfall 3).
+// @peculiar/x509 needs the reflect polyfill before it is evaluated: its tsyringe dependency
+// throws "tsyringe requires a reflect polyfill" at import time otherwise, and ESM evaluates this
+// module's imports in order, so it must be the entry's first import.
 import "reflect-metadata";
 import { AUDIT_DLQ_NAME, auditQueueConsumer } from "../audit/delivery/consumer";
 import { AUDIT_QUEUE_NAME } from "../audit/types";

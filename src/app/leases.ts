@@ -1,5 +1,5 @@
 /**
- * Revoking leases (Vault's expiration manager; vault-ecosystem.md §2.8, §9): the secret goes back
+ * Revoking leases (Vault's expiration manager; Vault API: /sys/leases): the secret goes back
  * to the engine that owns the lease's mount (its Engine value's `revokeLease`), then the lease row
  * is deleted. sys/leases/revoke, revoke-prefix, revoke-force (src/app/sys/leases.ts) and the
  * expiry job below use it; leases themselves are registered by engines through src/core/leases.ts.

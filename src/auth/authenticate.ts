@@ -4,14 +4,14 @@ import { ROOT_NAMESPACE } from "../core/mount-store";
 import { sha256Hex, timingSafeEqual } from "../core/encoding";
 import { getTokenByHash, type TokenEntry, type TokenRow } from "./token-store";
 
-/** The token of a request: `X-Service-Token`, else `Authorization: Bearer` (CONTRACT.md). */
+/** The token of a request: `X-Service-Token`, else `Authorization: Bearer` (docs/http-conventions.md). */
 export function presentedToken(headers: Headers): string | null {
   const direct = headers.get("x-service-token");
   if (direct) return direct.trim();
   const auth = headers.get("authorization");
   const m = auth ? /^Bearer\s+(.+)$/i.exec(auth) : null;
   if (m?.[1]) return m[1].trim();
-  // Vault's own header, what every Vault client sends (CONTRACT.md: third in precedence).
+  // Vault's own header, what every Vault client sends (docs/http-conventions.md: third in precedence).
   const vault = headers.get("x-vault-token");
   return vault ? vault.trim() : null;
 }

@@ -88,26 +88,35 @@ export async function insertNamespaceIfFree(db: Db, row: NamespaceRow, mountPref
 
 /**
  * Step one of a delete: marks the namespace "deleting" only if it is empty at that instant (no
- * child namespace, mount, sync destination or repohost app). From then on the triggers refuse
- * everything that would make it non-empty again, so emptiness holds until the row is gone.
- * The sync tables are named here, not through src/engines/sync/store.ts, because the test and the mark
- * must be one statement. Returns whether the namespace is now marked (also when it already was).
+ * child namespace, no mount, and no row in any of `engineTables`, the tables the engines declare
+ * as keeping a namespace alive: src/core/engine.ts `namespaceTables`, e.g. sync destinations and
+ * repohost apps). From then on the triggers refuse everything that would make it non-empty
+ * again, so emptiness holds until the row is gone. The engines' tables are tested here, not
+ * through each engine's store, because the test and the mark must be one statement; the engines
+ * name them so that this module names none. Returns whether the namespace is now marked (also
+ * when it already was).
  */
-export async function markNamespaceDeletingIfEmpty(db: Db, id: string): Promise<boolean> {
+export async function markNamespaceDeletingIfEmpty(db: Db, id: string, engineTables: readonly string[]): Promise<boolean> {
   const res = await db.$client
     .prepare(
       `UPDATE namespaces SET state = 'deleting'
        WHERE id = ?1
          AND NOT EXISTS (SELECT 1 FROM namespaces WHERE parent_id = ?1)
-         AND NOT EXISTS (SELECT 1 FROM mounts WHERE namespace_id = ?1)
-         AND NOT EXISTS (SELECT 1 FROM sync_destinations WHERE namespace_id = ?1)
-         AND NOT EXISTS (SELECT 1 FROM sync_repohost_apps WHERE namespace_id = ?1)
+         AND NOT EXISTS (SELECT 1 FROM mounts WHERE namespace_id = ?1)${engineTables.map(notExistsIn).join("")}
        RETURNING id`,
     )
     .bind(id)
     .all();
   invalidate("namespaces");
   return res.results.length === 1;
+}
+
+/** One more condition of the mark: no row of `table` in the namespace (?1). */
+function notExistsIn(table: string): string {
+  // Table names come from the engines' declarations, never from a request; the check keeps a
+  // mistyped one from becoming anything but a table name.
+  if (!/^[a-z][a-z0-9_]*$/.test(table)) throw new Error(`namespaceTables: "${table}" is not a table name`);
+  return ` AND NOT EXISTS (SELECT 1 FROM ${table} WHERE namespace_id = ?1)`;
 }
 
 export async function deleteNamespaceRow(db: Db, id: string): Promise<void> {

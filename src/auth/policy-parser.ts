@@ -131,7 +131,7 @@ function tokenize(src: string): Tok[] {
 
 class Parser {
   #pos = 0;
-  /** Open blocks and lists: body() and value() recurse, so nesting is bounded (issue 18 #7). */
+  /** Open blocks and lists: body() and value() recurse, so nesting is bounded. */
   #depth = 0;
   constructor(private readonly toks: Tok[]) {}
 
@@ -266,7 +266,7 @@ function blockToObject(b: Block): Record<string, unknown> {
 }
 
 function parseJsonPolicy(src: string, opts: ParseOptions): ParsedPolicy {
-  // The parser's own message would quote the policy text; say only what is wrong (issue 18 #10).
+  // The parser's own message would quote the policy text; say only what is wrong.
   const parsed = parseJsonLimited(src);
   if (!parsed.ok) {
     throw new PolicyParseError(parsed.reason === "malformed" ? "malformed JSON" : `JSON nested deeper than ${MAX_JSON_DEPTH} levels`);

@@ -17,7 +17,7 @@ export async function getPolicy(db: Db, nsId: string, name: string): Promise<Pol
 /**
  * Names per query: D1 allows at most 100 bound parameters per statement, and the namespace takes
  * one. New tokens carry at most MAX_TOKEN_POLICIES (64) names, so this is one query for them; a
- * token stored before that limit (or any other caller) gets several, never a 500 (issue 18 #6).
+ * token stored before that limit (or any other caller) gets several, never a 500.
  */
 const NAMES_PER_QUERY = 90;
 

@@ -1,6 +1,6 @@
 /**
  * auth/token/roles[/:role_name]: token roles, as Vault's token store has them
- * (vault-ecosystem.md §3). Tokens are created from a role by auth/token/create/:role_name
+ * (Vault API: /auth/token). Tokens are created from a role by auth/token/create/:role_name
  * (./token-routes.ts). Vault's role fields are the `allowed_*`/`disallowed_*` policy lists and
  * globs, `orphan`, `renewable`, `path_suffix`, `allowed_entity_aliases` and the token fields
  * `token_period`, `token_explicit_max_ttl`, `token_no_default_policy`, `token_num_uses`,

@@ -7,7 +7,7 @@ import { and, eq, inArray } from "drizzle-orm";
 import type { Db } from "../core/db/client";
 import { tokenRoles } from "../core/db/schema";
 
-/** A role's settings, with Vault's names (vault-ecosystem.md §3 "role"). */
+/** A role's settings, with Vault's names (Vault API: /auth/token/roles/:role_name). */
 export interface TokenRole {
   allowed_policies: string[];
   disallowed_policies: string[];

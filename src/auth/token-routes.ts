@@ -1,6 +1,6 @@
 /**
  * auth/token/*: create (also from a role), look up, renew and revoke tokens (the engine's token
- * store API, vault-ecosystem.md §3). Roles themselves are in ./token-role-routes.ts.
+ * store API, Vault API: /auth/token). Roles themselves are in ./token-role-routes.ts.
  */
 import { ApiError, badRequest, permissionDenied } from "../core/errors";
 import { defineFields } from "../core/fields";
@@ -51,15 +51,16 @@ async function createToken(req: Req<typeof createFields>, orphan: boolean, role:
   const parent = req.token;
   if (!parent) throw permissionDenied();
   // Upstream's rule and wording (token_store.go handleCreateCommon, 400): a child, orphan or not,
-  // would escape the parent's use count (issue 18 #2: a num_uses=1 token minted an unlimited
-  // child). numUses is the limit the token was created with, not what is left of it.
+  // would escape the parent's use count (without it, a num_uses=1 token could mint an
+  // unlimited child). numUses is the limit the token was created with, not what is left of it.
   if (parent.numUses > 0) throw badRequest("restricted use token cannot generate child tokens");
   const f = req.fields;
   if (f.num_uses < 0) throw badRequest("num_uses: must be zero or positive");
   if (f.entity_alias.trim() !== "") throw badRequest("entity_alias: not supported; Lanyard has no identity entities or aliases");
   if (f.no_parent && !role) {
     // req.path is relative to the request's namespace; req.capabilities resolves it as the
-    // dispatcher does (issue 18 #1: a root token without sudo made orphans in team1).
+    // dispatcher does (a token that is root only in a child namespace must not
+    // make orphans there without sudo).
     if (!req.capabilities(req.path).has("sudo")) throw badRequest("no_parent: root or sudo privileges are required to create an orphan token");
   }
   const isOrphan = role ? role.orphan || parent.configuredRoot : orphan || f.no_parent || parent.configuredRoot;
@@ -99,7 +100,7 @@ async function createToken(req: Req<typeof createFields>, orphan: boolean, role:
     boundCidrs: role?.token_bound_cidrs ?? [],
   };
   // A child is stored only if its parent is still valid at the instant of the insert: a
-  // revocation that won the race leaves nothing behind (token-store.ts, issue 18 #3). The caller
+  // revocation that won the race leaves nothing behind (token-store.ts). The caller
   // is then a revoked token, so it gets what any revoked token gets.
   if (!(await insertToken(req.db, row, now))) throw permissionDenied();
   return { data: null, auth: authBlock(row, text, now), warnings: life.warnings };

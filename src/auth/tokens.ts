@@ -19,7 +19,7 @@ export function newAccessor(): string {
 }
 
 /**
- * Most policies one token may carry, `default` included (issue 18 #6). Every request reads the
+ * Most policies one token may carry, `default` included. Every request reads the
  * token's policies with one query per 90 names (policy-store.ts, D1 allows 100 bound parameters),
  * so without a bound a token with 99 policies made every request of its own fail; 64 is far
  * beyond any real use, and keeps the read to a single query.

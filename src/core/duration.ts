@@ -1,5 +1,5 @@
 /**
- * Durations the Vault way (pki-engine.md §1.2): an integer number of seconds, a numeric string,
+ * Durations the Vault way (OpenBao sdk/framework/field_data.go): an integer number of seconds, a numeric string,
  * a Go duration string ("72h", "1h30m", "1.5h", "90s", "500ms") or whole days ("30d").
  */
 

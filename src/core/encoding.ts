@@ -225,7 +225,7 @@ export function pemBodyBytes(body: string): Uint8Array<ArrayBuffer> | null {
 
 /**
  * Decodes every PEM block in `text`, in order; text between blocks is tolerated. A block whose
- * body is not base64 throws PemError naming its position (pki-engine.md §4.4 step 3).
+ * body is not base64 throws PemError naming its position (OpenBao builtin/logical/pki/path_manage_issuers.go).
  */
 export function decodePemBlocks(text: string): PemBlock[] {
   return pemArmor(text).map(({ label, body }, n) => {

@@ -1,7 +1,8 @@
 /**
  * What a secrets engine is to the app: one value that says everything the Worker needs to wire it
- * (its mount types and routes, the sys/ routes it adds, scheduled jobs, queue consumers, Durable
- * Object classes, and what it does when a mount is disabled or a namespace deleted). Each engine
+ * (its mount types, their aliases and options, and its routes, the sys/ routes it adds, scheduled
+ * jobs, queue consumers, Durable Object classes, what keeps a namespace from being deleted, and
+ * what it does when a mount is disabled or a namespace deleted). Each engine
  * exports one such value from its index.ts; src/app/engines.ts registers every engine once, and
  * the Worker entry, the dispatcher, the cron and sys/ derive from that registry. It lives in core
  * so that engines can declare themselves without importing the app (`core ← auth ← engines ← app`).
@@ -26,6 +27,32 @@ export interface EngineHookContext {
 /** The mounts an engine serves (sys/mounts `type`, after normalisation: "kv", "pki"). */
 export interface EngineMounts {
   types: readonly string[];
+  /**
+   * Other names sys/mounts accepts for one of `types` when enabling a mount (alias → type, e.g.
+   * "kv-v2" → "kv"). The mount is stored, and reads back, under the type itself.
+   */
+  aliases?: Readonly<Record<string, string>>;
+  /**
+   * The options a new mount is stored with, from the enable's `type` as asked (one of `types` or
+   * an alias) and its `options`; throws an ApiError (400) for a value the engine refuses. Keys it
+   * does not act on are left out here and warned about through `checkOption`. Absent: the engine
+   * takes no options, and a mount is stored with none.
+   */
+  normalizeOptions?(asked: string, options: Readonly<Record<string, unknown>>): Record<string, string>;
+  /**
+   * For an option key of an enable or a tune: true when the engine acts on it (after checking the
+   * value, throwing a 400 that names `field` for one it refuses), false for any other key, which
+   * sys/mounts names in a warning. Absent: every key is warned about.
+   */
+  checkOption?(key: string, value: unknown, field: string): boolean;
+  /** Options every mount of the engine reads back with, under its stored ones (sys/mounts `options`). */
+  defaultOptions?: Readonly<Record<string, string>>;
+  /**
+   * Subtrees under the mount that policies name instead of the mount's own paths (KV-v2's
+   * "data/" and "metadata/"), which sys/internal/ui/mounts probes to tell whether a token may use
+   * the mount.
+   */
+  policySubtrees?: readonly string[];
   /** Routes relative to the mount path (what RouteDef patterns match after "<mount>/"). */
   routes: readonly RouteDef[];
   /** Removes every row and object the engine keeps for a mount (the mount is being disabled). */
@@ -58,6 +85,14 @@ export interface Engine {
    * ("sync destinations (a/b) and repohost apps (x)"), or null when nothing does.
    */
   namespaceLeftovers?(db: Db, namespaceId: string): Promise<string | null>;
+  /**
+   * The engine's tables whose rows keep a namespace from being deleted, each with a
+   * `namespace_id` column (sync: its destinations and repohost apps). The namespace delete tests
+   * them in the very statement that marks the namespace "deleting" (invariant 3 of
+   * ./lifecycle.ts), which is why the engine names its tables instead of running its own query;
+   * `namespaceLeftovers` only words the refusal and must count the same rows.
+   */
+  namespaceTables?: readonly string[];
   /** Removes the engine's remaining rows of a namespace that is being deleted (idempotent). */
   purgeNamespace?(db: Db, namespaceId: string): Promise<void>;
   /**

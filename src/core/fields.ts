@@ -1,6 +1,6 @@
 /**
  * Request fields, declared once per endpoint as data (name → type, default, description) and
- * coerced the Vault way ("weak decoding", pki-engine.md §1.2). The declarations are plain
+ * coerced the Vault way ("weak decoding", OpenBao sdk/framework/field_data.go). The declarations are plain
  * objects so that documentation (and one day an OpenAPI document) can be generated from them.
  */
 import { parseDurationSeconds } from "./duration";
@@ -204,13 +204,13 @@ export function parseFields<F extends FieldSchema>(
   return { values: values as FieldValues<F>, has: (n) => present.has(n), unknown, replaced };
 }
 
-/** The warning upstream gives for body keys an endpoint does not know (CONTRACT.md). */
+/** The warning upstream gives for body keys an endpoint does not know (docs/http-conventions.md). */
 export function unknownFieldsWarning(names: string[]): string {
   return `Endpoint ignored these unrecognized parameters: [${names.join(" ")}]`;
 }
 
 /**
- * The warning upstream gives when a body key collides with a path capture (pki-engine.md §1.2:
+ * The warning upstream gives when a body key collides with a path capture (OpenBao sdk/framework/field_data.go:
  * "the path wins and a warning says so"); the text is the SDK framework's.
  */
 export function replacedFieldsWarning(names: string[]): string {

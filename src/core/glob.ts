@@ -1,5 +1,5 @@
 /**
- * The one glob matcher (issue 18 #4): role globs (allowed_domains with allow_glob_domains,
+ * The one glob matcher: role globs (allowed_domains with allow_glob_domains,
  * allowed_uri_sans, allowed_other_sans values, allowed_serial_numbers, allowed_user_ids) all go
  * through here.
  *

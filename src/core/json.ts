@@ -1,12 +1,12 @@
 /**
- * JSON from untrusted text, with a nesting limit (issue 18 #7). V8's JSON.parse copes with any
+ * JSON from untrusted text, with a nesting limit. V8's JSON.parse copes with any
  * depth, but much of what follows does not: merge patches, subkeys and the policy parser
  * recurse, and JSON.stringify recurses too, so 4,000 levels overflowed the stack (a 500). Depth
  * is checked without recursion, so the check itself cannot overflow.
  *
  * The outcome says only what is wrong, never a piece of the text: a parser's message quotes
  * the input (`Unexpected token 'S', "SECRETMARKER9" is not valid JSON`), and the input may be a
- * secret (issue 18 #10).
+ * secret.
  */
 
 /**

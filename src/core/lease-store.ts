@@ -1,5 +1,5 @@
 /**
- * Storage of leases (Vault's expiration manager; vault-ecosystem.md §2.8, §9): the only module
+ * Storage of leases (Vault's expiration manager; Vault API: /sys/leases): the only module
  * that touches the `leases` table. Lease ids are namespace-relative, so every read and write is
  * scoped to one namespace, as Vault keeps each namespace's leases in its own storage view.
  */

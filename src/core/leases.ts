@@ -1,5 +1,5 @@
 /**
- * Leases as Vault's expiration manager hands them out (vault-ecosystem.md §2.8, §9). An engine
+ * Leases as Vault's expiration manager hands them out (Vault API: /sys/leases). An engine
  * that returns a secret with a lease calls `registerLease` and puts what it returns at the top of
  * the response envelope; sys/leases/* (src/app/sys/leases.ts) looks leases up and revokes them, the
  * revocation itself going back to the engine through its Engine value (`revokeLease`,

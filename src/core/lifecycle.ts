@@ -1,5 +1,5 @@
 /**
- * Mount and namespace lifecycles under concurrency (issue 18, items 5 and 8). D1 has no
+ * Mount and namespace lifecycles under concurrency. D1 has no
  * interactive transactions, so nothing here reads, decides and then writes as one unit; every
  * guarantee rests on single statements (or one batch) that SQLite runs atomically, and on the
  * triggers of migrations/0006_lifecycle_states.sql, which every writer goes through whether it
@@ -27,8 +27,9 @@
  *    Sync associations are the one exception to "no row outlives the mount": (b) turns them
  *    into removals that the sync engine carries out at the provider afterwards.
  * 3. A namespace's rows never outlive it. Deleting marks the namespace "deleting" with one
- *    UPDATE whose WHERE requires it to be empty (no child namespace, mount, sync destination
- *    or repohost app), so the emptiness test and the mark are one atomic step. From then on the
+ *    UPDATE whose WHERE requires it to be empty (no child namespace, no mount, no row of a
+ *    table an engine declares in `namespaceTables` of ./engine.ts: sync destinations and
+ *    repohost apps), so the emptiness test and the mark are one atomic step. From then on the
  *    triggers abort every new mount, child namespace, policy, token, sync destination, app or
  *    association in it with "namespace is being deleted" (409); nothing can make it non-empty
  *    again, so its policies, tokens and sync tombstones are purged and its row deleted without

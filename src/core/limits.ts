@@ -1,11 +1,11 @@
-/** Default and maximum lease TTL of every mount and token unless tuned (CONTRACT.md: 768h). */
+/** Default and maximum lease TTL of every mount and token unless tuned (768h, docs/http-conventions.md). */
 export const SYSTEM_MAX_TTL = 768 * 3600;
 
 /**
  * Deepest namespace ("a/b/…/", segments counted) and longest mount path (segments). A request's
  * first D1 batch looks up every prefix of its path as a possible namespace and as a possible
  * mount, one bound parameter each, and D1 allows 100 per statement: a 150-segment URL used to
- * be a 500 without a token (issue 18 #6). Nothing deeper can be created, so the lookups try at
+ * be a 500 without a token. Nothing deeper can be created, so the lookups try at
  * most these many prefixes and longer paths still resolve. Documented in docs/security.md.
  */
 export const MAX_NAMESPACE_DEPTH = 32;

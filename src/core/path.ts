@@ -21,7 +21,7 @@ export function inspectPath(raw: string): { segs: string[]; decoded: string; emp
   const segs = decoded.split("/");
   if (segs.length > 1 && segs[segs.length - 1] === "") segs.pop();
   for (const s of segs) {
-    // Issue 2 "Bad input": names with ".." are refused anywhere in a segment, not only as a whole
+    // Bad input: names with ".." are refused anywhere in a segment, not only as a whole
     // segment, so no mount, namespace or secret name can look like a relative path.
     if (s === "." || s.includes("..")) throw badRequest(`invalid path "${decoded}": '.' segments and names containing '..' are not allowed`);
   }

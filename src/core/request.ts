@@ -1,4 +1,4 @@
-/** Reading a request: verb → operation, body size limit, JSON decoding (CONTRACT.md). */
+/** Reading a request: verb → operation, body size limit, JSON decoding (docs/http-conventions.md). */
 import type { Operation } from "./caller";
 import { MAX_JSON_DEPTH, parseJsonLimited } from "./json";
 import { ApiError, badRequest } from "./errors";
@@ -68,7 +68,7 @@ async function drain(reader: ReadableStreamDefaultReader<Uint8Array>, seen: numb
 
 /**
  * Decodes a JSON object body; an empty body is `{}`. Errors never quote the body (it may hold a
- * secret) and nesting is bounded by MAX_JSON_DEPTH (src/core/json.ts, issue 18 #7 and #10).
+ * secret) and nesting is bounded by MAX_JSON_DEPTH (src/core/json.ts).
  */
 export function decodeJsonObject(bytes: Uint8Array): Record<string, unknown> {
   const text = new TextDecoder().decode(bytes).trim();

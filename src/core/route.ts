@@ -39,7 +39,7 @@ export interface Req<F extends FieldSchema = FieldSchema> {
    * The caller's capabilities on a path given relative to the request's namespace, resolved
    * exactly as the dispatcher resolves the request's own path (relative to the token's
    * namespace). Every capability check other than the dispatcher's own goes through this, so a
-   * path in namespace team1 is never checked as if it were the root namespace's (issue 18 #1).
+   * path in namespace team1 is never checked as if it were the root namespace's.
    * Empty for public operations (no token).
    */
   capabilities(path: string): Set<Capability>;
@@ -93,13 +93,13 @@ export interface Handlers<F extends FieldSchema> {
 
 export interface RouteDef<F extends FieldSchema = FieldSchema> {
   /**
-   * Segments separated by "/": literals, `:name` (one "generic name" segment, pki-engine.md §1.1),
+   * Segments separated by "/": literals, `:name` (one "generic name" segment, OpenBao sdk/framework's GenericNameRegex),
    * `:name?` (optional last segment) and `*name` (the rest of the path, one or more segments).
    */
   pattern: string;
   fields?: F;
   handlers: Handlers<F>;
-  /** Operations that need no token (pki-engine.md §1.5). */
+  /** Operations that need no token (OpenBao builtin/logical/pki/backend.go, Unauthenticated paths). */
   public?: Operation[];
   /**
    * On public operations, still hand the handler the caller's token when a valid one is

@@ -1,5 +1,5 @@
 /**
- * Linear-time string helpers for user input (issue 18 #4).
+ * Linear-time string helpers for user input.
  *
  * `s.replace(/\/+$/, "")` looks harmless but is quadratic in V8's backtracking engine: the
  * unanchored search tries every start position, and from each one inside a long run of `/` it

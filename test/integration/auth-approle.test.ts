@@ -1,5 +1,5 @@
 /**
- * AppRole (issue 13; vault-ecosystem.md §4) through the Worker, as hvac 0.11 and the Vault CLI
+ * AppRole (Vault API: /auth/approle) through the Worker, as hvac 0.11 and the Vault CLI
  * use it: role CRUD (comma strings and legacy names), RoleIDs, SecretIDs (generate with metadata
  * as a JSON string or a map, custom, list, lookup and destroy by value and by accessor, tidy),
  * login with Vault's checks and messages, use limits under 20 concurrent logins, strict expiry,

@@ -1,5 +1,5 @@
 /**
- * The JWT auth method through the Worker (issue 13; vault-ecosystem.md §5), against fake issuers
+ * The JWT auth method through the Worker (Vault API: /auth/jwt), against fake issuers
  * (test/helpers/fake-jwks.ts) reached through the stubbed fetch: config (fetched and checked at
  * write time, the client secret never read back), roles and Vault's write rules, and logins with
  * RS256, ES256 and EdDSA keys whose tokens work; failures with Vault's messages (expired, wrong

@@ -1,5 +1,5 @@
 /**
- * The Kubernetes auth method through the Worker (issue 13; vault-ecosystem.md §6) against a fake
+ * The Kubernetes auth method through the Worker (Vault API: /auth/kubernetes) against a fake
  * TokenReview API (test/helpers/fake-tokenreview.ts): config (the reviewer JWT is never read
  * back), roles and their binding rules, and logins: a good one gives a working token whose
  * lookup shows path auth/kubernetes/login and the service-account metadata; wrong name or

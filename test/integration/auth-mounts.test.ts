@@ -1,5 +1,5 @@
 /**
- * sys/auth and what every auth method shares (issue 13): enabling, listing, reading, tuning and
+ * sys/auth and what every auth method shares: enabling, listing, reading, tuning and
  * disabling auth mounts per namespace with Vault's shapes and sudo rules; login tokens' TTLs from
  * the role and the mount's tuned TTLs, renewal within them, periodic tokens; token_bound_cidrs
  * judged by CF-Connecting-IP only; disabling a mount or deleting a role stops its tokens. AppRole

@@ -1,5 +1,5 @@
 /**
- * Coalesced D1 batches (src/core/db/coalesce.ts, used by the sync queue's consumer, issue 14):
+ * Coalesced D1 batches (src/core/db/coalesce.ts, used by the sync queue's consumer):
  * concurrent batch() calls of one turn go to D1 as one batch, each caller gets its own results
  * in its order, and a caller whose statements fail fails alone. Real D1 (Miniflare's SQLite);
  * round trips are counted by wrapping the binding the coalescer sends to.

@@ -43,7 +43,7 @@ describe("mounts", () => {
     expect((await write(`sys/mounts/${p}/nested`, { type: "kv" }, {}, 400)).body.errors[0]).toContain("already in use");
     await write("sys/mounts/sys", { type: "kv" }, {}, 400);
     await write("sys/mounts/auth/x", { type: "kv" }, {}, 400);
-    // Vault does not cap a mount's max lease TTL at the system default (issue 12): 10000h is accepted.
+    // Vault does not cap a mount's max lease TTL at the system default: 10000h is accepted.
     await write(`sys/mounts/t${uid()}`, { type: "kv", config: { max_lease_ttl: "10000h" } }, {}, 204);
   });
 

@@ -1,5 +1,5 @@
 /**
- * Issue 18 item 11: key sizes the runtime cannot handle are refused as such, and DER with bytes
+ * Key sizes the runtime cannot handle are refused as such, and DER with bytes
  * after its end is refused, wherever a CSR, a private key or a certificate is read from a
  * request. workerd's WebCrypto (BoringSSL) imports RSA keys of at most 8192 bits: a larger one
  * used to surface as "signature is invalid" (CSR) or "Invalid PKCS8 input" (key import).

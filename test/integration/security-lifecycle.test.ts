@@ -1,5 +1,6 @@
 /**
- * Issue 18, items 5 and 8: mount and namespace lifecycle races. Each test fires the racing
+ * Mount and namespace lifecycle races (src/core/lifecycle.ts; docs/security.md, "Mount and
+ * namespace lifecycle guarantees"). Each test fires the racing
  * requests concurrently through the Worker and then checks D1 directly: whatever interleaving
  * happened, no row may outlive the mount or namespace that owned it, and no race may answer 500.
  * The "marked" tests set the lifecycle state by hand, so they pin the behaviour of a write that
@@ -38,7 +39,7 @@ async function rowsReferencing(column: string, id: string): Promise<string[]> {
 
 const mountId = async (path: string, namespace?: string): Promise<string> => (await read(`sys/mounts/${path}`, { namespace })).body.data.uuid as string;
 
-describe("concurrent mount enables (item 8)", () => {
+describe("concurrent mount enables", () => {
   it("ten enables of one path: one 204, nine 400 naming the path, no 500", async () => {
     for (let round = 0; round < 8; round++) {
       const p = `race${uid()}`;
@@ -81,7 +82,7 @@ describe("concurrent mount enables (item 8)", () => {
   });
 });
 
-describe("concurrent namespace creates (item 8)", () => {
+describe("concurrent namespace creates", () => {
   it("ten creates of one namespace: one row, every answer the same namespace, no 500", async () => {
     for (let round = 0; round < 16; round++) {
       const name = `cn${uid()}`;
@@ -103,7 +104,7 @@ describe("concurrent namespace creates (item 8)", () => {
   });
 });
 
-describe("writes racing a mount disable (item 5)", () => {
+describe("writes racing a mount disable", () => {
   it("KV: no row of any table outlives the mount, and no write answers 500", async () => {
     for (let round = 0; round < 4; round++) {
       const p = `orph${uid()}`;
@@ -194,7 +195,7 @@ describe("writes racing a mount disable (item 5)", () => {
   });
 });
 
-describe("namespace deletion racing writes into it (item 5)", () => {
+describe("namespace deletion racing writes into it", () => {
   it("a deleted namespace leaves no policy, token, mount or child behind; no 500", async () => {
     for (let round = 0; round < 5; round++) {
       const name = `nd${uid()}`;

@@ -1,5 +1,5 @@
 /**
- * Issue 18 #4 through the API: glob matching is linear (the issue's repros answer at once
+ * Through the API: glob matching is linear (pathological patterns answer at once
  * instead of burning minutes of CPU), and name fields, SAN lists and role name lists have size
  * limits whose 400 names the field (src/engines/pki/policy/name-limits.ts). No timing asserts: before the fix
  * the repros below do not finish within the test timeout.

@@ -1,5 +1,5 @@
 /**
- * Issue 18 #1: every capability check made outside the dispatcher resolves the path exactly as
+ * Every capability check made outside the dispatcher resolves the path exactly as
  * the dispatcher does — relative to the token's namespace. Before the fix, a root-namespace
  * token allowed `secret/data/*` (root's secret) could sync team1's `secret/data/s` to its own
  * destination, a token allowed `team1/secret/data/*` was refused, and `update` without `sudo`

@@ -1,7 +1,7 @@
 /**
- * Issue 18, token items: #2 (a use-limited token must not mint children), #3 (revocation races
- * creation: no token may outlive a revoked ancestor) and the token part of #6 (the policy count
- * is bounded, and no stored token can make the ACL read exceed D1's 100 bound parameters).
+ * Tokens: a use-limited token must not mint children; revocation races creation, and no token
+ * may outlive a revoked ancestor; the policy count is bounded, and no stored token can make the
+ * ACL read exceed D1's 100 bound parameters.
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
@@ -35,7 +35,7 @@ async function expectAllDead(created: ApiResult[], context: string): Promise<voi
   expect(stored.results, `${context}: child rows still stored`).toEqual([]);
 }
 
-describe("issue 18 #2: use-limited tokens cannot create child tokens", () => {
+describe("use-limited tokens cannot create child tokens", () => {
   it("refuses auth/token/create from a num_uses=2 token with upstream's 400 and stores no child", async () => {
     const limited = await tokenWithPolicy(CREATE_POLICY, { extra: { num_uses: 2 } });
     const accessor = await accessorFromDb(limited);
@@ -99,7 +99,7 @@ async function race(revoke: () => Promise<ApiResult>, creates: (() => Promise<Ap
   return { revoked: revoked as ApiResult, created: created.filter((r) => r.status === 200) };
 }
 
-describe("issue 18 #3: revocation excludes concurrent creation", () => {
+describe("revocation excludes concurrent creation", () => {
   it("no child created concurrently with revoke-accessor of its parent survives (many rounds)", async () => {
     for (let round = 0; round < 8; round++) {
       const parent = (await write("auth/token/create", { policies: ["root"], ttl: "1h" })).body.auth;
@@ -187,7 +187,7 @@ describe("issue 18 #3: revocation excludes concurrent creation", () => {
   });
 });
 
-describe("issue 18 #6: policy count and D1's bound-parameter limit", () => {
+describe("policy count and D1's bound-parameter limit", () => {
   const names = (n: number, prefix: string) => Array.from({ length: n }, (_, i) => `${prefix}-${i}`);
 
   it("refuses a token with more than 64 policies with a 400 naming `policies`", async () => {

@@ -1,8 +1,8 @@
 /**
- * Issue 12: Vault's legacy policy paths sys/policy[/:name] over the ACL policy store (hvac's
+ * Vault's legacy policy paths sys/policy[/:name] over the ACL policy store (hvac's
  * create_or_update_policy/read_policy/list_policies, node-vault's addPolicy/getPolicy/policies),
  * and sys/internal/ui/mounts, which `vault kv` reads to detect KV version 2
- * (vault-ecosystem.md §2.5, §2.7).
+ * (Vault API: /sys/policy, /sys/internal/ui/mounts).
  */
 import { describe, expect, it } from "vitest";
 import { api, del, list, mount, read, tokenWithPolicy, write } from "../helpers/api";

@@ -1,7 +1,7 @@
 /**
- * Issue 12: what Vault clients (the CLI, Terraform's provider, hvac, node-vault, cert-manager)
+ * What Vault clients (the CLI, Terraform's provider, hvac, node-vault, cert-manager)
  * ask of sys/ first — headers, mount tune the way Vault does it, single-mount reads and the
- * unauthenticated status paths (vault-ecosystem.md §1, §2.1–2.4).
+ * unauthenticated status paths (Vault API: /sys/health, /sys/seal-status, /sys/leader, /sys/mounts).
  */
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";

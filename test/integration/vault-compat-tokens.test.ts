@@ -1,5 +1,5 @@
 /**
- * Issue 12: the token endpoints Vault clients use (vault-ecosystem.md §3): lookup with the token
+ * The token endpoints Vault clients use (Vault API: /auth/token): lookup with the token
  * in the body or defaulting to the caller's, lookup-accessor, renew, revoke-accessor,
  * revoke-orphan, and token roles (auth/token/roles/:name, auth/token/create/:role_name), which
  * Terraform and cert-manager set-ups use.

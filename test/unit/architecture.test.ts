@@ -7,9 +7,12 @@
  * - an import against the layers `core ← auth ← audit ← engines/* ← app` (and a file outside them);
  * - an import into an engine, from outside it, of anything but the engine's index.ts;
  * - an import of the Drizzle schema (src/core/db/schema*) by a module that is not a storage
- *   module (under a `storage/` folder, named `store.ts` / `*-store.ts`, or in src/core/db/).
+ *   module (under a `storage/` folder, named `store.ts` / `*-store.ts`, or in src/core/db/);
+ * - an engine's table (kv_*, pki_*, sync_*) named below the engines, in SQL text or by its Drizzle
+ *   binding, outside the schema: core/, auth/ and audit/ ask the engines (e.g. `namespaceTables`).
  * It runs under plain Node (the "unit-node" Vitest project): it needs only the file system.
- * The rule checks are pure functions over an import list, tested first on made-up graphs.
+ * The rule checks are pure functions over an import list (or source texts), tested first on
+ * made-up inputs.
  */
 import fs from "node:fs";
 import path from "node:path";
@@ -168,6 +171,73 @@ function schemaOutsideStorage(imports: Import[]): string[] {
     .map((i) => `the Drizzle schema outside a storage module (go through the area's store): ${show(i)}`);
 }
 
+/** A table an engine owns: its SQL name and, when the Drizzle schema declares it, its binding there. */
+interface EngineTable {
+  name: string;
+  binding?: string;
+}
+
+/** Layers below the engines, which must not name an engine's tables (the schema declares them all). */
+const belowEngines = (file: string): boolean => layerOf(file) >= 0 && layerOf(file) < LAYERS.indexOf("engines") && !isSchema(file);
+
+/**
+ * Places where a module below the engines (core/, auth/, audit/; not the Drizzle schema) names an
+ * engine's table: in a string or template literal (SQL), or by the table's Drizzle binding. Such a
+ * module must ask the engines instead (e.g. their `namespaceTables`). Comments may name tables.
+ */
+function engineTablesBelow(sources: { file: string; text: string }[], tables: EngineTable[]): string[] {
+  if (tables.length === 0) return [];
+  const inSql = new RegExp(`\\b(${tables.map((t) => t.name).join("|")})\\b`);
+  const bindings = new Set(tables.flatMap((t) => (t.binding ? [t.binding] : [])));
+  // Parsing is slow, so only a file that mentions a name anywhere (comments too) is parsed.
+  const mentioned = new RegExp(`\\b(${tables.flatMap((t) => [t.name, ...(t.binding ? [t.binding] : [])]).join("|")})\\b`);
+  const out: string[] = [];
+  for (const { file, text } of sources.filter((s) => belowEngines(s.file) && mentioned.test(s.text))) {
+    const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+    const at = (node: ts.Node) => `src/${file}:${source.getLineAndCharacterOfPosition(node.getStart(source)).line + 1}`;
+    const visit = (node: ts.Node): void => {
+      const literal = ts.isStringLiteralLike(node) || ts.isTemplateHead(node) || ts.isTemplateMiddle(node) || ts.isTemplateTail(node);
+      const named = literal ? inSql.exec(node.text)?.[1] : undefined;
+      if (named) out.push(`${at(node)} names the engine table "${named}" in SQL (let the engine declare it)`);
+      if (ts.isIdentifier(node) && bindings.has(node.text)) out.push(`${at(node)} names the engine table "${node.text}" (its Drizzle binding)`);
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+  }
+  return out;
+}
+
+/**
+ * The engines' tables: every table the Drizzle schema declares or a migration creates whose name
+ * starts with an engine's folder name and "_" (kv_, pki_, sync_; pki_acme_ is the PKI engine's).
+ */
+function engineTables(src: string, migrations: string): EngineTable[] {
+  const engines = fs.readdirSync(path.join(src, "engines"), { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name);
+  const owned = (name: string) => engines.some((e) => name.startsWith(`${e}_`));
+  const found = new Map<string, EngineTable>();
+  for (const file of sourceFiles(path.join(src, "core/db/schema"))) {
+    const source = ts.createSourceFile(file, fs.readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true);
+    const visit = (node: ts.Node): void => {
+      if (ts.isVariableDeclaration(node) && ts.isIdentifier(node.name) && node.initializer && ts.isCallExpression(node.initializer)) {
+        const call = node.initializer;
+        const first = call.arguments[0];
+        if (call.expression.getText(source) === "sqliteTable" && first && ts.isStringLiteral(first) && owned(first.text)) {
+          found.set(first.text, { name: first.text, binding: node.name.text });
+        }
+      }
+      ts.forEachChild(node, visit);
+    };
+    visit(source);
+  }
+  for (const file of fs.readdirSync(migrations).filter((f) => f.endsWith(".sql"))) {
+    for (const m of fs.readFileSync(path.join(migrations, file), "utf8").matchAll(/CREATE TABLE (?:IF NOT EXISTS )?[`"]?(\w+)/gi)) {
+      const name = m[1] as string;
+      if (owned(name) && !found.has(name)) found.set(name, { name });
+    }
+  }
+  return [...found.values()];
+}
+
 const imp = (from: string, to: string): Import => ({ from, to, line: 1, specifier: `./${to}` });
 
 describe("the dependency rules, on made-up graphs", () => {
@@ -201,6 +271,23 @@ describe("the dependency rules, on made-up graphs", () => {
     expect(schemaOutsideStorage([imp("core/caller.ts", "core/db/schema/core.ts")])).toHaveLength(1);
     expect(schemaOutsideStorage([imp("engines/kv/restore.ts", "core/db/schema/kv.ts")])).toHaveLength(1);
   });
+
+  it("keeps the engines' tables out of the layers below them, in SQL and by Drizzle binding", () => {
+    const tables: EngineTable[] = [{ name: "sync_destinations", binding: "syncDestinations" }, { name: "pki_certs" }];
+    const sql = "const q = `SELECT 1 FROM namespaces WHERE id = ?1\n AND NOT EXISTS (SELECT 1 FROM sync_destinations WHERE namespace_id = ${x})`;";
+    expect(engineTablesBelow([{ file: "auth/namespace-store.ts", text: sql }], tables)[0]).toMatch(/src\/auth\/namespace-store\.ts:1 .*"sync_destinations" in SQL/);
+    expect(engineTablesBelow([{ file: "core/x.ts", text: 'db.prepare("DELETE FROM pki_certs")' }], tables)).toHaveLength(1);
+    expect(engineTablesBelow([{ file: "audit/x.ts", text: "\n\nimport { syncDestinations } from './s';" }], tables)[0]).toMatch(/audit\/x\.ts:3 .*Drizzle binding/);
+    // Comments, the schema itself, the engines and the app may name them; so may longer names.
+    const allowed = [
+      { file: "core/lifecycle.ts", text: "// the triggers guard sync_destinations and pki_certs\nconst a = 1;" },
+      { file: "core/db/schema/sync.ts", text: 'export const syncDestinations = sqliteTable("sync_destinations", {});' },
+      { file: "engines/sync/index.ts", text: 'const t = ["sync_destinations"];' },
+      { file: "app/x.ts", text: 'const t = "pki_certs";' },
+      { file: "core/y.ts", text: 'const t = "my_sync_destinations_view";' },
+    ];
+    expect(engineTablesBelow(allowed, tables)).toEqual([]);
+  });
 });
 
 describe("src/", () => {
@@ -226,5 +313,13 @@ describe("src/", () => {
 
   it("imports the Drizzle schema only in storage modules", () => {
     expect(schemaOutsideStorage(imports)).toEqual([]);
+  });
+
+  it("names no engine's table below the engines (core/, auth/, audit/ ask the engines instead)", () => {
+    const tables = engineTables(SRC, path.resolve(SRC, "../migrations"));
+    expect(tables.map((t) => t.name)).toEqual(expect.arrayContaining(["kv_versions", "pki_certs", "pki_acme_orders", "sync_destinations", "sync_repohost_apps"]));
+    expect(tables.find((t) => t.name === "sync_destinations")?.binding).toBe("syncDestinations");
+    const sources = files.map((file) => ({ file, text: fs.readFileSync(path.join(SRC, file), "utf8") }));
+    expect(engineTablesBelow(sources, tables)).toEqual([]);
   });
 });

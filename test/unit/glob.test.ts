@@ -1,5 +1,5 @@
 /**
- * The glob matcher and the linear trims (issue 18 #4). No timing asserts: the inputs are large
+ * The glob matcher and the linear trims. No timing asserts: the inputs are large
  * enough that a backtracking implementation does not finish within the test timeout (the old
  * RegExp glob took 91 s on the 750 KB subject below, the old trims 15 s on 100,000 slashes),
  * while a linear one answers at once; the assertions are on the answers.

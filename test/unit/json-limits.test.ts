@@ -1,4 +1,4 @@
-/** src/core/json.ts: parsing with a nesting limit, without echoing the text (issue 18 #7, #10). */
+/** src/core/json.ts: parsing with a nesting limit, without echoing the text. */
 import { describe, expect, it } from "vitest";
 import { parsePolicy } from "../../src/auth/policy-parser";
 import { decodeJsonObject } from "../../src/core/request";

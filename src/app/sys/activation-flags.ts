@@ -1,5 +1,5 @@
 /**
- * sys/activation-flags (reference/secrets-sync.md §1.2): Vault requires a one-time
+ * sys/activation-flags (Vault API: /sys/activation-flags): Vault requires a one-time
  * `vault write -f sys/activation-flags/secrets-sync/activate` before secrets sync, and clients
  * (the UI, Terraform) read the flags unauthenticated. Lanyard records the activation and answers
  * as Vault does; sync itself works without it, so existing set-ups keep working.
@@ -22,7 +22,7 @@ export const activationFlagRoutes = [
     pattern: "activation-flags",
     public: ["read"],
     // The flags are the cluster's, but the read must not tell an existing namespace from a
-    // missing one (issue 18 #12): outside the root namespace it needs a token that may know it.
+    // missing one: outside the root namespace it needs a token that may know it.
     publicSeesToken: true,
     handlers: {
       async read(req) {

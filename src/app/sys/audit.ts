@@ -1,5 +1,5 @@
 /**
- * sys/audit and sys/audit-hash (issue 17; vault-ecosystem.md §2.9): list, enable and disable
+ * sys/audit and sys/audit-hash (Vault API: /sys/audit): list, enable and disable
  * audit devices (sudo, as Vault's), and the HMAC of an input with a device's salt (no sudo, so an
  * operator can look a known value up in the log). Devices are cluster-wide as in Vault: these
  * paths answer only in the root namespace. Device types fit Workers: `http` (a collector URL,
@@ -98,7 +98,7 @@ function checkOptions(req: Req, type: AuditDeviceType, raw: Record<string, unkno
 /**
  * An http device's collector: a full http(s) URL. Loopback and private addresses are allowed on
  * purpose: enabling a device needs sudo, and a collector on the operator's network is the usual
- * setup (issue 17). Credentials belong in `headers`, not in the URL, which is read back.
+ * setup. Credentials belong in `headers`, not in the URL, which is read back.
  */
 function checkAddress(raw: string | undefined): string {
   if (!raw) throw badRequest("options.address: required for an http device (a full http:// or https:// URL)");

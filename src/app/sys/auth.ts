@@ -1,5 +1,5 @@
 /**
- * sys/auth: list, enable, read, tune and disable auth methods (issue 13; vault-ecosystem.md §2.4).
+ * sys/auth: list, enable, read, tune and disable auth methods (Vault API: /sys/auth).
  * An auth mount is a row of `mounts` at "auth/<path>/" (src/auth/methods/method.ts), so enable and
  * disable share the mount table's invariants (src/core/lifecycle.ts): an enable is one conditional
  * INSERT (of racing enables of overlapping paths one wins), and a disable marks the mount

@@ -10,7 +10,7 @@ import { getNamespaceById } from "../../auth/namespace-store";
 /**
  * The answer for each path, as Vault shapes it ("deny" when nothing is granted). Paths are
  * relative to the request's namespace, as in Vault; `capsOf` resolves them for the token asked
- * about (issue 18 #1: never against the root namespace by mistake).
+ * about (never against the root namespace by mistake).
  */
 function answer(capsOf: (path: string) => Set<string>, paths: string[]): Record<string, unknown> {
   const data: Record<string, unknown> = {};

@@ -1,5 +1,5 @@
 /**
- * sys/leases/* (vault-ecosystem.md §2.8): lookup, LIST lookup (sudo), renew, revoke, revoke-prefix
+ * sys/leases/* (Vault API: /sys/leases): lookup, LIST lookup (sudo), renew, revoke, revoke-prefix
  * (sudo) and revoke-force (sudo), plus Vault's legacy sys/renew, sys/revoke, sys/revoke-prefix and
  * sys/revoke-force. Lease ids are relative to the request's namespace: a lease of team1 is found
  * only with team1 as the namespace (X-Vault-Namespace, or a team1/ path prefix), never from the

@@ -14,6 +14,7 @@
  */
 import { badRequest } from "../../core/errors";
 import { coerceValue, defineFields, type FieldDef } from "../../core/fields";
+import { MOUNT_ENGINES } from "../engines";
 
 /** What a setting is checked against: the mount's kind and engine (or method) type. */
 export interface MountTarget {
@@ -183,16 +184,15 @@ export function tuneSettings(body: Record<string, unknown>): Record<string, unkn
 }
 
 /**
- * Engine options: the kv engine takes `version` (only "2"; checked here for a tune, by the enable
- * itself); every other key of any engine or auth method is named in a warning.
+ * Engine options: the keys a secrets engine acts on are its own to check (its `checkOption`, in
+ * the engine registry: kv takes `version`, only "2"); every other key of any engine or auth
+ * method is named in a warning.
  */
 export function checkEngineOptions(field: string, options: Record<string, unknown>, target: MountTarget, warnings: string[]): void {
+  const checkOption = target.kind === "secret" ? MOUNT_ENGINES[target.type]?.engine.mounts?.checkOption : undefined;
   for (const [k, v] of Object.entries(options)) {
     if (v === undefined || v === null) continue;
-    if (target.kind === "secret" && target.type === "kv" && k === "version") {
-      if (String(v) !== "2") throw badRequest(`${field}.version: only version "2" of the kv engine is supported, got "${String(v).slice(0, 16)}"`);
-      continue;
-    }
+    if (checkOption?.(k, v, `${field}.${k}`)) continue;
     warnings.push(`${field}.${k}: not an option of the ${target.type} ${target.kind === "auth" ? "auth method" : "engine"}; ignored`);
   }
 }

@@ -1,9 +1,10 @@
 /**
- * sys/mounts: enable, read, tune and disable secrets engines (CONTRACT.md "System paths").
+ * sys/mounts: enable, read, tune and disable secrets engines (docs/http-conventions.md, "System
+ * paths"). The mount types, their aliases and their options come from the engine registry.
  * Enable, tune and disable answer 204. Disabling removes the engine's data for that mount, and
  * for a KV-v2 mount first unsyncs the secrets-sync associations of its secrets.
  *
- * Concurrency (invariants 1 and 2 of ./lifecycle.ts): an enable is one conditional INSERT, so of
+ * Concurrency (invariants 1 and 2 of src/core/lifecycle.ts): an enable is one conditional INSERT, so of
  * racing enables of the same or nested paths one wins and the rest answer 400; a disable marks
  * the mount "disabling" before it unsyncs and purges, so a write racing it either lands before
  * the mark and is purged, or is refused with 409 "mount is being disabled". The order of the
@@ -11,7 +12,7 @@
  */
 import { getNamespaceByPath } from "../../auth/namespace-store";
 import { isAuthMount } from "../../auth/methods/method";
-import { ENGINES, MOUNT_ENGINES } from "../engines";
+import { ENGINES, MOUNT_ENGINES, MOUNT_TYPE_NAMES } from "../engines";
 import { parseDurationSeconds as parseTtl } from "../../core/duration";
 import { ApiError, badRequest } from "../../core/errors";
 import { defineFields } from "../../core/fields";
@@ -53,7 +54,7 @@ export function mountView(m: MountRow): Record<string, unknown> {
     accessor: m.accessor,
     uuid: m.id,
     config: { default_lease_ttl: defaultTtl, max_lease_ttl: maxTtl, force_no_cache: false },
-    options: m.type === "kv" ? { version: "2", ...m.options } : m.options,
+    options: { ...MOUNT_ENGINES[m.type]?.engine.mounts?.defaultOptions, ...m.options },
     ...BUILTIN_MOUNT_FLAGS,
   };
 }
@@ -68,16 +69,18 @@ export const BUILTIN_MOUNT_FLAGS = {
   running_sha256: "",
 } as const;
 
-/** Resolves `type` and `options` to a supported engine: pki, or kv version 2 (also "kv-v2"). */
-function engineType(type: string, options: Record<string, unknown>): { type: string; options: Record<string, string> } {
-  if (type === "pki") return { type: "pki", options: {} };
-  if (type === "kv-v2") return { type: "kv", options: { version: "2" } };
-  if (type === "kv") {
-    const v = options.version === undefined ? "2" : String(options.version);
-    if (v !== "2") throw badRequest(`options.version: only version "2" of the kv engine is supported, got "${v}"`);
-    return { type: "kv", options: { version: "2" } };
+/**
+ * Resolves an enable's `type` (a mount type or an alias, ../engines.ts MOUNT_TYPE_NAMES) and
+ * `options` to the type and options the mount is stored with; the engine checks its options.
+ */
+function engineType(asked: string, options: Record<string, unknown>): { type: string; options: Record<string, string> } {
+  const type = MOUNT_TYPE_NAMES.get(asked);
+  const engine = type === undefined ? undefined : MOUNT_ENGINES[type]?.engine.mounts;
+  if (type === undefined || !engine) {
+    const supported = [...MOUNT_TYPE_NAMES.keys()].sort().join(", ");
+    throw badRequest(`type: unknown secrets engine type "${asked}" (supported: ${supported})`);
   }
-  throw badRequest(`type: unknown secrets engine type "${type}" (supported: kv, kv-v2, pki)`);
+  return { type, options: engine.normalizeOptions?.(asked, options) ?? {} };
 }
 
 /**

@@ -1,5 +1,5 @@
 /**
- * Whether the caller may learn that the request's namespace exists (issue 18 #12, no existence
+ * Whether the caller may learn that the request's namespace exists (no existence
  * oracle). The dispatcher answers a request for a missing namespace 403 unless the caller's
  * policies allow the operation there (dispatch.ts missingNamespace), then 404. Public reads of an
  * existing namespace (sys/internal/ui/mounts, sys/activation-flags) must answer that same 403 to

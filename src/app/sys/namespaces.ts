@@ -1,9 +1,10 @@
 /**
  * sys/namespaces: child namespaces of the request's namespace. A namespace is deleted only when it
- * is empty (CONTRACT.md): no child namespaces, no mounts, no sync destinations and no repohost
- * apps; its policies, tokens and finished sync removals go with it.
+ * is empty: no child namespaces, no mounts, and nothing an engine keeps in it (its
+ * `namespaceTables`: sync destinations and repohost apps); its policies, tokens and finished
+ * sync removals go with it.
  *
- * Concurrency (invariants 1 and 3 of ./lifecycle.ts): a create is one conditional INSERT, so
+ * Concurrency (invariants 1 and 3 of src/core/lifecycle.ts): a create is one conditional INSERT, so
  * racing creates of one name make one row (the others answer as for an existing namespace); a
  * delete marks the namespace "deleting" in the same statement that checks it is empty, and only
  * then purges, so anything written into it concurrently either lands first (and is purged, or
@@ -30,7 +31,7 @@ import { deleteNamespaceLeases } from "../../core/lease-store";
 import { NAMESPACE_DELETING } from "../../core/lifecycle";
 import { countMountsInNamespace, mountUnder } from "../../core/mount-store";
 import { trimEndChar } from "../../core/text";
-import { ENGINES } from "../engines";
+import { ENGINES, NAMESPACE_TABLES } from "../engines";
 
 const RESERVED = new Set(["root", "sys", "auth", "identity", "cubbyhole"]);
 const ID_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -157,7 +158,7 @@ export const namespaceRoutes = [
         await refuseUnlessEmpty(req, row);
         // The emptiness check that counts is the one in the same statement as the mark; the one
         // above only words the usual refusal. Something created in between is caught here.
-        for (let attempt = 0; !(await markNamespaceDeletingIfEmpty(req.db, row.id)); attempt++) {
+        for (let attempt = 0; !(await markNamespaceDeletingIfEmpty(req.db, row.id, NAMESPACE_TABLES)); attempt++) {
           // Not marked: it was not empty at that instant, or a concurrent delete removed it.
           if (!(await getNamespaceById(req.db, row.id))) return null;
           await refuseUnlessEmpty(req, row);

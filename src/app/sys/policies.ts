@@ -1,6 +1,6 @@
 /**
  * sys/policies/acl: ACL policies of the request's namespace, in HCL or JSON (src/auth/policy-parser.ts).
- * sys/policy[/:name]: Vault's legacy paths over the same store (vault-ecosystem.md §2.7), which
+ * sys/policy[/:name]: Vault's legacy paths over the same store (Vault API: /sys/policy), which
  * hvac's create_or_update_policy/read_policy/list_policies and node-vault's
  * addPolicy/getPolicy/policies use: the text is `rules` on read, `policy` or `rules` on write.
  */

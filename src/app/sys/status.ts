@@ -1,6 +1,6 @@
 /**
  * What Vault clients ask before anything else, all unauthenticated as in Vault
- * (vault-ecosystem.md §2.1–2.3): `sys/health`, `sys/seal-status` and `sys/leader`. They answer
+ * (Vault API: /sys/health, /sys/seal-status, /sys/leader): `sys/health`, `sys/seal-status` and `sys/leader`. They answer
  * even when the service is not configured, so an operator can see why it refuses: that state is
  * reported as "sealed" (Vault's word for "cannot serve yet").
  *

@@ -1,13 +1,14 @@
 /**
- * sys/internal/ui/mounts[/:path] (vault-ecosystem.md §2.5): how `vault kv get/put/…` finds out
+ * sys/internal/ui/mounts[/:path] (Vault API: /sys/internal/ui/mounts): how `vault kv get/put/…` finds out
  * that a path is under a KV version 2 mount (it reads `data.options.version`, which must be the
  * string "2", and `data.path`, the mount prefix). Unauthenticated in Vault's routing, but the
  * handler looks at the token itself, so the routes are public with `publicSeesToken`.
  *
  * "Access" to a mount is, in Vault, any capability other than deny on the mount path or on any
  * ACL path under it. Handlers here can ask for capabilities on paths only (Req.capabilities), so
- * the check probes the paths such a policy names: the mount itself, the path asked for, and for
- * KV-v2 its `data/` and `metadata/` trees (which is what `path "secret/data/*"` policies grant).
+ * the check probes the paths such a policy names: the mount itself, the path asked for, and the
+ * subtrees its engine declares (`policySubtrees`: KV-v2's `data/` and `metadata/`, which is what
+ * `path "secret/data/*"` policies grant).
  */
 import { permissionDenied, ApiError } from "../../core/errors";
 import { defineFields } from "../../core/fields";
@@ -17,10 +18,12 @@ import { mountView } from "./mounts";
 import { authMountView, tokenMountView } from "./auth";
 import { AUTH_PREFIX, isAuthMount } from "../../auth/methods/method";
 import { mayLearnNamespace } from "./namespace-visibility";
+import { MOUNT_ENGINES } from "../engines";
 
 function hasAccess(req: Req, m: MountRow, rest: string): boolean {
   const probes = [m.path, `${m.path}${rest}`];
-  if (m.type === "kv") probes.push(`${m.path}data/`, `${m.path}metadata/`, `${m.path}data/${rest}`, `${m.path}metadata/${rest}`);
+  const subtrees = isAuthMount(m) ? [] : (MOUNT_ENGINES[m.type]?.engine.mounts?.policySubtrees ?? []);
+  for (const sub of subtrees) probes.push(`${m.path}${sub}`, `${m.path}${sub}${rest}`);
   return probes.some((p) => req.capabilities(p).size > 0);
 }
 
@@ -50,7 +53,7 @@ export const uiMountRoutes = [
           }
           if (req.capabilities("auth/token/").size > 0 || req.capabilities("auth/token/lookup-self").size > 0) auth["token/"] = await tokenMountView(req.ns.id);
         }
-        // An empty answer from another namespace would only tell that it exists (issue 18 #12).
+        // An empty answer from another namespace would only tell that it exists.
         if (Object.keys(secret).length === 0 && Object.keys(auth).length === 0 && !mayLearnNamespace(req)) throw permissionDenied();
         return { data: { secret, auth } };
       },
@@ -72,7 +75,7 @@ export const uiMountRoutes = [
         }
         const m = await findMountForPath(req.db, req.ns.id, path);
         // No mount and no access look the same (403, not 404), so mount names cannot be probed;
-        // in another namespace, the same as a missing namespace (issue 18 #12).
+        // in another namespace, the same as a missing namespace.
         if (!m || !hasAccess(req, m, path.slice(m.path.length))) throw mayLearnNamespace(req) ? preflightDenied(asked) : permissionDenied();
         return { data: { ...(isAuthMount(m) ? authMountView(m) : mountView(m)), path: m.path } };
       },

@@ -1,5 +1,5 @@
 /**
- * The end of every successful login (vault-ecosystem.md §4.4, §5.3, §6.3): checks the client
+ * The end of every successful login (Vault API: the login endpoints of /auth/approle, /auth/jwt, /auth/kubernetes): checks the client
  * address against the role's token CIDRs, stores an orphan service token for the auth mount and
  * answers Vault's `auth` block. TTLs follow Vault's CalculateTTL: the role's token_ttl, else the
  * mount's (tuned) default; capped by the role's token_max_ttl, the mount's maximum and the

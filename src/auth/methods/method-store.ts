@@ -1,5 +1,5 @@
 /**
- * Storage of auth-method roles and configuration (issue 13): the only module that touches the
+ * Storage of auth-method roles and configuration: the only module that touches the
  * `auth_roles` and `auth_configs` tables (src/core/db/schema/auth.ts). Roles and configs are one
  * JSON document each, always read and written whole. Configuration values that are secrets
  * (token_reviewer_jwt, oidc_client_secret) are sealed with the service's SEAL_KEY, bound to the
@@ -47,7 +47,7 @@ export async function putRole(db: Db, mountId: string, name: string, config: Rec
 }
 
 /**
- * Deletes a role and revokes every token issued through it (issue 13: deleting a role stops its
+ * Deletes a role and revokes every token issued through it (deleting a role stops its
  * tokens). The role goes first. A login racing it stores its token either before the delete (the
  * revocation that follows removes it) or after, where migrations/0009's trigger refuses a token
  * of a role that no longer exists (login.ts answers that 403), so no token outlives its role.

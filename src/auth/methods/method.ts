@@ -1,5 +1,5 @@
 /**
- * What an auth method is to the app (issue 13; vault-ecosystem.md §4–6): a mount type and the
+ * What an auth method is to the app (Vault API: /auth/approle, /auth/jwt, /auth/kubernetes): a mount type and the
  * routes it serves under "auth/<path>/". Methods live in src/auth/methods/<type>/ and export one
  * AuthMethod from their index.ts; src/app/engines.ts registers them, sys/auth enables them, and
  * the dispatcher routes "auth/<path>/…" to the mount's method (src/app/dispatch.ts).

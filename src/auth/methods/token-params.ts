@@ -1,7 +1,7 @@
 /**
  * The token settings every auth-method role carries (Vault's sdk/helper/tokenutil;
- * vault-ecosystem.md §4.2): what a login token gets. Plain functions: field declarations to spread
- * into a role route, parsing with Vault's defaults, aliases and messages, and the read view.
+ * Vault API: /auth/approle/role/:role_name): what a login token gets. Plain functions: field
+ * declarations to spread into a role route, parsing with Vault's defaults, aliases and messages, and the read view.
  *
  * Vault's legacy names are accepted as aliases (`policies`, `ttl`, `max_ttl`, `period`,
  * `num_uses`, `bound_cidrs`), as hvac 0.11 sends them; giving both names of one setting is

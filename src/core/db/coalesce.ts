@@ -1,5 +1,5 @@
 /**
- * Coalesced D1 batches for one invocation (issue 14, the sync queue's consumer): the `batch()`
+ * Coalesced D1 batches for one invocation (the sync queue's consumer): the `batch()`
  * calls its concurrent tasks make in the same turn of the event loop go to D1 as one batch, so
  * 25 messages each doing "lease, load, claim, finish" cost a handful of round trips, not 100.
  *

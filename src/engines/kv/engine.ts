@@ -48,7 +48,7 @@ interface CheckedKey {
 }
 
 // Per request (the Req object): a write reads the key once for the create-vs-update check and
-// its first attempt, not twice (issue 14). A later attempt, after a lost race, reads again.
+// its first attempt, not twice. A later attempt, after a lost race, reads again.
 const checkedKeys = new WeakMap<Req, CheckedKey>();
 
 export function kvCtx(req: Req): KvCtx {
@@ -143,7 +143,7 @@ export function patchSecret(
 /**
  * Subkeys and merge patches walk the data recursively. Bodies nest at most MAX_JSON_DEPTH
  * levels (src/core/request.ts), but a version written before that limit existed may nest
- * deeper and would overflow the stack (a 500, issue 18 #7); it is refused instead.
+ * deeper and would overflow the stack (a 500); it is refused instead.
  */
 function requireWalkable(data: JsonObject): JsonObject {
   if (valueDepthExceeds(data, MAX_JSON_DEPTH)) {

@@ -34,7 +34,9 @@ export interface KvEventContext {
 
 export type KvChangeListener = (event: KvChangeEvent, ctx: KvEventContext) => void | Promise<void>;
 
-// Module scope is per isolate; listeners are registered at import time by the engines that care.
+// Module scope is per isolate. The engines that follow KV changes are subscribed by the engine
+// registry (src/app/engines.ts, through followKvChanges), never by importing a module; tests
+// subscribe with onKvChange.
 const listeners = new Set<KvChangeListener>();
 
 /** Subscribes to KV changes; returns the unsubscribe function. */
@@ -58,9 +60,9 @@ export function emitKvChange(ctx: KvEventContext, event: KvChangeEvent): void {
 
 /**
  * A listener that rides in the batch that commits a write ("written" events), so that its
- * bookkeeping costs no D1 round trip of its own (issue 14: a KV write with sync is 2 round
- * trips, not 3). `statements` is asked before the write; its statements go after the write's
- * own in the same D1 batch (one transaction). Once the batch has run, `ran` gets their results,
+ * bookkeeping costs no D1 round trip of its own (a KV write with sync is 2 round trips, not
+ * 3). `statements` is asked before the write; its statements go after the write's own in the
+ * same D1 batch (one transaction). Once the batch has run, `ran` gets their results,
  * in waitUntil like any listener, errors contained, with `won` telling whether the write was
  * kept. A write that loses its race still runs them (without changing the key), so they must be
  * harmless alone, and `ran` must finish what they started either way: the sync engine's mark
@@ -103,5 +105,26 @@ export function companionStatements(
         ctx.waitUntil(run);
       }
     },
+  };
+}
+
+/**
+ * What an engine that follows KV changes declares (secrets sync): a listener for every change
+ * and, optionally, a companion that rides in each write's batch.
+ */
+export interface KvFollower {
+  onChange: KvChangeListener;
+  writeCompanion?: KvWriteCompanion;
+}
+
+/**
+ * Subscribes a follower to this isolate's KV changes (once, however often it is called with the
+ * same value); returns the unsubscribe function. Called by the engine registry.
+ */
+export function followKvChanges(follower: KvFollower): () => void {
+  const offs = [onKvChange(follower.onChange)];
+  if (follower.writeCompanion) offs.push(addKvWriteCompanion(follower.writeCompanion));
+  return () => {
+    for (const off of offs) off();
   };
 }

@@ -4,6 +4,7 @@
  * outside src/engines/kv/ imports any other module of it.
  */
 import type { Engine } from "../../core/engine";
+import { kvMountOptions } from "./mount-options";
 import { kvRoutes } from "./routes";
 import { purgeKvMount } from "./store";
 
@@ -11,6 +12,7 @@ export const kvEngine = {
   name: "kv",
   mounts: {
     types: ["kv"],
+    ...kvMountOptions,
     routes: kvRoutes,
     purge: (db, mount) => purgeKvMount(db, mount.id),
   },
@@ -18,6 +20,6 @@ export const kvEngine = {
 
 // -- for other engines: reading secrets and following their changes ----------------------------
 
-export { addKvWriteCompanion, onKvChange, type KvChangeEvent, type KvChangeKind, type KvEventContext, type KvWriteCompanion } from "./events";
+export { followKvChanges, type KvChangeEvent, type KvChangeKind, type KvEventContext, type KvFollower, type KvWriteCompanion } from "./events";
 export { isLive, type JsonObject, type KeyMetadata, type VersionInfo } from "./service";
 export { currentVersionOf, currentVersionStatement, getMetadata, getVersion, openVersionData, type StoredVersion } from "./store";

@@ -252,7 +252,7 @@ export function listChildren(paths: string[], prefix: string): string[] {
 }
 
 /**
- * Most version numbers one delete/undelete/destroy may name (issue 18 #6). Storage splits the
+ * Most version numbers one delete/undelete/destroy may name. Storage splits the
  * list into statements of at most VERSIONS_PER_STATEMENT (D1 binds at most 100 parameters per
  * statement) inside one batch; this bound keeps that batch, and the request's work, finite.
  */

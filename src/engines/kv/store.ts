@@ -106,7 +106,7 @@ interface VersionColumns {
 
 /**
  * A key's metadata and one of its versions (`requested`, or the current one when 0) in one
- * D1 round trip: every read of a secret needs both (issue 14). `version` is null when that
+ * D1 round trip: every read of a secret needs both. `version` is null when that
  * version does not exist; the whole answer null when the key has no metadata.
  */
 export async function getMetadataAndVersion(
@@ -177,7 +177,7 @@ export async function getVersion(db: Db, mountId: string, path: string, version:
 
 /**
  * The statement of `currentVersionOf`: a key's current version row, found through its metadata
- * in one read (the sync engine batches it with the destination, issue 14).
+ * in one read (the sync engine batches it with the destination).
  */
 export function currentVersionStatement(db: Db, mountId: string, path: string): D1PreparedStatement {
   return db.$client

@@ -4,7 +4,8 @@
  * consumer of the sync queue, the SyncGate Durable Object (provider rate limits, ./limits.ts),
  * and two lifecycle hooks: a KV mount being disabled unsyncs its
  * secrets' associations, and a namespace is deletable only without sync destinations or
- * repohost apps (what remains of its associations goes with it). Nothing outside
+ * repohost apps (what remains of its associations goes with it). It follows KV-v2 changes
+ * through `syncKvFollower`, which the engine registry subscribes. Nothing outside
  * src/engines/sync/ imports any other module of it.
  */
 import { loadConfig } from "../../core/config";
@@ -12,12 +13,16 @@ import type { Engine } from "../../core/engine";
 import { handleSyncBatch } from "./consumer";
 import { syncReconcileJob } from "./cron";
 import { SyncGate } from "./gate";
+import { syncKvFollower } from "./kv-listener";
 import { unsyncMount } from "./operations";
 import { syncRoutes } from "./routes";
 import { deleteNamespaceSyncRows, syncObjectsInNamespace } from "./store";
 
 /** The rate-limit gate of provider requests (./limits.ts), exported for the Worker entry. */
 export { SyncGate };
+
+/** How the engine follows KV-v2 changes; subscribed by the engine registry (src/app/engines.ts). */
+export { syncKvFollower };
 
 /** The queue wrangler.toml's [[queues.consumers]] names for sync messages. */
 export const SYNC_QUEUE_NAME = "lanyard-sync";
@@ -42,6 +47,8 @@ export const syncEngine = {
   async onMountDisable({ env, db }, mount) {
     if (mount.type === "kv") await unsyncMount({ env, db, keys: loadConfig(env).seal }, mount.id);
   },
+  // The rows namespaceLeftovers names; a namespace with any of them is not deleted.
+  namespaceTables: ["sync_destinations", "sync_repohost_apps"],
   namespaceLeftovers: async (db, namespaceId) => leftovers(await syncObjectsInNamespace(db, namespaceId)),
   purgeNamespace: (db, namespaceId) => deleteNamespaceSyncRows(db, namespaceId),
 } satisfies Engine;

@@ -1,5 +1,5 @@
 /**
- * The AppRole auth method (issue 13; vault-ecosystem.md §4): machines log in with a RoleID and a
+ * The AppRole auth method (Vault API: /auth/approle): machines log in with a RoleID and a
  * SecretID and get a token with the role's policies. What the framework registers for mount
  * type `approle`; routes are relative to the auth mount ("login", "role/:role_name", …).
  *

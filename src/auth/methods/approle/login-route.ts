@@ -1,5 +1,5 @@
 /**
- * `POST auth/<mount>/login {role_id, secret_id}`: AppRole login (vault-ecosystem.md §4.4;
+ * `POST auth/<mount>/login {role_id, secret_id}`: AppRole login (Vault API: /auth/approle/login;
  * OpenBao builtin/credential/approle/path_login.go), unauthenticated like every login path.
  *
  * Checks, in Vault's order; each failure is a 400:

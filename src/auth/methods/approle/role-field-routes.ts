@@ -1,5 +1,5 @@
 /**
- * AppRole's single-field role endpoints (vault-ecosystem.md §4.1; OpenBao
+ * AppRole's single-field role endpoints (Vault API: /auth/approle/role/:role_name; OpenBao
  * builtin/credential/approle/path_role.go): `role/:role_name/<field>` reads one setting (GET),
  * sets it (POST, the field is required: 400 `missing <field>`) or puts back its default
  * (DELETE). Vault's rules apply: a missing role is 404 on read, 404 on write, 204 on delete; a

@@ -1,5 +1,5 @@
 /**
- * AppRole role endpoints (vault-ecosystem.md §4.1–4.2): LIST `role`, `role/:role_name`
+ * AppRole role endpoints (Vault API: /auth/approle/role/:role_name): LIST `role`, `role/:role_name`
  * (read, create/update, delete) and `role/:role_name/role-id`. The single-field endpoints
  * (`role/:role_name/token-ttl`, …) are in ./role-field-routes.ts. Routes only coerce, check and
  * shape; the role's model and storage rules are in ./role.ts.

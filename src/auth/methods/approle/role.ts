@@ -2,7 +2,7 @@
  * The AppRole role: its settings, Vault's defaults, how it is stored (one JSON document in
  * `auth_roles.config`, through the framework's method-store.ts; the RoleID lives in its own
  * column so login can find the role by it) and the rules every write must keep
- * (vault-ecosystem.md §4.2; OpenBao builtin/credential/approle/path_role.go).
+ * (Vault API: /auth/approle/role/:role_name; OpenBao builtin/credential/approle/path_role.go).
  */
 import { authMountId } from "../method-routes";
 import { ApiError, badRequest } from "../../../core/errors";
@@ -118,7 +118,7 @@ export async function requireRole(req: Req, name: string): Promise<LoadedRole> {
 /**
  * Vault's validateRoleConstraints: a role must require a SecretID or bind logins to addresses,
  * or anyone knowing the (non-secret) RoleID could log in. Vault returns this as a Go error (a
- * 500); issue 13 asks for a 400 that says which settings would satisfy it.
+ * 500); Lanyard answers a 400 that says which settings would satisfy it.
  */
 export function checkConstraints(role: AppRole): void {
   if (role.bindSecretId || role.secretIdBoundCidrs.length > 0 || role.token.boundCidrs.length > 0) return;

@@ -1,5 +1,5 @@
 /**
- * AppRole SecretID endpoints (vault-ecosystem.md §4.3; OpenBao builtin/credential/approle
+ * AppRole SecretID endpoints (Vault API: /auth/approle/role/:role_name/secret-id; OpenBao builtin/credential/approle
  * path_role.go, path_tidy_user_id.go): generate (`role/:role_name/secret-id` POST, or
  * `custom-secret-id` with the caller's value), LIST accessors, lookup and destroy by value or by
  * accessor, and `tidy/secret-id`. The SecretID appears in exactly one answer, the generate

@@ -1,5 +1,5 @@
 /**
- * Claim checks of a JWT login, after its signature is verified (vault-ecosystem.md §5.2, §5.3).
+ * Claim checks of a JWT login, after its signature is verified (Vault API: /auth/jwt/role/:name and /auth/jwt/login).
  * Pure functions over the decoded claims, so every rule is unit-tested without a Worker
  * (test/unit/auth-jwt.test.ts). Messages are Vault's, word for word:
  *

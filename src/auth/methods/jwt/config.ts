@@ -1,5 +1,5 @@
 /**
- * The JWT method's configuration, `auth/<mount>/config` (vault-ecosystem.md §5.1;
+ * The JWT method's configuration, `auth/<mount>/config` (Vault API: /auth/jwt/config;
  * vault-plugin-auth-jwt path_config.go): where keys come from, which issuer and algorithms are
  * accepted, the default role. A write replaces the whole config (omitted fields reset), except
  * `namespace_in_state`, which keeps its value (true for a new config).

@@ -1,5 +1,5 @@
 /**
- * The JWT/OIDC auth method, JWT login part (issue 13; vault-ecosystem.md §5): machines present a
+ * The JWT/OIDC auth method, JWT login part (Vault API: /auth/jwt): machines present a
  * JWT signed by an issuer the mount trusts (GitHub Actions, a Kubernetes cluster, any OIDC
  * provider) and get a token with the role's policies. What the framework registers for the
  * mount types `jwt` and `oidc` (Vault mounts vault-plugin-auth-jwt under both names).

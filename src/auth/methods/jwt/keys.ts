@@ -1,10 +1,10 @@
 /**
- * Where a JWT login's verification keys come from (vault-ecosystem.md §5.1): a JWKS document at
+ * Where a JWT login's verification keys come from (Vault API: /auth/jwt/config): a JWKS document at
  * `jwks_url`, the `jwks_uri` of an OIDC discovery document at `oidc_discovery_url`, or the PEM
  * public keys of `jwt_validation_pubkeys`. This module fetches, caches and imports them; the JWS
  * check itself is ./verify.ts.
  *
- * Fetching (issue 13 "network rules"): every URL, including the `jwks_uri` a discovery document
+ * Fetching: every URL, including the `jwks_uri` a discovery document
  * names and every redirect target, passes `checkOutboundUrl(…, "AUTH_ALLOW_HTTP")` (https, or
  * plain http only to loopback in development or with AUTH_ALLOW_HTTP=true). One fetch, redirects
  * included, has FETCH_TIMEOUT_MS (10 s) in all, and a document is at most MAX_DOCUMENT_BYTES.

@@ -1,6 +1,6 @@
 /**
  * The JWT method's role: its stored model, the rules every write keeps and its read view
- * (vault-ecosystem.md §5.2; vault-plugin-auth-jwt path_role.go pathRoleCreateUpdate). Vault's
+ * (Vault API: /auth/jwt/role/:name; vault-plugin-auth-jwt path_role.go pathRoleCreateUpdate). Vault's
  * quirks are kept on purpose, because clients rely on them:
  * - `role_type` is "oidc" whenever a write omits it, updates included, and an oidc role needs
  *   `allowed_redirect_uris`; only `jwt` roles may log in through `login` (./routes.ts).

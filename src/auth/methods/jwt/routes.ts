@@ -1,5 +1,5 @@
 /**
- * The JWT method's endpoints, relative to the auth mount (vault-ecosystem.md §5): `config`
+ * The JWT method's endpoints, relative to the auth mount (Vault API: /auth/jwt): `config`
  * (read, write), LIST `role`, `role/:name` (read, write, delete) and the public `login`. Routes
  * coerce, load and shape; the rules are in ./config.ts, ./role.ts, ./verify.ts and ./claims.ts.
  *

@@ -1,5 +1,5 @@
 /**
- * The signature check of a JWT login (vault-ecosystem.md §5.3 step 3): a compact JWS (RFC 7515
+ * The signature check of a JWT login (Vault API: /auth/jwt/login): a compact JWS (RFC 7515
  * §7.1) whose `alg` is one the config allows, verified with `jose` against the configured keys
  * (./keys.ts). Claim checks are ./claims.ts; this module only answers "which claims did a key we
  * trust sign?".

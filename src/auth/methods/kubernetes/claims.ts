@@ -1,5 +1,5 @@
 /**
- * The service-account JWT of a Kubernetes login (vault-ecosystem.md §6.3 steps 3, 4 and 6;
+ * The service-account JWT of a Kubernetes login (Vault API: /auth/kubernetes/login;
  * vault-plugin-auth-kubernetes path_login.go parseAndValidateJWT): parsed without verification
  * unless `pem_keys` are configured (the TokenReview API is the real check), its claims checked
  * as hashicorp/cap's ValidateAllowMissingIatNbfExp does, and its service account matched against

@@ -1,5 +1,5 @@
 /**
- * `auth/<kubernetes mount>/config` (vault-ecosystem.md §6.1; vault-plugin-auth-kubernetes
+ * `auth/<kubernetes mount>/config` (Vault API: /auth/kubernetes/config; vault-plugin-auth-kubernetes
  * path_config.go): the fields, the checks a write makes, the stored shape and the read view.
  * A write replaces the whole configuration. `token_reviewer_jwt` is sealed at rest
  * (method-store.ts putMethodConfig) and never read back: reads show `token_reviewer_jwt_set`.

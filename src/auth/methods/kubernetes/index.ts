@@ -1,5 +1,5 @@
 /**
- * The Kubernetes auth method (issue 13; vault-ecosystem.md §6; vault-plugin-auth-kubernetes):
+ * The Kubernetes auth method (Vault API: /auth/kubernetes; vault-plugin-auth-kubernetes):
  * `config`, LIST `role`, `role/:name` and the public `login {role, jwt}` that cert-manager,
  * Vault Agent and hvac's `client.auth.kubernetes.login` post.
  *

@@ -1,5 +1,5 @@
 /**
- * Kubernetes auth roles (vault-ecosystem.md §6.2; vault-plugin-auth-kubernetes path_role.go):
+ * Kubernetes auth roles (Vault API: /auth/kubernetes/role/:name; vault-plugin-auth-kubernetes path_role.go):
  * the fields, the write rules (defaults on create, only the keys sent change on update) with
  * upstream's messages, the stored document and the read view. Names are lower-cased, as upstream
  * stores them.

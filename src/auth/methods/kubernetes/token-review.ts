@@ -1,5 +1,5 @@
 /**
- * The Kubernetes TokenReview call of a login (vault-ecosystem.md §6.3 step 5;
+ * The Kubernetes TokenReview call of a login (Vault API: /auth/kubernetes/login;
  * vault-plugin-auth-kubernetes token_review.go): asks the cluster whether the service-account
  * JWT is still valid and whose it is.
  *
@@ -12,7 +12,7 @@
  *   not authenticated, no common audience, a username that is not a service account's) →
  *   403 `permission denied`, as upstream: the detail goes to the log only;
  * - the API could not answer (connection failure, timeout, 5xx, 429 throttling, an unreadable
- *   body) → 502 with a message saying so (issue 13: not a 403, since the token may be fine, and
+ *   body) → 502 with a message saying so (not a 403, since the token may be fine, and
  *   not a 500). Upstream returns these as plain errors (a 500); a gateway status is the honest one.
  *
  * TLS: a Worker's fetch cannot be given a custom CA, so `kubernetes_ca_cert` is validated and
@@ -27,7 +27,7 @@ import { ApiError, permissionDenied } from "../../../core/errors";
 import { checkOutboundUrl } from "../../../core/outbound-url";
 import { trimEndChar } from "../../../core/text";
 
-/** Upper bound of the whole exchange, body included (issue 13: ≤ 10 s). */
+/** Upper bound of the whole exchange, body included (at most 10 s, so a login never hangs on a slow API server). */
 export const REVIEW_TIMEOUT_MS = 10_000;
 /** A TokenReview answer is a few hundred bytes; reading stops well beyond that. */
 const MAX_RESPONSE_BYTES = 256 * 1024;

@@ -1,5 +1,5 @@
 /**
- * Tables of the PKI engine's ACME server (RFC 8555; issue 16). Every row belongs to one PKI
+ * Tables of the PKI engine's ACME server (RFC 8555). Every row belongs to one PKI
  * mount (`mount_id`) and goes when the mount is disabled (src/engines/pki/purge.ts). Their doors:
  * src/engines/pki/storage/acme-store.ts (the ACME server) and acme-tidy-store.ts (tidy_acme's
  * bulk scans and deletes). Migration 0010 adds triggers that refuse
@@ -8,7 +8,7 @@
  */
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
-/** config/acme of a mount (vault-ecosystem.md §7.1), one JSON value; no row = the defaults. */
+/** config/acme of a mount (Vault API: /pki/config/acme), one JSON value; no row = the defaults. */
 export const pkiAcmeConfig = sqliteTable("pki_acme_config", {
   mountId: text("mount_id").primaryKey(),
   value: text("value", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
@@ -119,7 +119,7 @@ export const pkiAcmeChallenges = sqliteTable(
   (t) => [primaryKey({ columns: [t.mountId, t.authzId, t.type] })],
 );
 
-/** External account binding keys (vault-ecosystem.md §7.3): single use, bound to a directory. */
+/** External account binding keys (Vault API: /pki/acme/new-eab): single use, bound to a directory. */
 export const pkiAcmeEab = sqliteTable(
   "pki_acme_eab",
   {

@@ -1,5 +1,5 @@
 /**
- * Audit devices (issue 17; vault-ecosystem.md §2.9): one row per enabled device. Devices are
+ * Audit devices (Vault API: /sys/audit): one row per enabled device. Devices are
  * cluster-wide as in Vault (enabled from the root namespace only), so rows have no namespace.
  * src/audit/audit-store.ts is the table's only door. Nothing secret is stored in the clear: the
  * HMAC salt and an http device's `headers` map are sealed (src/core/db/seal.ts, context bound to

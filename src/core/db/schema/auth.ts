@@ -1,5 +1,5 @@
 /**
- * Auth methods (vault-ecosystem.md §4–6): the roles and configuration of approle, jwt and
+ * Auth methods (Vault API: /auth/approle, /auth/jwt, /auth/kubernetes): the roles and configuration of approle, jwt and
  * kubernetes mounts, and AppRole's SecretIDs. An auth mount is a row of `mounts` whose path starts
  * with "auth/" (src/auth/methods/). Every row belongs to one auth mount (`mount_id`); like the
  * engines' rows they cannot be written once the mount is being disabled (migrations/0009

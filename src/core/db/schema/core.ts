@@ -77,7 +77,7 @@ export const mounts = sqliteTable(
     accessor: text("accessor").notNull().unique(),
     description: text("description").notNull(),
     options: text("options", { mode: "json" }).$type<Record<string, string>>().notNull(),
-    /** Seconds; 0 means the system default (768h, CONTRACT.md). */
+    /** Seconds; 0 means the system default (768h, docs/http-conventions.md). */
     defaultLeaseTtl: integer("default_lease_ttl").notNull(),
     maxLeaseTtl: integer("max_lease_ttl").notNull(),
     createdAt: integer("created_at").notNull(),
@@ -91,7 +91,7 @@ export const mounts = sqliteTable(
 );
 
 /**
- * Token roles (auth/token/roles/:name; vault-ecosystem.md §3): what tokens created through
+ * Token roles (auth/token/roles/:name; Vault API: /auth/token): what tokens created through
  * auth/token/create/:name get. The role's settings are one JSON document (src/auth/token-role-store.ts
  * defines and validates it), since they are always read and written whole.
  */
@@ -108,7 +108,7 @@ export const tokenRoles = sqliteTable(
 );
 
 /**
- * Activated features (sys/activation-flags; reference/secrets-sync.md §1.2): one row per feature
+ * Activated features (Vault API: /sys/activation-flags): one row per feature
  * that was activated ("secrets-sync"). Cluster-wide, as in Vault; activation is one-way.
  */
 export const activationFlags = sqliteTable("activation_flags", {

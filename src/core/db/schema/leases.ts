@@ -1,5 +1,5 @@
 /**
- * Leases (Vault's expiration manager; vault-ecosystem.md §2.8, §9): one row per lease an engine
+ * Leases (Vault's expiration manager; Vault API: /sys/leases): one row per lease an engine
  * handed out, today only the PKI engine's certificates of roles with `generate_lease`. Leases are a
  * system feature: src/core/lease-store.ts is the only module that reads or writes this table, and
  * the engine that created a lease revokes its secret through its Engine value (`revokeLease`).

@@ -15,7 +15,7 @@ export const pkiKeys = sqliteTable(
     name: text("name").notNull(),
     keyType: text("key_type").notNull(),
     keyBits: integer("key_bits").notNull(),
-    /** base64 DER SubjectPublicKeyInfo: how issuers are linked to keys (pki-engine.md §4.1). */
+    /** base64 DER SubjectPublicKeyInfo: how issuers are linked to keys. */
     publicKey: text("public_key").notNull(),
     /** Sealed base64 PKCS#8. */
     sealedPrivateKey: text("sealed_private_key").notNull(),
@@ -32,7 +32,7 @@ export const pkiIssuers = sqliteTable(
     name: text("name").notNull(),
     /** "" when no key of the mount matches the certificate's public key. */
     keyId: text("key_id").notNull(),
-    /** Normalised PEM: trimmed plus exactly one trailing newline (pki-engine.md §4.1). */
+    /** Normalised PEM: trimmed plus exactly one trailing newline. */
     certificate: text("certificate").notNull(),
     /** Colon hex serial of the issuer certificate. */
     serial: text("serial").notNull(),
@@ -80,7 +80,7 @@ export const pkiRoles = sqliteTable(
   {
     mountId: text("mount_id").notNull(),
     name: text("name").notNull(),
-    /** The role object exactly as a read returns it (pki-engine.md §2.3). */
+    /** The role object exactly as a read returns it (Vault API: /pki/roles/:name). */
     data: text("data", { mode: "json" }).$type<Record<string, unknown>>().notNull(),
     updatedAt: integer("updated_at").notNull(),
   },
@@ -95,7 +95,7 @@ export const pkiCerts = sqliteTable(
   "pki_certs",
   {
     mountId: text("mount_id").notNull(),
-    /** Colon-separated lowercase hex (pki-engine.md §1.7). */
+    /** Colon-separated lowercase hex, as Vault writes serial numbers ("17:67:16:..."). */
     serial: text("serial").notNull(),
     /** base64 DER. */
     der: text("der").notNull(),
@@ -110,8 +110,9 @@ export const pkiCerts = sqliteTable(
 );
 
 /**
- * Revoked certificates of the mount (pki-engine.md §5, §6.2). `id` is a mount-wide, strictly
- * growing sequence: a complete CRL records the highest id it covered (`pki_crls.max_seq`), and a
+ * Revoked certificates of the mount (the entries of its CRLs, RFC 5280 §5.1.2.6). `id` is a
+ * mount-wide, strictly growing sequence: a complete CRL records the highest id it covered
+ * (`pki_crls.max_seq`), and a
  * delta CRL lists exactly the entries above it. Revoked issuers get a row here too when their
  * certificate was stored by this mount.
  */
@@ -136,8 +137,8 @@ export const pkiRevoked = sqliteTable(
 );
 
 /**
- * The last CRLs built for each issuer (pki-engine.md §6.2): one complete and one delta row per
- * issuer. Written only by the mount's Authority Durable Object, which serializes rebuilds.
+ * The last CRLs built for each issuer (RFC 5280 §5; delta CRLs §5.2.4): one complete and one
+ * delta row per issuer. Written only by the mount's Authority Durable Object, which serializes rebuilds.
  */
 export const pkiCrls = sqliteTable(
   "pki_crls",

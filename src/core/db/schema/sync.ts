@@ -1,5 +1,5 @@
 /**
- * Tables of secrets sync (spec/secrets-sync-api.md, reference/secrets-sync.md §1).
+ * Tables of secrets sync (Vault API: /sys/sync; docs/secrets-sync.md).
  * Credentials never reach D1 in the clear: a destination keeps its non-sensitive connection
  * details as JSON and its sensitive members (keys, tokens, client secrets, service-account JSON)
  * sealed together (src/core/db/seal.ts); an app keeps its private key sealed. The seal context names
@@ -16,7 +16,7 @@ export const syncConfig = sqliteTable("sync_config", {
   disabled: integer("disabled", { mode: "boolean" }).notNull(),
   queueCapacity: integer("queue_capacity").notNull(),
   updatedAt: integer("updated_at").notNull(),
-  /** Seconds between drift reconciliation passes (issue 15 rule 3); 0 turns them off. */
+  /** Seconds between drift reconciliation passes (drift repair); 0 turns them off. */
   reconcileInterval: integer("reconcile_interval").notNull().default(3600),
 });
 
@@ -74,13 +74,13 @@ export const syncAssociations = sqliteTable(
     attempts: integer("attempts").notNull().default(0),
     leaseToken: text("lease_token"),
     leaseUntil: integer("lease_until"),
-    /** When the engine last called the provider for this association (issue 15 rule 5). */
+    /** When the engine last called the provider for this association. */
     lastAttemptAt: integer("last_attempt_at"),
     /** When the queue will try again after a retryable failure; null when nothing is scheduled. */
     nextRetryAt: integer("next_retry_at"),
     /** Set when an operation exhausted its retries (dead letter); cleared by the next set. */
     deadLetteredAt: integer("dead_lettered_at"),
-    /** Last time reconciliation found the provider's copy changed or gone (issue 15 rule 3). */
+    /** Last time reconciliation found the provider's copy changed or gone. */
     driftDetectedAt: integer("drift_detected_at"),
     driftCount: integer("drift_count").notNull().default(0),
   },
@@ -93,7 +93,8 @@ export const syncAssociations = sqliteTable(
 );
 
 /**
- * One row per external secret name an association of a destination writes (issue 15 rules 1-3).
+ * One row per external secret name an association of a destination writes (its
+ * ownership, for collision checks and drift repair).
  * The primary key makes a name belong to one association of the destination: an association
  * claims a name with one conditional upsert, and a second association wanting it loses
  * (`name_key` is the provider's identity of the name: lower-cased where the provider compares
