@@ -14,7 +14,7 @@
 // timed on this process's clock, which also timed the request.
 //
 // PROVIDER CAPS. Every request to a destination passes its limit scope's SyncGate
-// (src/engines/sync/limits.ts): cloudone-sm allows 20 writes/s per access key and region. A first
+// (src/engines/sync/limits/index.ts): cloudone-sm allows 20 writes/s per access key and region. A first
 // sync is two writes (PutSecretValue finding nothing, then CreateSecret), and so was every rewrite
 // before tags were compared first (PutSecretValue, TagResource): ONE scope then delivers at most 10 syncs/s
 // whatever the engine does; a rewrite whose tags are current is one write, 20/s. (1) and (2) use one destination; the 1,000 associations of (3) are
@@ -38,7 +38,7 @@ const ASSOCIATIONS = Number(process.env.BENCH_ASSOCIATIONS ?? "1000");
 const SCOPES = Math.max(1, Number(process.env.BENCH_SCOPES ?? "40"));
 const PHASES = new Set((process.env.BENCH_PHASES ?? "set,kv,backlog,load").split(",").map((x) => x.trim()));
 const WAIT_MS = Number(process.env.BENCH_WAIT_SECONDS ?? "300") * 1000;
-/** cloudone-sm's cap per scope (src/engines/sync/limits.ts DEFAULT_LIMITS), and the writes of a first sync (CreateSecret or PutSecretValue + TagResource). */
+/** cloudone-sm's cap per scope (the `limits` of src/engines/sync/providers/cloudone-sm/index.ts), and the writes of a first sync (CreateSecret or PutSecretValue + TagResource). */
 const WRITES_PER_SECOND_CAP = 20;
 const WRITES_PER_SYNC = 2;
 for (const [k, v] of Object.entries({
