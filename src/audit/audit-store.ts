@@ -37,8 +37,12 @@ const headersContext = (id: string) => `audit_devices:${id}:headers`;
 /** Read-back value of every header of an http device (issue 17: "read back as asterisks"). */
 export const MASKED = "********";
 
-/** The one list of enabled devices (key ""), area "audit". */
-const devicesCache = new ReadCache<AuditDevice[]>("audit.devices", "audit", 1, DEVICE_CACHE_MS);
+/**
+ * The one list of enabled devices (key ""), area "audit". No early re-read: the list is asked for
+ * twice per request (layer 0 in src/app/dispatch.ts, then the trail) and only the trail reads it,
+ * so a re-read taken by the first would only turn layer 0 away.
+ */
+const devicesCache = new ReadCache<AuditDevice[]>("audit.devices", "audit", 1, { maxAgeMs: DEVICE_CACHE_MS, refreshAhead: false });
 // Unsealed salts by sealed text: a sealed value opens to one salt only, so this never goes stale.
 const salts = new BoundedCache<string>("audit.salts", 256);
 

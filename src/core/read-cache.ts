@@ -72,20 +72,29 @@ interface Entry<V> {
   refreshing: boolean;
 }
 
+/** What sets one cache apart from the rule. */
+export interface ReadCacheOptions {
+  /** A bound below CACHE_TTL_MS, for a cache that must follow changes sooner. */
+  maxAgeMs?: number;
+  /** false: no early re-read, for a value asked for more than once per request (see `get`). */
+  refreshAhead?: boolean;
+}
+
 export class ReadCache<V> {
   private readonly entries: BoundedCache<Entry<V>>;
+  private readonly maxAgeMs: number;
+  private readonly refreshAhead: boolean;
 
-  /**
-   * `name` is the cache's row in docs/architecture.md "Every cache"; `maxAgeMs` caps the bound
-   * below CACHE_TTL_MS for a cache that must follow changes sooner (the audit device list).
-   */
+  /** `name` is the cache's row in docs/architecture.md "Every cache". */
   constructor(
     name: string,
     readonly area: CacheArea,
     max: number,
-    private readonly maxAgeMs = Infinity,
+    options: ReadCacheOptions = {},
   ) {
     this.entries = new BoundedCache<Entry<V>>(name, max);
+    this.maxAgeMs = options.maxAgeMs ?? Infinity;
+    this.refreshAhead = options.refreshAhead ?? true;
     const set = caches.get(area) ?? new Set();
     set.add(this as ReadCache<unknown>);
     caches.set(area, set);
@@ -99,7 +108,8 @@ export class ReadCache<V> {
    * The value read for `key` less than the bound ago, else undefined. Past REFRESH_AT of its
    * life, the first caller gets undefined (it reads again and `set`s the new value) while the
    * others keep getting the value until it expires: one re-read per key and isolate instead of
-   * one per concurrent request at the moment of expiry.
+   * one per concurrent request at the moment of expiry. Without `refreshAhead`, every caller gets
+   * the value until it expires (a caller that would not re-read must not take the re-read).
    */
   get(key: string, now = Date.now()): V | undefined {
     if (ttlMs === 0) return undefined;
@@ -108,7 +118,7 @@ export class ReadCache<V> {
     const bound = ttlMs < this.maxAgeMs ? ttlMs : this.maxAgeMs;
     const age = now - e.at;
     if (age >= bound) return undefined;
-    if (age >= bound * REFRESH_AT && !e.refreshing) {
+    if (this.refreshAhead && age >= bound * REFRESH_AT && !e.refreshing) {
       e.refreshing = true;
       return undefined;
     }
