@@ -3,9 +3,9 @@
  * (src/core/db/schema/audit.ts), and the per-isolate cache of the enabled devices that the
  * request path reads.
  *
- * The cache (issue 17 "no extra D1 round trip"): the device list is kept per isolate for at most
- * DEVICE_CACHE_MS (1 s), or CACHE_TTL_MS when that is shorter (src/core/read-cache.ts; 0: read on
- * every request). When it is stale, the request pipeline adds `deviceListQuery` to the batch of
+ * The cache (auditing costs no D1 round trip of its own): the device list is kept per isolate for
+ * at most DEVICE_CACHE_MS (1 s), or CACHE_TTL_MS when that is shorter (src/core/read-cache.ts; 0:
+ * read on every request). When it is stale, the request pipeline adds `deviceListQuery` to the batch of
  * its read-model misses (src/app/resolve.ts; alone when nothing else missed), and hands the rows to
  * `absorbDeviceRows`; so reading the devices never costs a round trip of its own, and with no
  * device enabled a request pays only the freshness check (and, once a second per isolate, one

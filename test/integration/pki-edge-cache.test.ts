@@ -1,5 +1,5 @@
 /**
- * Caching of the public PKI reads (issue 14; docs/pki-ocsp.md and docs/pki-revocation-crl.md
+ * Caching of the public PKI reads (docs/pki-ocsp.md and docs/pki-revocation-crl.md
  * "Caching", src/engines/pki/routes/edge-cache.ts), with caching on (CACHE_TTL_MS 1000, the
  * default) unless a case says otherwise:
  * - headers: strong ETag, Last-Modified, `Cache-Control: public, max-age ≤ 1`, 304 on
