@@ -16,7 +16,8 @@
  *   `invalidate`; a value read before the bump and stored after it is dropped (`set` is given the
  *   generation seen before the read).
  * - **Values only, never promises, and a size bound**: each cache is a `BoundedCache`
- *   (./bounded-cache.ts) of at most `max` entries, the oldest evicted first.
+ *   (./bounded-cache.ts) of at most `max` entries, the oldest evicted first. An expired entry is
+ *   never served by `get`; it stays (for `last`) until it is replaced, evicted or invalidated.
  * - **One re-read at a time**: past 3/4 of an entry's life one caller re-reads it while the
  *   others keep using it (still inside the bound), so concurrent requests do not all miss at once.
  */
@@ -98,10 +99,6 @@ export class ReadCache<V> {
     const set = caches.get(area) ?? new Set();
     set.add(this as ReadCache<unknown>);
     caches.set(area, set);
-  }
-
-  get name(): string {
-    return this.entries.name;
   }
 
   /**
