@@ -15,6 +15,7 @@ const NODE_UNIT_TESTS = [
   "architecture",
   "auth-jwt",
   "auth-login",
+  "caches-doc",
   "cidr",
   "code-size",
   "core-body",

@@ -22,6 +22,7 @@ import { isAuthMount } from "../auth/methods/method";
 import type { BatchItem } from "drizzle-orm/batch";
 import { ipInCidrs } from "../core/cidr";
 import type { Db } from "../core/db/client";
+import { BoundedCache } from "../core/bounded-cache";
 import { sha256Hex } from "../core/encoding";
 import { MAX_NAMESPACE_DEPTH } from "../core/limits";
 import { cachedMounts, mountForPathIn, mountsOf, namespaceMountsQuery, rememberMounts, ROOT_NAMESPACE, type MountRow, type NamespaceRef } from "../core/mount-store";
@@ -77,16 +78,14 @@ export function namespaceHeader(headers: Headers): string | null {
 /**
  * SHA-256 of presented tokens, per isolate (a pure function of the token: nothing to invalidate).
  * Hashing cost more CPU than the cached lookup it keys (npm run bench profile). At most
- * TOKEN_HASHES entries, cleared whole when full; never logged or read out.
+ * 4,096 entries, the oldest evicted first; never logged or read out.
  */
-const tokenHashes = new Map<string, string>();
-const TOKEN_HASHES = 4096;
+const tokenHashes = new BoundedCache<string>("app.tokenHashes", 4096);
 
 async function tokenHashOf(token: string): Promise<string> {
   const hit = tokenHashes.get(token);
   if (hit) return hit;
   const hash = await sha256Hex(token);
-  if (tokenHashes.size >= TOKEN_HASHES) tokenHashes.clear();
   tokenHashes.set(token, hash);
   return hash;
 }

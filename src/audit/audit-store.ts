@@ -3,21 +3,23 @@
  * (src/core/db/schema/audit.ts), and the per-isolate cache of the enabled devices that the
  * request path reads.
  *
- * The cache (auditing must add no D1 round trip): the device list is kept per isolate for at most
- * DEVICE_CACHE_MS (1 s), or CACHE_TTL_MS when that is shorter (src/core/read-cache.ts; 0: read on
- * every request). When it is stale, the request pipeline adds `deviceListQuery` to the batch of
+ * The cache (auditing costs no D1 round trip of its own): the device list is kept per isolate for
+ * at most DEVICE_CACHE_MS (1 s), or CACHE_TTL_MS when that is shorter (src/core/read-cache.ts; 0:
+ * read on every request). When it is stale, the request pipeline adds `deviceListQuery` to the batch of
  * its read-model misses (src/app/resolve.ts; alone when nothing else missed), and hands the rows to
  * `absorbDeviceRows`; so reading the devices never costs a round trip of its own, and with no
  * device enabled a request pays only the freshness check (and, once a second per isolate, one
- * extra statement in that batch). Enabling or disabling a device clears the cache of the
- * isolate that did it; other isolates see the change within DEVICE_CACHE_MS (docs/audit.md).
+ * extra statement in that batch). Enabling or disabling a device invalidates the "audit" area of
+ * the isolate that did it (which also makes layer 0's public answers, src/core/public-answers.ts,
+ * unusable); other isolates see the change within DEVICE_CACHE_MS (docs/audit.md).
  * Salts are unsealed once per sealed text and kept with the cache; they never leave the Worker.
  * Measured (Workers pool, KV read with the root token, wrapping env.DB): 50 reads = 50 D1 batches
  * of 5 statements with or without a device; the device-list statement rode in 20 of them over
  * the 10.5 s they took (a loaded machine, ~200 ms a request). With one device the hook adds ~0.12 ms of CPU (two entries HMAC'd and serialized) plus
  * two awaited Queue sends (the request entry before the work, the response entry after).
  */
-import { cacheTtl } from "../core/read-cache";
+import { BoundedCache } from "../core/bounded-cache";
+import { generationOf, invalidate, ReadCache } from "../core/read-cache";
 import { eq } from "drizzle-orm";
 import { loadConfig } from "../core/config";
 import { openDb, type Db } from "../core/db/client";
@@ -35,31 +37,36 @@ const headersContext = (id: string) => `audit_devices:${id}:headers`;
 /** Read-back value of every header of an http device: header values are never read back. */
 export const MASKED = "********";
 
-let cache: { devices: AuditDevice[]; at: number } | null = null;
+/**
+ * The one list of enabled devices (key ""), area "audit". No early re-read: the list is asked for
+ * twice per request (layer 0 in src/app/dispatch.ts, then the trail) and only the trail reads it,
+ * so a re-read taken by the first would only turn layer 0 away.
+ */
+const devicesCache = new ReadCache<AuditDevice[]>("audit.devices", "audit", 1, { maxAgeMs: DEVICE_CACHE_MS, refreshAhead: false });
 // Unsealed salts by sealed text: a sealed value opens to one salt only, so this never goes stale.
-const salts = new Map<string, string>();
+const salts = new BoundedCache<string>("audit.salts", 256);
 
 /** The enabled devices if the isolate's copy is fresh, else undefined (then read them). */
 export function cachedDevices(now = Date.now()): AuditDevice[] | undefined {
-  return cache && now - cache.at < Math.min(DEVICE_CACHE_MS, cacheTtl()) ? cache.devices : undefined;
+  return devicesCache.get("", now);
 }
 
 /** The isolate's last copy however old, for refused requests that never reached the batch. */
 export function lastKnownDevices(): AuditDevice[] | undefined {
-  return cache?.devices;
-}
-
-export function invalidateDeviceCache(): void {
-  cache = null;
+  return devicesCache.last("");
 }
 
 /** The unexecuted read of every device, for the request's first D1 batch. */
 export const deviceListQuery = (db: Db) => db.select().from(auditDevices).orderBy(auditDevices.path);
 
-/** Rows of `deviceListQuery` → devices (salts unsealed), stored as the isolate's fresh copy. */
-export async function absorbDeviceRows(keys: SealKeys, rows: DeviceRow[], readAt = Date.now()): Promise<AuditDevice[]> {
+/**
+ * Rows of `deviceListQuery` → devices (salts unsealed), stored as the isolate's fresh copy unless
+ * an enable or disable in this isolate overtook the read: `generation` is the "audit" generation
+ * taken before the read (by default the current one, which keeps whatever was read).
+ */
+export async function absorbDeviceRows(keys: SealKeys, rows: DeviceRow[], readAt = Date.now(), generation = generationOf("audit")): Promise<AuditDevice[]> {
   const devices = await Promise.all(rows.map((r) => toDevice(keys, r)));
-  cache = { devices, at: readAt };
+  devicesCache.set("", devices, readAt, generation);
   return devices;
 }
 
@@ -68,14 +75,14 @@ export async function loadDevices(db: Db, keys: SealKeys): Promise<AuditDevice[]
   const fresh = cachedDevices();
   if (fresh) return fresh;
   const at = Date.now();
-  return absorbDeviceRows(keys, await deviceListQuery(db), at);
+  const generation = generationOf("audit");
+  return absorbDeviceRows(keys, await deviceListQuery(db), at, generation);
 }
 
 async function toDevice(keys: SealKeys, r: DeviceRow): Promise<AuditDevice> {
   let salt = salts.get(r.sealedSalt);
   if (salt === undefined) {
     salt = await unseal(keys, r.sealedSalt, saltContext(r.id));
-    if (salts.size > 256) salts.clear();
     salts.set(r.sealedSalt, salt);
   }
   const options: AuditDevice["options"] = { ...r.options };
@@ -142,14 +149,14 @@ export async function insertDevice(db: Db, keys: SealKeys, d: NewDevice): Promis
     })
     .onConflictDoNothing()
     .returning({ id: auditDevices.id });
-  invalidateDeviceCache();
+  invalidate("audit");
   return rows.length > 0;
 }
 
 /** Disables the device at `path` (Vault: no error when there is none). */
 export async function deleteDevice(db: Db, path: string): Promise<void> {
   await db.delete(auditDevices).where(eq(auditDevices.path, path));
-  invalidateDeviceCache();
+  invalidate("audit");
 }
 
 /** The device at `path`, read now (sys/audit-hash must see a device enabled a moment ago). */

@@ -15,30 +15,26 @@
  * `remote_address` and `error`, as in Vault. Request data went through JSON on the way in and
  * handlers reply with plain values, so plain objects, arrays and primitives are what is met here.
  */
+import { BoundedCache } from "../core/bounded-cache";
 import { bytesToHex } from "../core/encoding";
 import type { AuditAuth, AuditDevice, AuditEntry } from "./types";
 
 const PREFIX = "hmac-sha256:";
 
-// Imported keys by salt, per isolate. A salt is a pure function of nothing but itself, so the
-// key never goes stale; bounded because devices come and go.
-const keys = new Map<string, Promise<CryptoKey>>();
-const MAX_KEYS = 64;
+// Imported keys by salt, per isolate. A key is a pure function of its salt, so it never goes
+// stale; bounded because devices come and go.
+const keys = new BoundedCache<CryptoKey>("audit.hmacKeys", 64);
 
-function keyFor(salt: string): Promise<CryptoKey> {
-  let k = keys.get(salt);
-  if (!k) {
-    if (keys.size >= MAX_KEYS) keys.clear();
-    k = crypto.subtle.importKey("raw", new TextEncoder().encode(salt), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-    keys.set(salt, k);
-    k.catch(() => keys.delete(salt));
-  }
+async function importKey(salt: string): Promise<CryptoKey> {
+  const k = await crypto.subtle.importKey("raw", new TextEncoder().encode(salt), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  keys.set(salt, k);
   return k;
 }
 
 /** `hmac-sha256:<hex>` of one string with a device's salt (also sys/audit-hash). */
 export async function hmacValue(salt: string, value: string): Promise<string> {
-  const mac = await crypto.subtle.sign("HMAC", await keyFor(salt), new TextEncoder().encode(value));
+  const key = keys.get(salt) ?? (await importKey(salt));
+  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(value));
   return PREFIX + bytesToHex(new Uint8Array(mac));
 }
 

@@ -14,8 +14,8 @@ import { generationOf, invalidate, ReadCache } from "../core/read-cache";
  * invalidates "namespaces" in this isolate. A namespace created elsewhere is found within
  * CACHE_TTL_MS, as a deleted one stops being found.
  */
-const byPath = new ReadCache<NamespaceRef | null>("namespaces", 4096);
-const byId = new ReadCache<NamespaceRef | null>("namespaces", 4096);
+const byPath = new ReadCache<NamespaceRef | null>("namespaces.byPath", "namespaces", 4096);
+const byId = new ReadCache<NamespaceRef | null>("namespaces.byId", "namespaces", 4096);
 
 /** The cached answer for a full path: a namespace, null (none there), or undefined (not known). */
 export function cachedNamespace(path: string): NamespaceRef | null | undefined {
@@ -126,4 +126,5 @@ export async function deleteNamespaceRow(db: Db, id: string): Promise<void> {
 
 export async function updateNamespaceMetadata(db: Db, id: string, customMetadata: Record<string, string>): Promise<void> {
   await db.update(namespaces).set({ customMetadata }).where(eq(namespaces.id, id));
+  invalidate("namespaces");
 }

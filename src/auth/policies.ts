@@ -8,6 +8,7 @@ import { buildAcl, type Acl } from "./acl";
 import { parsePolicy, type ParsedPolicy } from "./policy-parser";
 import { getPolicies } from "./policy-store";
 import { generationOf, ReadCache } from "../core/read-cache";
+import { BoundedCache } from "../core/bounded-cache";
 
 export const DEFAULT_POLICY_TEXT = `# Allow tokens to look up their own properties
 path "auth/token/lookup-self" {
@@ -31,7 +32,7 @@ path "sys/capabilities-self" {
 `;
 
 // Parsed policies keyed by their text: immutable, so sharing them across requests is safe.
-const parsedCache = new Map<string, ParsedPolicy>();
+const parsedCache = new BoundedCache<ParsedPolicy>("policies.parsed", 512);
 
 /**
  * A stored policy as the ACL uses it. Identity-templated rules (refused at write since, but
@@ -42,7 +43,6 @@ export function parseCached(text: string): ParsedPolicy {
   let p = parsedCache.get(text);
   if (!p) {
     p = parsePolicy(text, { templatedPaths: "skip" });
-    if (parsedCache.size > 500) parsedCache.clear();
     parsedCache.set(text, p);
   }
   return p;
@@ -54,7 +54,7 @@ export function parseCached(text: string): ParsedPolicy {
  * write (policy-store.ts) invalidates "policies" in this isolate, so its own changes apply at once.
  * An Acl is never changed after buildAcl, so requests can share one.
  */
-const acls = new ReadCache<Acl>("policies", 2048);
+const acls = new ReadCache<Acl>("policies.acls", "policies", 2048);
 const ROOT_ACL = buildAcl([], true);
 
 /** The ACL of a set of policy names in a namespace. Unknown names contribute nothing. */

@@ -37,7 +37,7 @@ void TOKEN_ROW_IS_THE_TABLE_ROW;
  * everywhere), use-limited tokens (each use is a conditional UPDATE anyway), and rows past their
  * expiry (read again, in case another isolate renewed them).
  */
-const rowsByHash = new ReadCache<TokenRow>("tokens", 10_000);
+const rowsByHash = new ReadCache<TokenRow>("tokens.rows", "tokens", 10_000);
 
 /** The cached row of a token hash, unless it is unknown here, stale or past its expiry. */
 export function cachedToken(hash: string, now: number): TokenRow | undefined {

@@ -4,6 +4,7 @@
  * Production also refuses the sync providers' endpoint overrides (docs/security.md "What each
  * outbound call may reach").
  */
+import { BoundedCache } from "./bounded-cache";
 import { isValidSealKey, type SealKeys } from "./db/seal";
 import { configureCaches, MAX_CACHE_TTL_MS, parseCacheTtl } from "./read-cache";
 import { ApiError } from "./errors";
@@ -59,13 +60,14 @@ export function configProblem(env: Env): string | null {
  * request (the pipeline, the audit trail, unsealing), and checking the seal key decodes base64.
  * Keyed by the values, not the env object, so a changed variable is read again.
  */
-let last: { key: string; config: Config } | null = null;
+const last = new BoundedCache<Config>("core.config", 1);
 
 export function loadConfig(env: Env): Config {
   const key = [env.ROOT_TOKEN, env.SEAL_KEY, env.SEAL_KEYS_PREVIOUS, env.ADMIN_NAMESPACE, env.MAX_REQUEST_BYTES, env.ENVIRONMENT, env.CACHE_TTL_MS, ...ENDPOINT_OVERRIDE_VARS.map((name) => env[name])].join("\u0000");
-  if (last?.key === key) return last.config;
+  const hit = last.get(key);
+  if (hit) return hit;
   const config = readConfig(env);
-  last = { key, config };
+  last.set(key, config);
   return config;
 }
 

@@ -1,10 +1,10 @@
 /**
- * Public answers served before the pipeline (issue 14: OCSP GET, CRL, CA and chain reads at
- * close to the cost of `sys/health`). Layer 0 in front of the PKI's caches
+ * Public answers served before the pipeline (OCSP GET, CRL, CA and chain reads at close to the
+ * cost of `sys/health`). Layer 0 in front of the PKI's caches
  * (src/engines/pki/routes/edge-cache.ts): a GET that the pipeline answered from a public route
  * (no token needed, `public` without `publicSeesToken`) is remembered under the request line
  * itself — namespace header, path and query — and the next identical GET is answered from here
- * without resolving namespace, mount, token or route. docs/architecture.md "Caches" lists it.
+ * without resolving namespace, mount, token or route. docs/architecture.md "Every cache" lists it.
  *
  * Invariants:
  * - **Same bound as the answer.** An entry is served only while `now - readAt < CACHE_TTL_MS`,
@@ -19,11 +19,13 @@
  *   X-Vault-Wrap-TTL (a 400 in the pipeline) and no audit device anywhere (every audited request
  *   goes through the trail; the device list must be known and empty). Conditional headers are
  *   applied here exactly as edge-cache.ts applies them (`renderAnswer` is shared).
- * - **Bounded memory**: at most MAX_ENTRIES keys and MAX_BYTES of bodies counted per entry
- *   (a body shared by several keys is counted for each), cleared whole when either is reached;
- *   bodies over MAX_BODY_BYTES are not kept here (large CRLs stay in edge-cache.ts's own bound).
+ * - **Bounded memory**: a `BoundedCache` (./bounded-cache.ts) of at most MAX_ENTRIES keys and
+ *   MAX_BYTES of bodies counted per entry (a body shared by several keys is counted for each),
+ *   the oldest entries evicted first when either would be exceeded; bodies over MAX_BODY_BYTES
+ *   are not kept here (large CRLs stay in edge-cache.ts's own bound).
  * - Values only, never promises or Responses (workerd ties those to their request).
  */
+import { BoundedCache } from "./bounded-cache";
 import { cacheTtl, generationOf, type CacheArea } from "./read-cache";
 
 /** One cacheable answer: a non-empty body, its type and its validators. */
@@ -53,8 +55,7 @@ const MAX_ENTRIES = 2048;
 const MAX_BYTES = 8 * 1024 * 1024;
 export const MAX_BODY_BYTES = 64 * 1024;
 
-const entries = new Map<string, Entry>();
-let bytes = 0;
+const entries = new BoundedCache<Entry>("core.publicAnswers", MAX_ENTRIES, { max: MAX_BYTES, of: (e) => e.answer.body.length });
 
 function generationsNow(): number[] {
   return AREAS.map(generationOf);
@@ -77,14 +78,7 @@ export function answerSlot(method: string, url: URL, namespace: string | null, h
 /** Keeps the answer a public GET was given (edge-cache.ts, after the pipeline chose the route). */
 export function rememberAnswer(slot: AnswerSlot, answer: PublicAnswer, readAt: number): void {
   if (answer.body.length > MAX_BODY_BYTES || !sameGenerations(slot.generations, generationsNow())) return;
-  if (entries.size >= MAX_ENTRIES || bytes + answer.body.length > MAX_BYTES) {
-    entries.clear();
-    bytes = 0;
-  }
-  const old = entries.get(slot.key);
-  if (old) bytes -= old.answer.body.length;
   entries.set(slot.key, { answer, readAt, generations: slot.generations });
-  bytes += answer.body.length;
 }
 
 /** The remembered answer for this slot, rendered for its request; null when there is none usable. */
@@ -93,7 +87,6 @@ export function servedAnswer(slot: AnswerSlot, headers: Headers, now: number): R
   if (!e) return null;
   if (now - e.readAt >= cacheTtl() || !sameGenerations(e.generations, slot.generations)) {
     entries.delete(slot.key);
-    bytes -= e.answer.body.length;
     return null;
   }
   return renderAnswer(e.answer, e.readAt, headers, now);
@@ -113,9 +106,11 @@ function noneMatch(header: string, etag: string): boolean {
 }
 
 /**
- * pki-engine.md §1.6: unchanged when the object's last modification is strictly before
- * If-Modified-Since. HTTP dates carry whole seconds, so the comparison does too. Also the rule
- * of the PKI's uncached conditional reads (engines/pki/routes/common.ts notModified).
+ * Unchanged when the object has a modification time and it is strictly before If-Modified-Since
+ * (RFC 9110 §13.1.3), the rule Vault's PKI applies to its CA and CRL reads (Vault API:
+ * /v1/pki/ca, /v1/pki/crl; docs/pki-revocation-crl.md "Caching"). HTTP dates carry whole
+ * seconds, so the comparison does too. Also the rule of the PKI's uncached conditional reads
+ * (engines/pki/routes/common.ts notModified).
  */
 export function notModifiedSince(headers: Headers, lastModifiedMs: number): boolean {
   const header = headers.get("if-modified-since");

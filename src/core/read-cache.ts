@@ -1,6 +1,8 @@
 /**
- * Per-isolate read caches of the hot path (issue 14; docs/architecture.md "Caches and
- * concurrency invariants" lists every cache, its key, its bound and its invalidation).
+ * Per-isolate read caches of the hot path: configuration rows read from D1 (namespaces, mounts,
+ * tokens, policies, PKI state, audit devices) kept for a bounded time. docs/architecture.md
+ * "Caches and concurrency invariants" explains the choice and "Every cache" lists every cache,
+ * its key, its bound and its invalidation.
  *
  * Invariants:
  * - **Bounded staleness.** An entry is used for at most `CACHE_TTL_MS` after the D1 read that
@@ -13,17 +15,18 @@
  * - **A read that raced a write is not kept.** Each area has a generation, bumped by
  *   `invalidate`; a value read before the bump and stored after it is dropped (`set` is given the
  *   generation seen before the read).
- * - **Values only, never promises**: workerd ties I/O to the request that started it, so one
- *   request must not await another's read.
- * - **Bounded size**: each cache holds at most `max` entries and is cleared whole when full.
+ * - **Values only, never promises, and a size bound**: each cache is a `BoundedCache`
+ *   (./bounded-cache.ts) of at most `max` entries, the oldest evicted first. An expired entry is
+ *   never served by `get`; it stays (for `last`) until it is replaced, evicted or invalidated.
  * - **One re-read at a time**: past 3/4 of an entry's life one caller re-reads it while the
  *   others keep using it (still inside the bound), so concurrent requests do not all miss at once.
  */
+import { BoundedCache } from "./bounded-cache";
 
 /** The areas a write can invalidate; each cache belongs to one. */
 export type CacheArea = "tokens" | "policies" | "namespaces" | "mounts" | "pki" | "audit";
 
-/** The default and the largest accepted CACHE_TTL_MS (CONTRACT.md "Configuration"). */
+/** The default and the largest accepted CACHE_TTL_MS (docs/configuration.md). */
 export const DEFAULT_CACHE_TTL_MS = 1000;
 export const MAX_CACHE_TTL_MS = 60_000;
 
@@ -64,38 +67,68 @@ export function invalidate(area: CacheArea): void {
   for (const c of caches.get(area) ?? []) c.clear();
 }
 
-export class ReadCache<V> {
-  private readonly entries = new Map<string, { value: V; at: number; refreshing: boolean }>();
+interface Entry<V> {
+  value: V;
+  at: number;
+  refreshing: boolean;
+}
 
+/** What sets one cache apart from the rule. */
+export interface ReadCacheOptions {
+  /** A bound below CACHE_TTL_MS, for a cache that must follow changes sooner. */
+  maxAgeMs?: number;
+  /** false: no early re-read, for a value asked for more than once per request (see `get`). */
+  refreshAhead?: boolean;
+}
+
+export class ReadCache<V> {
+  private readonly entries: BoundedCache<Entry<V>>;
+  private readonly maxAgeMs: number;
+  private readonly refreshAhead: boolean;
+
+  /** `name` is the cache's row in docs/architecture.md "Every cache". */
   constructor(
+    name: string,
     readonly area: CacheArea,
-    private readonly max: number,
+    max: number,
+    options: ReadCacheOptions = {},
   ) {
+    this.entries = new BoundedCache<Entry<V>>(name, max);
+    this.maxAgeMs = options.maxAgeMs ?? Infinity;
+    this.refreshAhead = options.refreshAhead ?? true;
     const set = caches.get(area) ?? new Set();
     set.add(this as ReadCache<unknown>);
     caches.set(area, set);
   }
 
   /**
-   * The value read for `key` less than CACHE_TTL_MS ago, else undefined. Past REFRESH_AT of its
+   * The value read for `key` less than the bound ago, else undefined. Past REFRESH_AT of its
    * life, the first caller gets undefined (it reads again and `set`s the new value) while the
    * others keep getting the value until it expires: one re-read per key and isolate instead of
-   * one per concurrent request at the moment of expiry.
+   * one per concurrent request at the moment of expiry. Without `refreshAhead`, every caller gets
+   * the value until it expires (a caller that would not re-read must not take the re-read).
    */
   get(key: string, now = Date.now()): V | undefined {
     if (ttlMs === 0) return undefined;
     const e = this.entries.get(key);
     if (!e) return undefined;
+    const bound = ttlMs < this.maxAgeMs ? ttlMs : this.maxAgeMs;
     const age = now - e.at;
-    if (age >= ttlMs) {
-      this.entries.delete(key);
-      return undefined;
-    }
-    if (age >= ttlMs * REFRESH_AT && !e.refreshing) {
+    if (age >= bound) return undefined;
+    if (this.refreshAhead && age >= bound * REFRESH_AT && !e.refreshing) {
       e.refreshing = true;
       return undefined;
     }
     return e.value;
+  }
+
+  /**
+   * The value last kept for `key` however old, until an invalidation or eviction drops it: for a
+   * caller that must not wait for a read and accepts an old answer (the audit trail of a request
+   * refused before its first read).
+   */
+  last(key: string): V | undefined {
+    return this.entries.get(key)?.value;
   }
 
   /**
@@ -104,7 +137,6 @@ export class ReadCache<V> {
    */
   set(key: string, value: V, readAt: number, generation: number): void {
     if (ttlMs === 0 || generation !== generationOf(this.area)) return;
-    if (this.entries.size >= this.max && !this.entries.has(key)) this.entries.clear();
     this.entries.set(key, { value, at: readAt, refreshing: false });
   }
 

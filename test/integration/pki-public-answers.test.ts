@@ -22,11 +22,14 @@ function inLayer0(path: string, namespace: string | null = null): boolean {
 }
 
 /**
- * GETs `path` twice: a first read may write (a CRL built on first use invalidates "pki"), and an
- * answer read across an invalidation is not kept, so the second one fills layer 0.
+ * GETs `path` until layer 0 holds it, at most three times: a first read may write (a CRL built on
+ * first use invalidates "pki"), and an answer read across an invalidation is not kept; and a GET
+ * that finds the isolate's audit device list expired (1 s) is not kept either (the list is read
+ * by the pipeline, after layer 0 looked), which a loaded machine can make happen at any GET.
  */
 async function warm(path: string, headers: Record<string, string> = {}): Promise<void> {
-  for (let i = 0; i < 2; i++) await (await get(path, headers)).arrayBuffer();
+  const namespace = headers["x-service-namespace"] ?? null;
+  for (let i = 0; i < 3 && !inLayer0(path, namespace); i++) await (await get(path, headers)).arrayBuffer();
 }
 
 function certStatus(body: ArrayBuffer): string {
@@ -110,6 +113,7 @@ describe("layer 0: repeated public GETs", () => {
     const inNs = await get(`${path}/ca/pem`, { "x-service-namespace": ns });
     expect(inNs.status).toBe(200);
     expect(await inNs.text()).toContain("BEGIN CERTIFICATE");
+    await warm(`${path}/ca/pem`, { "x-service-namespace": ns });
     expect(inLayer0(`${path}/ca/pem`, ns)).toBe(true);
     expect((await get(`${path}/ca/pem`)).status).not.toBe(200);
   });

@@ -1,5 +1,5 @@
 /**
- * The hot path's read model (docs/architecture.md "Caches and concurrency invariants", issue 14):
+ * The hot path's read model (docs/architecture.md "Caches and concurrency invariants"):
  * tokens, ACLs, mounts and PKI issuance state are cached per isolate for at most CACHE_TTL_MS
  * (1000 ms here, the default). A change made by another isolate is simulated by writing D1
  * directly (env.DB), which no store sees, so nothing is invalidated: the old answer may be served
@@ -9,10 +9,11 @@
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { api, read, tokenWithPolicy, write } from "../helpers/api";
+import { api, del, patch, read, tokenWithPolicy, write } from "../helpers/api";
 import { parseCert, pkiWithRoot } from "../helpers/pki";
 import { openDb } from "../../src/core/db/client";
 import { commitCertificate } from "../../src/engines/pki/issuance/cert-commit";
+import { generationOf } from "../../src/core/read-cache";
 
 /** The bound under test, plus the scheduling slack of a shared 2-core machine. */
 const BOUND_MS = 1000;
@@ -81,6 +82,26 @@ describe("changes made elsewhere are seen within CACHE_TTL_MS", () => {
     await env.DB.prepare("UPDATE tokens SET expire_time = expire_time + 60000 WHERE accessor = ?").bind(accessor).run();
     await new Promise((r) => setTimeout(r, 2200));
     expect((await lookupSelf(token)).status).toBe(200);
+  });
+});
+
+describe("the writer invalidates its area at once (docs/architecture.md \"Every cache\")", () => {
+  it("a namespace metadata update invalidates \"namespaces\"", async () => {
+    const name = `meta-${crypto.randomUUID().slice(0, 8)}`;
+    await write(`sys/namespaces/${name}`, {});
+    const before = generationOf("namespaces");
+    await patch(`sys/namespaces/${name}`, { custom_metadata: { owner: "team" } });
+    expect(generationOf("namespaces")).toBeGreaterThan(before);
+  });
+
+  it("enabling and disabling an audit device invalidate \"audit\" (the device list and layer 0)", async () => {
+    const device = `rm-${crypto.randomUUID().slice(0, 6)}`;
+    const before = generationOf("audit");
+    await write(`sys/audit/${device}`, { type: "stdout" }, {}, 204);
+    const enabled = generationOf("audit");
+    expect(enabled).toBeGreaterThan(before);
+    await del(`sys/audit/${device}`);
+    expect(generationOf("audit")).toBeGreaterThan(enabled);
   });
 });
 

@@ -6,6 +6,7 @@
  * open. The caller's context string is bound in as additional authenticated data, so a sealed
  * value copied to another row does not open there.
  */
+import { BoundedCache } from "../bounded-cache";
 import { base64ToBytes, bytesToBase64, concatBytes, sha256Hex } from "../encoding";
 
 export interface SealKeys {
@@ -18,22 +19,19 @@ interface LoadedKey {
   key: CryptoKey;
 }
 
-// Imported keys are derived purely from the key text, so caching them per isolate is safe.
-const keyCache = new Map<string, Promise<LoadedKey>>();
+// Imported keys are derived purely from the key text, so caching them per isolate is safe. The
+// current key and the previous ones are a handful; the bound only guards against a churn of them.
+const keyCache = new BoundedCache<LoadedKey>("core.sealKeys", 16);
 
 async function loadKey(b64: string): Promise<LoadedKey> {
-  let hit = keyCache.get(b64);
-  if (!hit) {
-    hit = (async () => {
-      const raw = base64ToBytes(b64.trim());
-      if (raw.length !== 32) throw new Error("SEAL_KEY must be base64 of exactly 32 bytes");
-      const key = await crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]);
-      return { id: (await sha256Hex(raw)).slice(0, 8), key };
-    })();
-    keyCache.set(b64, hit);
-    hit.catch(() => keyCache.delete(b64));
-  }
-  return hit;
+  const hit = keyCache.get(b64);
+  if (hit) return hit;
+  const raw = base64ToBytes(b64.trim());
+  if (raw.length !== 32) throw new Error("SEAL_KEY must be base64 of exactly 32 bytes");
+  const key = await crypto.subtle.importKey("raw", raw, "AES-GCM", false, ["encrypt", "decrypt"]);
+  const loaded = { id: (await sha256Hex(raw)).slice(0, 8), key };
+  keyCache.set(b64, loaded);
+  return loaded;
 }
 
 /** Whether a SEAL_KEY value is usable (base64 of 32 bytes). */

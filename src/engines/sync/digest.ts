@@ -8,24 +8,22 @@
  */
 import { base64ToBytes, bytesToHex, concatBytes, sha256, sha256Hex, timingSafeEqual } from "../../core/encoding";
 import type { SealKeys } from "../../core/db/seal";
+import { BoundedCache } from "../../core/bounded-cache";
 
 const LABEL = new TextEncoder().encode("lanyard-sync-value-digest\u0000");
-const cache = new Map<string, Promise<{ id: string; key: CryptoKey }>>();
+/** Derived keys by seal key text (a pure function of it); the current and previous keys are a handful. */
+const cache = new BoundedCache<{ id: string; key: CryptoKey }>("sync.digestKeys", 16);
 
-function hmacKey(b64: string): Promise<{ id: string; key: CryptoKey }> {
-  let hit = cache.get(b64);
-  if (!hit) {
-    hit = (async () => {
-      const raw = base64ToBytes(b64.trim());
-      // The same id the seal records (src/core/db/seal.ts): the first 8 hex digits of SHA-256(key).
-      const id = (await sha256Hex(raw)).slice(0, 8);
-      const derived = await sha256(concatBytes([LABEL, raw]));
-      return { id, key: await crypto.subtle.importKey("raw", derived, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]) };
-    })();
-    cache.set(b64, hit);
-    hit.catch(() => cache.delete(b64));
-  }
-  return hit;
+async function hmacKey(b64: string): Promise<{ id: string; key: CryptoKey }> {
+  const hit = cache.get(b64);
+  if (hit) return hit;
+  const raw = base64ToBytes(b64.trim());
+  // The same id the seal records (src/core/db/seal.ts): the first 8 hex digits of SHA-256(key).
+  const id = (await sha256Hex(raw)).slice(0, 8);
+  const derived = await sha256(concatBytes([LABEL, raw]));
+  const loaded = { id, key: await crypto.subtle.importKey("raw", derived, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]) };
+  cache.set(b64, loaded);
+  return loaded;
 }
 
 async function mac(key: CryptoKey, context: string, value: string): Promise<string> {

@@ -29,9 +29,11 @@
  *   of the limit is that a key rotated in within a minute of another refetch is accepted up to a
  *   minute later. Concurrent fetches of one URL share one request.
  * - The discovery document's `jwks_uri` is cached like a key set.
- * - Imported CryptoKeys are cached per key and algorithm. Every map is bounded.
+ * - Imported CryptoKeys are cached per key and algorithm. Every cache is a BoundedCache
+ *   (src/core/bounded-cache.ts): values only, the oldest entries evicted past its bound.
  */
 import { readCapped } from "../../../core/body";
+import { BoundedCache } from "../../../core/bounded-cache";
 import { importJWK, importSPKI, importX509, type CryptoKey, type JWK } from "jose";
 import { ApiError } from "../../../core/errors";
 import { parseJsonLimited } from "../../../core/json";
@@ -184,24 +186,14 @@ export function jwkFits(jwk: PublicJwk, alg: string): boolean {
 
 const EC_CURVES: Record<string, string> = { ES256: "P-256", ES384: "P-384", ES512: "P-521" };
 
-/** A small map that forgets its oldest entries beyond `max` (Map keeps insertion order). */
-function remember<K, V>(map: Map<K, V>, key: K, value: V, max: number): void {
-  map.delete(key);
-  map.set(key, value);
-  while (map.size > max) {
-    const oldest = map.keys().next();
-    if (oldest.done) break;
-    map.delete(oldest.value);
-  }
-}
-
-const imported = new Map<string, CryptoKey | null>();
+const imported = new BoundedCache<CryptoKey | null>("jwt.importedKeys", MAX_IMPORTED);
 
 /** Imports a JWK's public members for `alg`; null when it cannot be (cached either way). */
 export async function importPublicJwk(jwk: PublicJwk, alg: string): Promise<CryptoKey | null> {
   const pub: JWK = { kty: jwk.kty, crv: jwk.crv, n: jwk.n, e: jwk.e, x: jwk.x, y: jwk.y };
   const id = `${alg}|${JSON.stringify(pub)}`;
-  if (imported.has(id)) return imported.get(id) ?? null;
+  const hit = imported.get(id);
+  if (hit !== undefined) return hit;
   let key: CryptoKey | null = null;
   try {
     const k = await importJWK(pub, alg);
@@ -209,7 +201,7 @@ export async function importPublicJwk(jwk: PublicJwk, alg: string): Promise<Cryp
   } catch {
     key = null;
   }
-  remember(imported, id, key, MAX_IMPORTED);
+  imported.set(id, key);
   return key;
 }
 
@@ -220,14 +212,15 @@ const PEM_PROBE_ALGS = ["RS256", "ES256", "ES384", "ES512", "EdDSA"];
 export async function importPem(pem: string, alg: string): Promise<CryptoKey | null> {
   const text = pem.trim();
   const id = `${alg}|${text}`;
-  if (imported.has(id)) return imported.get(id) ?? null;
+  const hit = imported.get(id);
+  if (hit !== undefined) return hit;
   let key: CryptoKey | null = null;
   try {
     key = text.startsWith("-----BEGIN CERTIFICATE-----") ? await importX509(text, alg) : await importSPKI(text, alg);
   } catch {
     key = null;
   }
-  remember(imported, id, key, MAX_IMPORTED);
+  imported.set(id, key);
   return key;
 }
 
@@ -268,11 +261,12 @@ export class RemoteKeyCache {
   private readonly deps: FetchDeps;
   private readonly maxAgeMs: number;
   private readonly kidIntervalMs: number;
-  private readonly sets = new Map<string, CachedSet>();
-  private readonly discovered = new Map<string, { jwksUrl: string; fetchedAt: number }>();
+  private readonly sets = new BoundedCache<CachedSet>("jwt.keySets", MAX_CACHED_SETS);
+  private readonly discovered = new BoundedCache<{ jwksUrl: string; fetchedAt: number }>("jwt.discoveredJwksUris", MAX_CACHED_SETS);
+  /** Fetches under way, so concurrent misses of one URL share one; each leaves when it settles. */
   private readonly inflight = new Map<string, Promise<PublicJwk[]>>();
   /** When each key-set URL was last refetched for an unknown `kid`. */
-  private readonly refetchMarks = new Map<string, number>();
+  private readonly refetchMarks = new BoundedCache<number>("jwt.unknownKidRefetches", MAX_CACHED_SETS);
 
   constructor(opts: KeyCacheOptions = {}) {
     const d = defaultDeps();
@@ -298,7 +292,7 @@ export class RemoteKeyCache {
     const now = this.deps.now();
     const last = this.refetchMarks.get(view.jwksUrl);
     if (last !== undefined && now - last < this.kidIntervalMs) return null;
-    remember(this.refetchMarks, view.jwksUrl, now, MAX_CACHED_SETS);
+    this.refetchMarks.set(view.jwksUrl, now);
     return this.fetchSet(env, view.jwksUrl, field);
   }
 
@@ -316,7 +310,7 @@ export class RemoteKeyCache {
     const hit = this.discovered.get(source.url);
     if (!fresh && hit && this.deps.now() - hit.fetchedAt < this.maxAgeMs) return this.checked(env, "jwks_uri", hit.jwksUrl);
     const jwksUrl = await discoverJwksUri(env, source.url, this.deps);
-    remember(this.discovered, source.url, { jwksUrl, fetchedAt: this.deps.now() }, MAX_CACHED_SETS);
+    this.discovered.set(source.url, { jwksUrl, fetchedAt: this.deps.now() });
     return jwksUrl;
   }
 
@@ -334,7 +328,7 @@ export class RemoteKeyCache {
     if (running) return running;
     const p = (async () => {
       const keys = parseJwks(await fetchJson(env, field, jwksUrl, this.deps), field);
-      remember(this.sets, jwksUrl, { keys, fetchedAt: this.deps.now() }, MAX_CACHED_SETS);
+      this.sets.set(jwksUrl, { keys, fetchedAt: this.deps.now() });
       return keys;
     })().finally(() => this.inflight.delete(jwksUrl));
     this.inflight.set(jwksUrl, p);

@@ -20,6 +20,7 @@
  * can fail on bad input is checked by the caller before it calls in, and the serial reservation
  * is the slowest step of an issue (npm run bench).
  */
+import { BoundedCache } from "../../../core/bounded-cache";
 import type { Db } from "../../../core/db/client";
 import { badRequest } from "../../../core/errors";
 import { effectiveTtls, type MountRow } from "../../../core/mount-store";
@@ -161,10 +162,10 @@ export interface SignatureChoice {
  * issuer's public key and the signature
  * choice), so a changed, rotated or deleted key is never used: a new text is a new entry, and a
  * key no state names is never looked up. Values only, never promises (workerd ties promises to
- * the request that made them). At most SIGNER_CACHE_LIMIT entries, cleared whole when full.
+ * the request that made them). At most 64 entries, the oldest evicted first. The OCSP responder
+ * keeps its own opened keys by the same rule (revocation/ocsp-responder.ts).
  */
-const openedSigners = new Map<string, Signer>();
-const SIGNER_CACHE_LIMIT = 64;
+const openedSigners = new BoundedCache<Signer>("pki.issuerSigners", 64);
 
 /** The signing key of an issuer of the mount, opened and imported for `choice`. */
 export async function issuerSigner(env: Env, issuer: IssuerRow, key: KeyRow, choice: SignatureChoice): Promise<Signer> {
@@ -172,7 +173,6 @@ export async function issuerSigner(env: Env, issuer: IssuerRow, key: KeyRow, cho
   let signer = openedSigners.get(cacheKey);
   if (!signer) {
     signer = await importSigner(await unsealPrivateKey(env, key), base64ToBytes(issuer.publicKey), choice.signatureBits, choice.usePss);
-    if (openedSigners.size >= SIGNER_CACHE_LIMIT) openedSigners.clear();
     openedSigners.set(cacheKey, signer);
   }
   return withChoice(signer, choice);

@@ -16,15 +16,14 @@
  *   request that finds its pool empty makes its own Authority call and leaves the surplus.
  * The D1 unique index on (mount, serial) in pki_certs remains the second guard.
  */
+import { BoundedCache } from "../../../core/bounded-cache";
 import type { MountRow } from "../../../core/mount-store";
 
 /** Serials fetched per Authority call when a pool runs dry. */
 export const SERIAL_BATCH = 128;
 
-/** Pools are small; this bounds how many mounts one isolate keeps a pool for. */
-const MAX_POOLS = 256;
-
-const pools = new Map<string, string[]>();
+/** Pools are small; the bound is how many mounts one isolate keeps a pool for. */
+const pools = new BoundedCache<string[]>("pki.serialPools", 256);
 
 export function authorityOf(env: Env, mount: MountRow) {
   return env.AUTHORITY.getByName(mount.accessor);
@@ -40,10 +39,7 @@ export async function reserveSerial(env: Env, mount: MountRow): Promise<string> 
   if (fresh.length > 0) {
     const pool = pools.get(mount.accessor);
     if (pool) pool.push(...fresh);
-    else {
-      if (pools.size >= MAX_POOLS) pools.clear();
-      pools.set(mount.accessor, fresh);
-    }
+    else pools.set(mount.accessor, fresh);
   }
   return hex;
 }

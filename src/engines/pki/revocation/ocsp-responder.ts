@@ -15,6 +15,7 @@
  * signature choice and checked against the sealed key they were unsealed from, so a changed or
  * deleted key is never used once the read model shows the change.
  */
+import { BoundedCache } from "../../../core/bounded-cache";
 import type { Db } from "../../../core/db/client";
 import { parseDurationSeconds } from "../../../core/duration";
 import type { MountRow } from "../../../core/mount-store";
@@ -62,8 +63,12 @@ export const INTERNAL_ERROR = (): OcspOutcome => failure(500, OcspStatus.interna
 
 // -- signing keys ---------------------------------------------------------------------------------
 
-const SIGNER_CACHE_LIMIT = 64;
-const signerCache = new Map<string, { sealed: string; signer: Promise<Signer> }>();
+/**
+ * Opened signing keys, per isolate, by the rule of the issuance pipeline's (issuance/pipeline.ts
+ * issuerSigner): values, never promises; checked against the sealed key text they were opened
+ * from, so a changed or deleted key is never used; at most 64, the oldest evicted first.
+ */
+const signerCache = new BoundedCache<{ sealed: string; signer: Signer }>("pki.ocspSigners", 64);
 
 /**
  * How the responder signs for an issuer: its revocation_signature_algorithm, with PSS downgraded
@@ -79,18 +84,14 @@ function signatureChoice(issuer: IssuerRow, key: KeyRow): { bits: number; ecHash
   return { bits: 0, ecHash: null, label: "default" };
 }
 
-function signerFor(env: Env, issuer: IssuerRow, key: KeyRow): Promise<Signer> {
+async function signerFor(env: Env, issuer: IssuerRow, key: KeyRow): Promise<Signer> {
   const choice = signatureChoice(issuer, key);
   const cacheKey = `${key.mountId}|${key.id}|${choice.label}`;
   const hit = signerCache.get(cacheKey);
   if (hit && hit.sealed === key.sealedPrivateKey) return hit.signer;
-  const signer = (async () => {
-    const imported = await importSigner(await unsealPrivateKey(env, key), base64ToBytes(key.publicKey), choice.bits, false);
-    return choice.ecHash ? { ...imported, algorithm: { ...imported.algorithm, hash: choice.ecHash } } : imported;
-  })();
-  if (signerCache.size >= SIGNER_CACHE_LIMIT) signerCache.clear();
+  const imported = await importSigner(await unsealPrivateKey(env, key), base64ToBytes(key.publicKey), choice.bits, false);
+  const signer = choice.ecHash ? { ...imported, algorithm: { ...imported.algorithm, hash: choice.ecHash } } : imported;
   signerCache.set(cacheKey, { sealed: key.sealedPrivateKey, signer });
-  signer.catch(() => signerCache.delete(cacheKey));
   return signer;
 }
 

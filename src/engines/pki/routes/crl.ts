@@ -46,7 +46,7 @@ interface CrlRead {
  * The issuer and its stored CRL per mount, reference and kind (the JSON shapes read this), under
  * the same caps as the rendered CRLs (edge-cache.ts): CRL_ENTRIES, none over MAX_CACHED_CRL_BYTES.
  */
-const crlReads = new ReadCache<CrlRead>("pki", CRL_ENTRIES);
+const crlReads = new ReadCache<CrlRead>("pki.crlReads", "pki", CRL_ENTRIES);
 
 async function readCrl(req: Req, ref: string | null, kind: CrlKind): Promise<CrlRead> {
   const mount = mountOf(req);

@@ -58,8 +58,8 @@ interface Entry {
 const SMALL_ENTRIES = 2048;
 export const CRL_ENTRIES = 8;
 export const MAX_CACHED_CRL_BYTES = 2 * 1024 * 1024;
-const small = new ReadCache<Entry>("pki", SMALL_ENTRIES);
-const large = new ReadCache<Entry>("pki", CRL_ENTRIES);
+const small = new ReadCache<Entry>("pki.answers", "pki", SMALL_ENTRIES);
+const large = new ReadCache<Entry>("pki.crlAnswers", "pki", CRL_ENTRIES);
 
 export type AnswerClass = "small" | "crl";
 

@@ -45,7 +45,7 @@ export type RevocationStatus = Pick<RevokedRow, "serial" | "issuerId" | "revocat
  * runRevocationBatch clear it; other isolates' revocations show within CACHE_TTL_MS). `null`
  * records "not revoked", so a good certificate asked about again costs no D1 round trip either.
  */
-const statuses = new ReadCache<RevocationStatus | null>("pki", 8192);
+const statuses = new ReadCache<RevocationStatus | null>("pki.revocationStatuses", "pki", 8192);
 
 /**
  * The revocation entries of `serials` (absent: not revoked), reading only those not cached, in one

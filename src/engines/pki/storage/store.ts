@@ -118,7 +118,7 @@ export interface IssuanceState {
  * the write functions here). A cached state is frozen, deeply: requests share it, so a caller
  * that tried to change one would fail loudly instead of changing another request's view.
  */
-const states = new ReadCache<IssuanceState>("pki", 4096);
+const states = new ReadCache<IssuanceState>("pki.issuanceStates", "pki", 4096);
 
 export async function loadIssuanceState(db: Db, mountId: string, roleName: string | null): Promise<IssuanceState> {
   const key = `${mountId}\n${roleName ?? ""}`;

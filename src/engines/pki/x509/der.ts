@@ -4,6 +4,7 @@
  * schema machinery, and keeps the structures visible next to the RFC sections that define them.
  */
 
+import { BoundedCache } from "../../../core/bounded-cache";
 import { concatBytes as concat, derTlv as tlv } from "../../../core/encoding";
 
 export const TAG = {
@@ -117,17 +118,17 @@ export const bitString = (b: Uint8Array): Uint8Array<ArrayBuffer> => frame(TAG.B
 
 /**
  * Encodings of the OIDs seen so far: the engine encodes the same few dozen on every
- * certificate. Bounded, since request fields (other SANs, policy OIDs) can name any OID; the
- * arrays handed out are shared, and no caller writes into a DER value it did not build.
+ * certificate. Bounded (the oldest evicted first), since request fields (other SANs, policy
+ * OIDs) can name any OID; the arrays handed out are shared, and no caller writes into a DER
+ * value it did not build.
  */
-const OID_CACHE = new Map<string, Uint8Array<ArrayBuffer>>();
-const OID_CACHE_MAX = 512;
+const OID_CACHE = new BoundedCache<Uint8Array<ArrayBuffer>>("pki.oidEncodings", 512);
 
 export function oid(dotted: string): Uint8Array<ArrayBuffer> {
   const hit = OID_CACHE.get(dotted);
   if (hit) return hit;
   const der = encodeOid(dotted);
-  if (OID_CACHE.size < OID_CACHE_MAX) OID_CACHE.set(dotted, der);
+  OID_CACHE.set(dotted, der);
   return der;
 }
 

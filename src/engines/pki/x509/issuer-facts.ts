@@ -5,33 +5,31 @@
  * certificate changes has a new text and a new entry; nothing needs invalidating, and no
  * entry can outlive what it describes in a way a reader could see.
  *
- * Invariants: at most MAX_ENTRIES entries (the map is cleared whole when full, so a flood of
+ * Invariants: a `BoundedCache` of at most 256 entries, the oldest evicted first (a flood of
  * distinct certificates costs recomputation, never memory); values, never promises (workerd ties
  * promises to the request that made them); the arrays handed out are shared and must not be
  * written to (every caller copies them into new DER).
  */
+import { BoundedCache } from "../../../core/bounded-cache";
 import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
 import { publicKeyFacts } from "./asn1";
 import { subjectKeyIdOf } from "./resign";
 
-const MAX_ENTRIES = 256;
-
 interface Entry {
   der: Uint8Array<ArrayBuffer>;
   base64: string;
-  /** Filled on first use by issuerKeyIdOf, keyed by the public key it was computed from. */
-  keyIds: Map<string, Uint8Array<ArrayBuffer>>;
+  /** Filled on first use by issuerKeyIdOf, with the public key it was computed from. */
+  keyId?: { publicKeyB64: string; id: Uint8Array<ArrayBuffer> };
 }
 
-const byPem = new Map<string, Entry>();
+const byPem = new BoundedCache<Entry>("pki.issuerFacts", 256);
 
 function entryOf(pem: string): Entry {
   const hit = byPem.get(pem);
   if (hit) return hit;
   // The body of every armor block, as the issuer rows store one certificate per PEM.
   const der = base64ToBytes(pem.replace(/-----[A-Z ]+-----/g, "").replace(/\s+/g, ""));
-  const entry: Entry = { der, base64: bytesToBase64(der), keyIds: new Map() };
-  if (byPem.size >= MAX_ENTRIES) byPem.clear();
+  const entry: Entry = { der, base64: bytesToBase64(der) };
   byPem.set(pem, entry);
   return entry;
 }
@@ -53,10 +51,8 @@ export function caCertBase64(pem: string): string {
  */
 export async function issuerKeyIdOf(pem: string, publicKeyB64: string): Promise<Uint8Array<ArrayBuffer>> {
   const entry = entryOf(pem);
-  const hit = entry.keyIds.get(publicKeyB64);
-  if (hit) return hit;
+  if (entry.keyId?.publicKeyB64 === publicKeyB64) return entry.keyId.id;
   const keyId = subjectKeyIdOf(entry.der) ?? (await publicKeyFacts(base64ToBytes(publicKeyB64))).ski;
-  if (entry.keyIds.size >= 4) entry.keyIds.clear(); // one key per certificate in practice
-  entry.keyIds.set(publicKeyB64, keyId);
+  entry.keyId = { publicKeyB64, id: keyId }; // one key per certificate in practice
   return keyId;
 }

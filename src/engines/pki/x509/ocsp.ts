@@ -9,6 +9,7 @@
  * The module-level caches hold only values derived from immutable inputs: CertID
  * hashes keyed by the bytes they are computed from.
  */
+import { BoundedCache } from "../../../core/bounded-cache";
 import { base64ToBytes } from "../../../core/encoding";
 import { TAG, children, concat, ctxCons, decodeOid, expectTag, oid, octets, parse, seq, tlv, type Node } from "./der";
 import { bytesColonHex } from "./pem";
@@ -205,29 +206,24 @@ export interface IssuerHashes {
   issuerKeyHash: Uint8Array<ArrayBuffer>;
 }
 
-const HASH_CACHE_LIMIT = 512;
-const hashCache = new Map<string, Promise<IssuerHashes>>();
+const hashCache = new BoundedCache<IssuerHashes>("pki.ocspIssuerHashes", 512);
 
 /**
  * The CertID hashes of an issuer (RFC 6960 §4.1.1): of its subject Name DER and of the value of
  * its subjectPublicKey BIT STRING (without tag, length and unused-bits octet). Both inputs come
  * from the issuer row as base64; the result is cached per isolate keyed by exactly those bytes,
- * so an entry can never go stale.
+ * so an entry can never go stale. A failure is not cached: the next request computes again (and
+ * fails the same way).
  */
-export function issuerHashes(hash: OcspHash, subjectDerB64: string, spkiB64: string): Promise<IssuerHashes> {
+export async function issuerHashes(hash: OcspHash, subjectDerB64: string, spkiB64: string): Promise<IssuerHashes> {
   const cacheKey = `${hash}|${subjectDerB64}|${spkiB64}`;
   const hit = hashCache.get(cacheKey);
   if (hit) return hit;
-  const computed = (async () => {
-    const [, bits] = children(expectTag(parse(base64ToBytes(spkiB64)), TAG.SEQUENCE, "public key"));
-    const key = expectTag(bits, TAG.BIT_STRING, "public key").content.subarray(1);
-    const [name, keyHash] = await Promise.all([crypto.subtle.digest(hash, base64ToBytes(subjectDerB64)), crypto.subtle.digest(hash, key)]);
-    return { issuerNameHash: new Uint8Array(name), issuerKeyHash: new Uint8Array(keyHash) };
-  })();
-  if (hashCache.size >= HASH_CACHE_LIMIT) hashCache.clear();
+  const [, bits] = children(expectTag(parse(base64ToBytes(spkiB64)), TAG.SEQUENCE, "public key"));
+  const key = expectTag(bits, TAG.BIT_STRING, "public key").content.subarray(1);
+  const [name, keyHash] = await Promise.all([crypto.subtle.digest(hash, base64ToBytes(subjectDerB64)), crypto.subtle.digest(hash, key)]);
+  const computed = { issuerNameHash: new Uint8Array(name), issuerKeyHash: new Uint8Array(keyHash) };
   hashCache.set(cacheKey, computed);
-  // A failure is not cached: the next request computes again (and fails the same way).
-  computed.catch(() => hashCache.delete(cacheKey));
   return computed;
 }
 

@@ -5,6 +5,7 @@
  * (`ctx` given) goes through the destination's rate-limit gate (../limits.ts, docs/secrets-sync.md "4. Provider limits are respected");
  * token endpoints are called without one.
  */
+import { BoundedCache } from "../../../core/bounded-cache";
 import { bytesToBase64Url, sha256Hex } from "../../../core/encoding";
 import { gatedFetch } from "../limits";
 import { parseRetryAfter } from "../limits/throttle";
@@ -48,7 +49,8 @@ interface CachedToken {
   expiresAt: number;
 }
 
-const tokens = new Map<string, CachedToken>();
+/** Provider tokens by a digest of their credentials; at most 1,024, the oldest evicted first. */
+const tokens = new BoundedCache<CachedToken>("sync.providerTokens", 1024);
 /** Tokens are refreshed this long before their expiry. */
 const EARLY_REFRESH_MS = 5 * 60_000;
 

@@ -3,6 +3,7 @@
  * string to sign, HMAC key chain. Used by the cloudone-sm connector for the secrets manager
  * (JSON 1.1) and STS (query protocol); exported for the test fake, which verifies with it.
  */
+import { BoundedCache } from "../../../../core/bounded-cache";
 import { bytesToHex, sha256Hex } from "../../../../core/encoding";
 
 export interface AwsCredentials {
@@ -22,10 +23,10 @@ async function hmac(key: Uint8Array<ArrayBuffer> | ArrayBuffer, data: string): P
  * Derived signing keys, per isolate: AWS's key chain depends only on the secret key, the day,
  * the region and the service, and AWS documents caching the result for the day. This memoises a
  * pure function (nothing read from storage, so nothing can go stale: not a read-cache.ts cache);
- * keyed by a digest of the secret key, never the key itself; at most MAX_SIGNING_KEYS entries.
+ * keyed by a digest of the secret key, never the key itself; at most 64 entries, the oldest
+ * evicted first.
  */
-const signingKeys = new Map<string, CryptoKey>();
-const MAX_SIGNING_KEYS = 64;
+const signingKeys = new BoundedCache<CryptoKey>("sync.sigv4SigningKeys", 64);
 
 async function signingKey(secretAccessKey: string, day: string, region: string, service: string): Promise<CryptoKey> {
   const id = `${day}\u0000${region}\u0000${service}\u0000${await sha256Hex(secretAccessKey)}`;
@@ -36,7 +37,6 @@ async function signingKey(secretAccessKey: string, day: string, region: string, 
   key = await hmac(key, service);
   key = await hmac(key, "aws4_request");
   const k = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  if (signingKeys.size >= MAX_SIGNING_KEYS) signingKeys.clear();
   signingKeys.set(id, k);
   return k;
 }
