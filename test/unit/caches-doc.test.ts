@@ -16,7 +16,9 @@ const SRC = path.join(ROOT, "src");
 /** Module-level Maps that are not caches: nothing in them is computed once to be reused. */
 const NOT_CACHES: Record<string, string> = {
   "src/app/index.ts CONSUMERS": "a constant table built once at load",
-  "src/engines/sync/limits.ts overrides": "limits a test sets; no request fills it",
+  "src/engines/sync/limits/index.ts overrides": "limits a test sets; no request fills it",
+  "src/engines/sync/providers/registry.ts BY_TYPE": "the provider registry by type, built once at load",
+  "src/engines/sync/providers/registry.ts BY_VAULT_TYPE": "the provider registry by Vault's type name, built once at load",
   "src/core/read-cache.ts generations": "one counter per area (six areas)",
   "src/core/read-cache.ts caches": "the read caches of each area, registered at load",
 };
