@@ -5,7 +5,7 @@ declare namespace Cloudflare {
     SEAL_KEY?: string;
     /** Comma-separated former SEAL_KEY values, still used to open rows sealed before a rotation. */
     SEAL_KEYS_PREVIOUS?: string;
-    /** Optional base URLs replacing the sync providers' public endpoints; development and tests only (docs/configuration.md). */
+    /** Optional base URLs replacing the sync providers' public endpoints; development and tests only (docs/configuration.md). Production refuses any *_ENDPOINT variable (src/core/config.ts), declared here or not. */
     CLOUDONE_ENDPOINT?: string;
     CLOUDTWO_ENDPOINT?: string;
     CLOUDTHREE_ENDPOINT?: string;

@@ -19,20 +19,22 @@ export interface Config {
 }
 
 /**
- * Base URLs that replace a sync provider's public endpoint, for development and tests against
- * fakes: with one set, a provider call goes wherever it says (http, an IP literal, any port),
- * past the outbound-host safeguard of src/engines/sync/hosts.ts. So outside development
- * (ENVIRONMENT other than "development" is production, wrangler.toml) the service refuses to run
- * with one set rather than quietly drop the safeguard.
+ * Base URLs that replace a sync provider's public endpoint (each provider names its own
+ * `<NAME>_ENDPOINT` variable), for development and tests against fakes: with one set, a provider
+ * call goes wherever it says (http, an IP literal, any port), past the outbound-host safeguard of
+ * src/engines/sync/hosts.ts. So outside development (ENVIRONMENT other than "development" is
+ * production, wrangler.toml) the service refuses to run with ANY variable named `*_ENDPOINT` set,
+ * rather than quietly drop the safeguard. Matching the suffix, not a list, means a new provider's
+ * variable is refused without core knowing the provider.
  */
-export const ENDPOINT_OVERRIDE_VARS = ["CLOUDONE_ENDPOINT", "CLOUDTWO_ENDPOINT", "CLOUDTHREE_ENDPOINT", "REPOHOST_ENDPOINT", "WEBHOST_ENDPOINT"] as const;
+export const ENDPOINT_OVERRIDE_SUFFIX = "_ENDPOINT";
 
-export type EndpointOverrideVar = (typeof ENDPOINT_OVERRIDE_VARS)[number];
-
-/** The endpoint overrides set to a non-blank value (blank counts as unset, as the connectors read them). */
-function endpointOverridesSet(env: Env): EndpointOverrideVar[] {
-  return ENDPOINT_OVERRIDE_VARS.filter((name) => {
-    const v = env[name];
+/** The names of the endpoint overrides set to a non-blank value (blank counts as unset, as the connectors read them). */
+export function endpointOverridesSet(env: Env): string[] {
+  const vars = env as unknown as Record<string, unknown>;
+  return Object.keys(vars).filter((name) => {
+    if (!name.endsWith(ENDPOINT_OVERRIDE_SUFFIX)) return false;
+    const v = vars[name];
     return typeof v === "string" && v.trim() !== "";
   });
 }
@@ -63,7 +65,7 @@ export function configProblem(env: Env): string | null {
 const last = new BoundedCache<Config>("core.config", 1);
 
 export function loadConfig(env: Env): Config {
-  const key = [env.ROOT_TOKEN, env.SEAL_KEY, env.SEAL_KEYS_PREVIOUS, env.ADMIN_NAMESPACE, env.MAX_REQUEST_BYTES, env.ENVIRONMENT, env.CACHE_TTL_MS, ...ENDPOINT_OVERRIDE_VARS.map((name) => env[name])].join("\u0000");
+  const key = [env.ROOT_TOKEN, env.SEAL_KEY, env.SEAL_KEYS_PREVIOUS, env.ADMIN_NAMESPACE, env.MAX_REQUEST_BYTES, env.ENVIRONMENT, env.CACHE_TTL_MS, ...endpointOverridesSet(env)].join("\u0000");
   const hit = last.get(key);
   if (hit) return hit;
   const config = readConfig(env);

@@ -34,8 +34,8 @@ describe("production configuration", () => {
     expect(health.status).toBe(503);
   });
 
-  it.each(["CLOUDONE_ENDPOINT", "CLOUDTWO_ENDPOINT", "CLOUDTHREE_ENDPOINT", "REPOHOST_ENDPOINT", "WEBHOST_ENDPOINT"])(
-    "refuses to serve with the development endpoint override %s set (503 naming it)",
+  it.each(["CLOUDONE_ENDPOINT", "CLOUDTWO_ENDPOINT", "CLOUDTHREE_ENDPOINT", "REPOHOST_ENDPOINT", "WEBHOST_ENDPOINT", "NEWCLOUD_ENDPOINT"])(
+    "refuses to serve with the development endpoint override %s set (503 naming it; any *_ENDPOINT, so a new provider's too)",
     async (name) => {
       const bad = { ...good, [name]: "http://127.0.0.1:9999" };
       for (const path of ["sys/mounts", "sys/health"]) {

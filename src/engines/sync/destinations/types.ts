@@ -5,7 +5,6 @@
  * validation. Each provider's destination.ts (../providers/<type>/) is one `DestinationDef`,
  * and its provider value (../providers/types.ts SyncProvider) adds the rest.
  */
-import type { EndpointOverrideVar } from "../../../core/config";
 import { badRequest, type ApiError } from "../../../core/errors";
 import type { FieldSchema } from "../../../core/fields";
 
@@ -91,14 +90,15 @@ export function list(conn: Connection, name: string): string[] {
   return Array.isArray(v) ? v : [];
 }
 
-export type EndpointVar = EndpointOverrideVar;
+/** A provider's endpoint variable: `<NAME>_ENDPOINT` (refused in production by src/core/config.ts). */
+export type EndpointVar = `${string}_ENDPOINT`;
 
 /**
  * An operator endpoint variable (docs/configuration.md); blank counts as unset. Only ever
  * set in development: src/core/config.ts refuses to serve with one set in production.
  */
 export function envVar(env: Env, name: EndpointVar): string | undefined {
-  const v = env[name];
+  const v = (env as unknown as Record<string, unknown>)[name];
   return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
 }
 
