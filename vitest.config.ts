@@ -91,6 +91,9 @@ export default defineConfig(async () => {
             name: "unit-node",
             environment: "node",
             include: NODE_UNIT_TESTS,
+            // The tree-walking tests (code size, references, caches table) parse all of src/, and a
+            // few unit tests run real crypto: seconds, not milliseconds, on a loaded 2-core machine.
+            testTimeout: 30_000,
           },
         },
         {
