@@ -13,8 +13,9 @@
  *   too, it says 500 `internal error`).
  * - After the work (`answered`): the `response` entry (data, warnings, auth, status), built from
  *   the reply the handler gave, not from the serialized answer, is handed over before the answer
- *   leaves; queued devices get the request entry again in the same message so a collector never
- *   sees a response before its request (types.ts). Failure: 503, although the work is done (as
+ *   leaves, once per device: the delivery side keeps each device's entries in order
+ *   (src/audit/delivery/consumer.ts), so a collector never sees a response before its request.
+ *   Failure: 503, although the work is done (as
  *   Vault, whose response-log failure is an error after the fact).
  * - Refused before the work (`failed`: 400/403/404/405/413…, or a handler error): the request
  *   and response entries, the latter with the error as the client is answered
@@ -164,7 +165,7 @@ export class AuditTrail {
     if (!this.devices) return null;
     const entries = this.recorded ? [response] : [this.requestEntry(response.error), response];
     try {
-      await enqueueEntries(this.cfg.env, this.devices, entries, { repeat: this.recorded ?? undefined });
+      await enqueueEntries(this.cfg.env, this.devices, entries);
       return null;
     } catch (e) {
       if (!(e instanceof AuditUnavailableError)) throw e;

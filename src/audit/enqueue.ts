@@ -16,18 +16,8 @@
 import { hashEntry } from "./hmac";
 import { AuditUnavailableError, MAX_AUDIT_MESSAGE_BYTES, type AuditDevice, type AuditEntry, type AuditQueueMessage } from "./types";
 
-/** Hashed entries per device id, as a call produced them (for `repeat` in a later call). */
+/** Hashed entries per device id, as a call produced them. */
 export type HashedEntries = Map<string, AuditEntry[]>;
-
-export interface EnqueueOptions {
-  /**
-   * Entries an earlier call already recorded, per device id (that call's result). Queued devices
-   * get them again at the head of this call's message, so a collector always receives a
-   * request's `request` entry before (or with) its `response` entry; sinks drop the repeat by
-   * `id`. stdout devices do not print them twice.
-   */
-  repeat?: HashedEntries;
-}
 
 type QueueSend = (device: AuditDevice, messages: AuditQueueMessage[]) => Promise<void>;
 
@@ -37,7 +27,7 @@ export function setAuditQueueSendForTests(fn: QueueSend | null): void {
   sendOverride = fn;
 }
 
-export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: AuditEntry[], opts: EnqueueOptions = {}): Promise<HashedEntries> {
+export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: AuditEntry[]): Promise<HashedEntries> {
   const hashed: HashedEntries = new Map();
   if (devices.length === 0 || entries.length === 0) return hashed;
   const results = await Promise.allSettled(
@@ -52,8 +42,7 @@ export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: 
         for (const e of own) console.log(JSON.stringify(e));
         return;
       }
-      const all = [...(opts.repeat?.get(device.id) ?? []), ...own];
-      const messages = pack(device, all);
+      const messages = pack(device, own);
       if (sendOverride) return sendOverride(device, messages);
       if (messages.length === 1 && messages[0]) await env.AUDIT_QUEUE.send(messages[0], { contentType: "json" });
       else await env.AUDIT_QUEUE.sendBatch(messages.map((body) => ({ body, contentType: "json" as const })));
