@@ -25,7 +25,9 @@
  * Entries are HMAC'd per device in src/audit/hmac.ts; nothing here writes a secret anywhere.
  */
 import { absorbDeviceRows, cachedDevices, deviceListQuery, lastKnownDevices, loadDevices } from "../audit/audit-store";
-import { enqueueEntries, type HashedEntries } from "../audit/enqueue";
+import { devicesFor } from "../audit/device-filter";
+import type { AuditFilterFields } from "../audit/filter";
+import { enqueueEntries } from "../audit/enqueue";
 import { AuditUnavailableError, type AuditAuth, type AuditDevice, type AuditEntry, type AuditResponse } from "../audit/types";
 import { loadConfig } from "../core/config";
 import type { Db } from "../core/db/client";
@@ -63,12 +65,14 @@ export class AuditTrail {
   private devices: AuditDevice[] | undefined = cachedDevices();
   private known: AuditKnown = {};
   /** Set when the request entry is recorded: the work may start (and the response must follow). */
-  private recorded: HashedEntries | null = null;
+  private recorded = false;
+  /** The devices whose filter lets this request's entries in (one verdict for both entries). */
+  private writers: AuditDevice[] | null = null;
   private refusedByAudit = false;
   private allowed = false;
 
   constructor(
-    private readonly cfg: { env: Env; db: Db; requestId: string },
+    private readonly cfg: { env: Env; db: Db; requestId: string; waitUntil?: (p: Promise<unknown>) => void },
     private readonly request: Request,
   ) {}
 
@@ -117,7 +121,9 @@ export class AuditTrail {
     k.op = req.op;
     k.data = req.body;
     try {
-      this.recorded = await enqueueEntries(this.cfg.env, this.devices, [this.requestEntry()]);
+      const entry = this.requestEntry();
+      await enqueueEntries(this.cfg.env, this.writersFor(entry), [entry], this.cfg.waitUntil);
+      this.recorded = true;
     } catch (e) {
       this.refusedByAudit = e instanceof AuditUnavailableError;
       throw e;
@@ -165,12 +171,23 @@ export class AuditTrail {
     if (!this.devices) return null;
     const entries = this.recorded ? [response] : [this.requestEntry(response.error), response];
     try {
-      await enqueueEntries(this.cfg.env, this.devices, entries);
+      await enqueueEntries(this.cfg.env, this.writersFor(entries[0] ?? response), entries, this.cfg.waitUntil);
       return null;
     } catch (e) {
       if (!(e instanceof AuditUnavailableError)) throw e;
       return e;
     }
+  }
+
+  /** The devices that write this request (their `filter`, src/audit/device-filter.ts), decided once. */
+  private writersFor(entry: AuditEntry): AuditDevice[] {
+    if (!this.writers) this.writers = devicesFor(this.devices ?? [], entryFields(entry));
+    return this.writers;
+  }
+
+  /** The filter's fields of this request as resolved so far, as its entries will carry them. */
+  filterFields(operation: string): AuditFilterFields {
+    return { ...entryFields(this.requestEntry()), operation };
   }
 
   private auth(): AuditAuth | undefined {
@@ -237,6 +254,12 @@ export class AuditTrail {
 }
 
 const rfc3339 = (ms: number): string => new Date(ms).toISOString();
+
+/** An entry's values of the filter selectors (Vault's audit filter properties). */
+function entryFields(entry: AuditEntry): AuditFilterFields {
+  const r = entry.request;
+  return { path: r.path, operation: r.operation, mount_type: r.mount_type ?? "", mount_point: r.mount_point ?? "", namespace: r.namespace.path };
+}
 
 function safeDecode(p: string): string {
   try {

@@ -54,7 +54,16 @@ export function retryDelaySeconds(attempts: number): number {
 const UNREADABLE_DELAY_SECONDS = 60;
 
 /** The message body if it has the shape of ../types.ts `AuditQueueMessage`, else null. */
-export function parseAuditMessage(body: unknown): AuditQueueMessage | null {
+export function parseAuditMessage(raw: unknown): AuditQueueMessage | null {
+  // The batcher sends its messages as text (entries serialized once, src/audit/batcher.ts).
+  let body = raw;
+  if (typeof raw === "string") {
+    try {
+      body = JSON.parse(raw) as unknown;
+    } catch {
+      return null;
+    }
+  }
   if (typeof body !== "object" || body === null) return null;
   const m = body as Partial<AuditQueueMessage>;
   const d = m.device;
