@@ -28,7 +28,7 @@ import { absorbDeviceRows, cachedDevices, deviceListQuery, lastKnownDevices, loa
 import { devicesFor } from "../audit/device-filter";
 import type { AuditFilterFields } from "../audit/filter";
 import { enqueueEntries } from "../audit/enqueue";
-import { AuditUnavailableError, type AuditAuth, type AuditDevice, type AuditEntry, type AuditResponse } from "../audit/types";
+import { AuditUnavailableError, type AuditAuth, type AuditDevice, type AuditEntry, type AuditRequest, type AuditResponse } from "../audit/types";
 import { loadConfig } from "../core/config";
 import type { Db } from "../core/db/client";
 import { bytesToBase64 } from "../core/encoding";
@@ -68,6 +68,8 @@ export class AuditTrail {
   private recorded = false;
   /** The devices whose filter lets this request's entries in (one verdict for both entries). */
   private writers: AuditDevice[] | null = null;
+  /** The entries' `auth` and `request` parts, fixed once the work is allowed (requestEntry). */
+  private parts: { auth: AuditAuth | undefined; request: AuditRequest } | null = null;
   private refusedByAudit = false;
   private allowed = false;
 
@@ -210,15 +212,22 @@ export class AuditTrail {
   }
 
   private requestEntry(error?: string): AuditEntry {
+    // One `auth` and `request` object for both entries once the work is allowed (nothing is
+    // learnt after that): src/audit/hmac.ts hashes them once per device for both.
+    const parts = this.parts ?? this.buildParts();
+    if (this.allowed) this.parts = parts;
+    const entry: AuditEntry = { id: `${this.cfg.requestId}:request`, time: rfc3339(Date.now()), type: "request", auth: parts.auth, request: parts.request };
+    if (error !== undefined) entry.error = error;
+    return entry;
+  }
+
+  private buildParts(): { auth: AuditAuth | undefined; request: AuditRequest } {
     const k = this.known;
     const url = new URL(this.request.url);
     const header = namespaceHeader(this.request.headers);
     const ns = k.ns ?? { id: "", path: header ? `${header.split("/").filter((s) => s !== "").join("/")}/` : "" };
     const presented = k.token?.presented ?? k.presented ?? undefined;
-    const entry: AuditEntry = {
-      id: `${this.cfg.requestId}:request`,
-      time: rfc3339(Date.now()),
-      type: "request",
+    return {
       auth: this.auth(),
       request: {
         id: this.cfg.requestId,
@@ -234,8 +243,6 @@ export class AuditTrail {
         remote_address: this.request.headers.get("cf-connecting-ip") ?? undefined,
       },
     };
-    if (error !== undefined) entry.error = error;
-    return entry;
   }
 
   private responseEntry(response: AuditResponse, error?: string): AuditEntry {
