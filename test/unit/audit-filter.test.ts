@@ -199,7 +199,7 @@ describe("filter limits", () => {
   }, 30_000);
 });
 
-describe("the public PKI reads example of docs/audit-filter.md", () => {
+describe("the public PKI reads example of docs/audit.md (Filters)", () => {
   const example = parseFilter(
     "not (path matches `^pki/(ocsp(/.*)?|ca(/pem)?|ca_chain|crl(/delta)?(/pem)?|cert/.*|issuer/[^/]+/crl(/delta)?(/pem|/der)?)$` or path matches `^pki/(.*/)?acme/(directory|new-nonce)$`)",
   );
