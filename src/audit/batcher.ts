@@ -68,6 +68,14 @@ export function setBatchSendForTests(fn: QueueSend | null): void {
 
 const waiting: Waiter[] = [];
 let inFlight = false;
+/** When the current lead was given (a lead older than STALE_LEAD_MS is taken over). */
+let leadSince = 0;
+/**
+ * A leader whose request was cancelled (the client went away before its flush was handed to
+ * waitUntil) would hold the lead for ever; the first waiter takes it over after this long. Longer
+ * than any Queue send, so at worst two flushes overlap.
+ */
+const STALE_LEAD_MS = 15_000;
 
 /** Queues the parts with those of concurrent requests; resolves once sent, with the devices that failed. */
 export async function queueEntries(queue: Queue, parts: DevicePart[], waitUntil?: (p: Promise<unknown>) => void): Promise<SendFailures> {
@@ -75,6 +83,7 @@ export async function queueEntries(queue: Queue, parts: DevicePart[], waitUntil?
   waiting.push(me);
   if (!inFlight) {
     inFlight = true;
+    leadSince = Date.now();
     me.outcome = { kind: "lead" };
   }
   let outcome = me.outcome ?? (await settled(me));
@@ -89,7 +98,13 @@ export async function queueEntries(queue: Queue, parts: DevicePart[], waitUntil?
 }
 
 async function settled(me: Waiter): Promise<Outcome> {
-  while (!me.outcome) await new Promise((r) => setTimeout(r, POLL_MS));
+  while (!me.outcome) {
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    if (!me.outcome && waiting[0] === me && Date.now() - leadSince > STALE_LEAD_MS) {
+      leadSince = Date.now();
+      me.outcome = { kind: "lead" };
+    }
+  }
   return me.outcome;
 }
 
@@ -103,8 +118,10 @@ async function lead(queue: Queue, waitUntil?: (p: Promise<unknown>) => void): Pr
     for (const w of group) w.outcome = { kind: "done", failed: failures.get(w) ?? new Map() };
   } finally {
     const next = waiting[0];
-    if (next) next.outcome = { kind: "lead" };
-    else inFlight = false;
+    if (next) {
+      leadSince = Date.now();
+      next.outcome = { kind: "lead" };
+    } else inFlight = false;
   }
 }
 
