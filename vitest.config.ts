@@ -13,6 +13,7 @@ const NODE_UNIT_TESTS = [
   "acl",
   "acme-validate",
   "architecture",
+  "audit-filter",
   "auth-jwt",
   "auth-login",
   "caches-doc",

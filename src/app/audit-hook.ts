@@ -13,8 +13,9 @@
  *   too, it says 500 `internal error`).
  * - After the work (`answered`): the `response` entry (data, warnings, auth, status), built from
  *   the reply the handler gave, not from the serialized answer, is handed over before the answer
- *   leaves; queued devices get the request entry again in the same message so a collector never
- *   sees a response before its request (types.ts). Failure: 503, although the work is done (as
+ *   leaves, once per device: the delivery side keeps each device's entries in order
+ *   (src/audit/delivery/consumer.ts), so a collector never sees a response before its request.
+ *   Failure: 503, although the work is done (as
  *   Vault, whose response-log failure is an error after the fact).
  * - Refused before the work (`failed`: 400/403/404/405/413…, or a handler error): the request
  *   and response entries, the latter with the error as the client is answered
@@ -24,8 +25,10 @@
  * Entries are HMAC'd per device in src/audit/hmac.ts; nothing here writes a secret anywhere.
  */
 import { absorbDeviceRows, cachedDevices, deviceListQuery, lastKnownDevices, loadDevices } from "../audit/audit-store";
-import { enqueueEntries, type HashedEntries } from "../audit/enqueue";
-import { AuditUnavailableError, type AuditAuth, type AuditDevice, type AuditEntry, type AuditResponse } from "../audit/types";
+import { devicesFor } from "../audit/device-filter";
+import type { AuditFilterFields } from "../audit/filter";
+import { enqueueEntries } from "../audit/enqueue";
+import { AuditUnavailableError, type AuditAuth, type AuditDevice, type AuditEntry, type AuditRequest, type AuditResponse } from "../audit/types";
 import { loadConfig } from "../core/config";
 import type { Db } from "../core/db/client";
 import { bytesToBase64 } from "../core/encoding";
@@ -62,12 +65,16 @@ export class AuditTrail {
   private devices: AuditDevice[] | undefined = cachedDevices();
   private known: AuditKnown = {};
   /** Set when the request entry is recorded: the work may start (and the response must follow). */
-  private recorded: HashedEntries | null = null;
+  private recorded = false;
+  /** The devices whose filter lets this request's entries in (one verdict for both entries). */
+  private writers: AuditDevice[] | null = null;
+  /** The entries' `auth` and `request` parts, fixed once the work is allowed (requestEntry). */
+  private parts: { auth: AuditAuth | undefined; request: AuditRequest } | null = null;
   private refusedByAudit = false;
   private allowed = false;
 
   constructor(
-    private readonly cfg: { env: Env; db: Db; requestId: string },
+    private readonly cfg: { env: Env; db: Db; requestId: string; waitUntil?: (p: Promise<unknown>) => void },
     private readonly request: Request,
   ) {}
 
@@ -116,7 +123,9 @@ export class AuditTrail {
     k.op = req.op;
     k.data = req.body;
     try {
-      this.recorded = await enqueueEntries(this.cfg.env, this.devices, [this.requestEntry()]);
+      const entry = this.requestEntry();
+      await enqueueEntries(this.cfg.env, this.writersFor(entry), [entry], this.cfg.waitUntil);
+      this.recorded = true;
     } catch (e) {
       this.refusedByAudit = e instanceof AuditUnavailableError;
       throw e;
@@ -164,12 +173,23 @@ export class AuditTrail {
     if (!this.devices) return null;
     const entries = this.recorded ? [response] : [this.requestEntry(response.error), response];
     try {
-      await enqueueEntries(this.cfg.env, this.devices, entries, { repeat: this.recorded ?? undefined });
+      await enqueueEntries(this.cfg.env, this.writersFor(entries[0] ?? response), entries, this.cfg.waitUntil);
       return null;
     } catch (e) {
       if (!(e instanceof AuditUnavailableError)) throw e;
       return e;
     }
+  }
+
+  /** The devices that write this request (their `filter`, src/audit/device-filter.ts), decided once. */
+  private writersFor(entry: AuditEntry): AuditDevice[] {
+    if (!this.writers) this.writers = devicesFor(this.devices ?? [], entryFields(entry));
+    return this.writers;
+  }
+
+  /** The filter's fields of this request as resolved so far, as its entries will carry them. */
+  filterFields(operation: string): AuditFilterFields {
+    return { ...entryFields(this.requestEntry()), operation };
   }
 
   private auth(): AuditAuth | undefined {
@@ -192,15 +212,22 @@ export class AuditTrail {
   }
 
   private requestEntry(error?: string): AuditEntry {
+    // One `auth` and `request` object for both entries once the work is allowed (nothing is
+    // learnt after that): src/audit/hmac.ts hashes them once per device for both.
+    const parts = this.parts ?? this.buildParts();
+    if (this.allowed) this.parts = parts;
+    const entry: AuditEntry = { id: `${this.cfg.requestId}:request`, time: rfc3339(Date.now()), type: "request", auth: parts.auth, request: parts.request };
+    if (error !== undefined) entry.error = error;
+    return entry;
+  }
+
+  private buildParts(): { auth: AuditAuth | undefined; request: AuditRequest } {
     const k = this.known;
     const url = new URL(this.request.url);
     const header = namespaceHeader(this.request.headers);
     const ns = k.ns ?? { id: "", path: header ? `${header.split("/").filter((s) => s !== "").join("/")}/` : "" };
     const presented = k.token?.presented ?? k.presented ?? undefined;
-    const entry: AuditEntry = {
-      id: `${this.cfg.requestId}:request`,
-      time: rfc3339(Date.now()),
-      type: "request",
+    return {
       auth: this.auth(),
       request: {
         id: this.cfg.requestId,
@@ -216,8 +243,6 @@ export class AuditTrail {
         remote_address: this.request.headers.get("cf-connecting-ip") ?? undefined,
       },
     };
-    if (error !== undefined) entry.error = error;
-    return entry;
   }
 
   private responseEntry(response: AuditResponse, error?: string): AuditEntry {
@@ -236,6 +261,12 @@ export class AuditTrail {
 }
 
 const rfc3339 = (ms: number): string => new Date(ms).toISOString();
+
+/** An entry's values of the filter selectors (Vault's audit filter properties). */
+function entryFields(entry: AuditEntry): AuditFilterFields {
+  const r = entry.request;
+  return { path: r.path, operation: r.operation, mount_type: r.mount_type ?? "", mount_point: r.mount_point ?? "", namespace: r.namespace.path };
+}
 
 function safeDecode(p: string): string {
   try {

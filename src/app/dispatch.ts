@@ -26,6 +26,7 @@ import { inspectPath } from "../core/path";
 import { parseDurationSeconds } from "../core/duration";
 import { answerSlot, servedAnswer, type AnswerSlot } from "../core/public-answers";
 import { cachedDevices } from "../audit/audit-store";
+import { allFiltered, unauditedRead } from "../audit/device-filter";
 import { AuditTrail, type Answer } from "./audit-hook";
 import { namespaceHeader, resolveRequest, type Resolved } from "./resolve";
 
@@ -65,9 +66,12 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   const url = new URL(request.url);
   // Layer 0 (src/core/public-answers.ts): a public GET the pipeline answered before, while the
   // areas that decided it are unchanged and nothing is audited.
+  // With devices enabled, only when every one's filter leaves this read out, as the pipeline
+  // resolved it when it kept the answer (src/audit/device-filter.ts).
   const devices = cachedDevices();
-  const slot = answerSlot(request.method.toUpperCase(), url, namespaceHeader(request.headers), request.headers, devices !== undefined && devices.length === 0);
-  const early = slot ? servedAnswer(slot, request.headers, Date.now()) : null;
+  const slot = answerSlot(request.method.toUpperCase(), url, namespaceHeader(request.headers), request.headers, devices !== undefined && allFiltered(devices));
+  const admit = devices && devices.length > 0 ? (meta: Readonly<Record<string, string>>) => unauditedRead(devices, meta) : undefined;
+  const early = slot ? servedAnswer(slot, request.headers, Date.now(), admit) : null;
   if (early) return early;
 
   const call: Call = { request, url, cfg, trail: new AuditTrail(cfg, request), slot, at: null };
@@ -118,6 +122,7 @@ async function handle(call: Call): Promise<Answer> {
 
   // Only a read whose answer the token cannot change may be answered by layer 0 next time.
   const slot = call.slot && isPublic && op === "read" && !def?.publicSeesToken ? call.slot : undefined;
+  if (slot) slot.meta = trail.filterFields("read");
   const req = requestFor(call, at, at.ns, op, token, input, slot);
   // A write is a create when the route says the object does not exist yet, or has no update.
   if (op === "update" && def?.handlers.create && !(def.exists ? await def.exists(req) : def.handlers.update)) req.op = "create";

@@ -1,109 +1,80 @@
 /**
  * Handing audit entries over: the one function the request path calls,
- * `enqueueEntries`. For each enabled device, concurrently, the entries are HMAC'd with the
- * device's salt (hmac.ts), then
+ * `enqueueEntries`. For each enabled device, the entries are HMAC'd with the device's salt
+ * (hmac.ts) and serialized once, then
  * - `stdout`: written to the Worker's log, one JSON line per entry (console.log). Workers Logs /
  *   Logpush / `wrangler tail` keep it; that is as durable as the log pipeline is (sampling, the
  *   plan's retention, a tail that is not connected): documented in docs/audit.md;
- * - `http`, `r2`: sent to the Queue `lanyard-audit` (binding AUDIT_QUEUE), one message per device
- *   per call (more only when the entries exceed the message size), awaited, so the entries are
- *   durable when this returns. The delivery side (src/audit/delivery/) takes it from there.
+ * - `http`, `r2`: handed to the isolate's batcher (batcher.ts), which packs the entries of
+ *   concurrent requests into Queue messages (one device's entries each) and sends them with one
+ *   `sendBatch` per flush to the Queue `lanyard-audit` (binding AUDIT_QUEUE); awaited, so the
+ *   entries are durable when this returns. The delivery side (src/audit/delivery/) takes it
+ *   from there.
  * The call succeeds when at least one device recorded the entries (Vault's audit broker); when
  * every device failed it throws AuditUnavailableError and the caller answers 503. Failures are
  * logged with the device path and the error, never with the entries.
  * The message format is in types.ts.
  */
+import { utf8Length } from "../core/text";
+import { queueEntries, setBatchSendForTests, type DevicePart } from "./batcher";
 import { hashEntry } from "./hmac";
 import { AuditUnavailableError, MAX_AUDIT_MESSAGE_BYTES, type AuditDevice, type AuditEntry, type AuditQueueMessage } from "./types";
 
-/** Hashed entries per device id, as a call produced them (for `repeat` in a later call). */
-export type HashedEntries = Map<string, AuditEntry[]>;
+/** Room for one entry in a message: the limit less the envelope (device id, path, type). */
+const ENTRY_ROOM = MAX_AUDIT_MESSAGE_BYTES - 512;
 
-export interface EnqueueOptions {
-  /**
-   * Entries an earlier call already recorded, per device id (that call's result). Queued devices
-   * get them again at the head of this call's message, so a collector always receives a
-   * request's `request` entry before (or with) its `response` entry; sinks drop the repeat by
-   * `id`. stdout devices do not print them twice.
-   */
-  repeat?: HashedEntries;
+/** Test seam: replaces the Queue send (capture messages, or make the send fail), per device. */
+export function setAuditQueueSendForTests(fn: ((device: AuditDevice, messages: AuditQueueMessage[]) => Promise<void>) | null): void {
+  setBatchSendForTests(fn);
 }
 
-type QueueSend = (device: AuditDevice, messages: AuditQueueMessage[]) => Promise<void>;
-
-/** Test seam: replaces the Queue send (capture messages, or make the send fail). */
-let sendOverride: QueueSend | null = null;
-export function setAuditQueueSendForTests(fn: QueueSend | null): void {
-  sendOverride = fn;
-}
-
-export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: AuditEntry[], opts: EnqueueOptions = {}): Promise<HashedEntries> {
-  const hashed: HashedEntries = new Map();
-  if (devices.length === 0 || entries.length === 0) return hashed;
-  const results = await Promise.allSettled(
+export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: AuditEntry[], waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
+  if (devices.length === 0 || entries.length === 0) return;
+  const errors = new Map<string, unknown>();
+  const parts: DevicePart[] = [];
+  await Promise.all(
     devices.map(async (device) => {
-      const own = await Promise.all(entries.map(async (e) => {
-        // Elided after hashing: the counts are the server's numbers, not data to HMAC (as Vault's formatter).
-        const hashed = await hashEntry(device, e);
-        return device.elideListResponses ? elideList(hashed) : hashed;
-      }));
-      hashed.set(device.id, own);
-      if (device.type === "stdout") {
-        for (const e of own) console.log(JSON.stringify(e));
-        return;
+      try {
+        const texts = await Promise.all(entries.map(async (e) => serialized(device, await hashEntry(device, e))));
+        if (device.type === "stdout") for (const t of texts) console.log(t);
+        else parts.push({ device, entries: texts });
+      } catch (e) {
+        errors.set(device.id, e);
       }
-      const all = [...(opts.repeat?.get(device.id) ?? []), ...own];
-      const messages = pack(device, all);
-      if (sendOverride) return sendOverride(device, messages);
-      if (messages.length === 1 && messages[0]) await env.AUDIT_QUEUE.send(messages[0], { contentType: "json" });
-      else await env.AUDIT_QUEUE.sendBatch(messages.map((body) => ({ body, contentType: "json" as const })));
     }),
   );
-  let ok = 0;
-  results.forEach((r, i) => {
-    if (r.status === "fulfilled") ok++;
-    else console.error(`audit: device ${devices[i]?.path ?? "?"} could not record ${entries.length} entr${entries.length === 1 ? "y" : "ies"}:`, errorText(r.reason));
-  });
-  if (ok === 0) throw new AuditUnavailableError(results.find((r) => r.status === "rejected")?.reason);
-  return hashed;
+  if (parts.length > 0) {
+    // In the devices' order (Promise.all above finishes in any order).
+    parts.sort((x, y) => devices.indexOf(x.device) - devices.indexOf(y.device));
+    for (const [id, e] of await queueEntries(env.AUDIT_QUEUE, parts, waitUntil)) errors.set(id, e);
+  }
+  for (const d of devices) {
+    const e = errors.get(d.id);
+    if (e !== undefined) console.error(`audit: device ${d.path} could not record ${entries.length} entr${entries.length === 1 ? "y" : "ies"}:`, errorText(e));
+  }
+  if (errors.size === devices.length) throw new AuditUnavailableError(errors.values().next().value);
 }
 
 function errorText(e: unknown): string {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }
 
-const encoder = new TextEncoder();
-const sizeOf = (v: unknown): number => encoder.encode(JSON.stringify(v)).length;
-
 /**
- * Entries packed into as few messages as fit MAX_AUDIT_MESSAGE_BYTES, in order. An entry too big
- * for a message on its own keeps everything but its `data`, replaced by a marker naming its size
- * (the Queue cannot carry it; docs/audit.md states the limit). Still too big: the device fails.
+ * An entry as the JSON text a message carries. `elide_list_responses` applies after hashing (the
+ * counts are the server's numbers, not data to HMAC, as Vault's formatter). An entry too big for
+ * a message on its own keeps everything but its `data`, replaced by a marker naming its size (the
+ * Queue cannot carry it; docs/audit.md states the limit). Still too big: the device fails.
  */
-function pack(device: AuditDevice, entries: AuditEntry[]): AuditQueueMessage[] {
-  const base = { v: 1 as const, device: { id: device.id, path: device.path, type: device.type === "r2" ? ("r2" as const) : ("http" as const) } };
-  const room = MAX_AUDIT_MESSAGE_BYTES - sizeOf({ ...base, entries: [] });
-  const messages: AuditQueueMessage[] = [];
-  let current: AuditEntry[] = [];
-  let used = 0;
-  for (const original of entries) {
-    let entry = original;
-    let size = sizeOf(entry) + 1;
-    if (size > room) {
-      entry = elideData(original, size);
-      size = sizeOf(entry) + 1;
-      if (size > room) throw new Error(`an audit entry of ${size} bytes exceeds the queue message limit even without its data`);
-    }
-    if (used + size > room && current.length > 0) {
-      messages.push({ ...base, entries: current });
-      current = [];
-      used = 0;
-    }
-    current.push(entry);
-    used += size;
+function serialized(device: AuditDevice, hashed: AuditEntry): string {
+  const entry = device.elideListResponses ? elideList(hashed) : hashed;
+  let text = JSON.stringify(entry);
+  const size = utf8Length(text);
+  if (device.type !== "stdout" && size > ENTRY_ROOM) {
+    text = JSON.stringify(elideData(entry, size));
+    const smaller = utf8Length(text);
+    if (smaller > ENTRY_ROOM) throw new Error(`an audit entry of ${smaller} bytes exceeds the queue message limit even without its data`);
   }
-  if (current.length > 0) messages.push({ ...base, entries: current });
-  return messages;
+  return text;
 }
 
 function elideData(entry: AuditEntry, size: number): AuditEntry {

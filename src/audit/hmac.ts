@@ -31,6 +31,43 @@ async function importKey(salt: string): Promise<CryptoKey> {
   return k;
 }
 
+/**
+ * HMACs of credentials (tokens, accessors) already computed, by salt and value: the same token
+ * comes back in every entry of its requests (auth and request, request and response entries),
+ * so at steady load these cost a map lookup instead of a WebCrypto call. Per isolate, in memory
+ * only (where the token itself already is: src/auth/token-store.ts caches it), bounded.
+ */
+const credentialMacs = new Map<string, string>();
+const MAX_CREDENTIAL_MACS = 2048;
+
+async function credentialMac(salt: string, value: string): Promise<string> {
+  const key = `${salt}\u0000${value}`;
+  const hit = credentialMacs.get(key);
+  if (hit !== undefined) return hit;
+  const mac = await hmacValue(salt, value);
+  if (credentialMacs.size >= MAX_CREDENTIAL_MACS) credentialMacs.clear();
+  credentialMacs.set(key, mac);
+  return mac;
+}
+
+/**
+ * Hashed parts of an entry already computed for a device, by the part's object: the trail
+ * builds a request's `request` and `auth` parts once and puts the same objects in its request
+ * and response entries, so the response entry reuses what the request entry hashed.
+ */
+const hashedParts = new WeakMap<object, Map<string, Promise<unknown>>>();
+
+function once<T>(part: object, device: string, make: () => Promise<T>): Promise<T> {
+  let m = hashedParts.get(part);
+  if (!m) hashedParts.set(part, (m = new Map()));
+  let p = m.get(device) as Promise<T> | undefined;
+  if (!p) {
+    p = make();
+    m.set(device, p);
+  }
+  return p;
+}
+
 /** `hmac-sha256:<hex>` of one string with a device's salt (also sys/audit-hash). */
 export async function hmacValue(salt: string, value: string): Promise<string> {
   const key = keys.get(salt) ?? (await importKey(salt));
@@ -99,8 +136,8 @@ async function hashResponseData(salt: string, data: Record<string, unknown>): Pr
 
 async function hashAuth(salt: string, auth: AuditAuth, hmacAccessor: boolean): Promise<AuditAuth> {
   const out: AuditAuth = { ...auth };
-  if (auth.client_token) out.client_token = await hmacValue(salt, auth.client_token);
-  if (auth.accessor && hmacAccessor) out.accessor = await hmacValue(salt, auth.accessor);
+  if (auth.client_token) out.client_token = await credentialMac(salt, auth.client_token);
+  if (auth.accessor && hmacAccessor) out.accessor = await credentialMac(salt, auth.accessor);
   return out;
 }
 
@@ -111,6 +148,8 @@ async function hashAuth(salt: string, auth: AuditAuth, hmacAccessor: boolean): P
  */
 export async function hashEntry(device: Pick<AuditDevice, "salt" | "logRaw" | "hmacAccessor">, entry: AuditEntry): Promise<AuditEntry> {
   const { salt, hmacAccessor } = device;
+  // The memo of hashed parts is per device settings (the salt names the device).
+  const who = `${salt}\u0000${device.logRaw ? 1 : 0}${hmacAccessor ? 1 : 0}`;
   const rawToken = entry.auth?.client_token ?? entry.request.client_token;
   // A secret in the path is hidden wherever the path is echoed: the path and the error text.
   const inPath = secretsInPath(entry.request.path, rawToken);
@@ -119,12 +158,17 @@ export async function hashEntry(device: Pick<AuditDevice, "salt" | "logRaw" | "h
   const base: AuditEntry = { ...entry, request: { ...entry.request, path } };
   if (error !== undefined) base.error = error;
   if (device.logRaw) return base;
-  const request = { ...base.request };
-  if (request.client_token) request.client_token = await hmacValue(salt, request.client_token);
-  if (request.client_token_accessor && hmacAccessor) request.client_token_accessor = await hmacValue(salt, request.client_token_accessor);
-  if (request.data) request.data = (await hashData(salt, request.data)) as Record<string, unknown>;
-  const out: AuditEntry = { ...base, request };
-  if (entry.auth) out.auth = await hashAuth(salt, entry.auth, hmacAccessor);
+  const original = entry.request;
+  const hashedRequest = await once(original, `${who}\u0000${path}`, async () => {
+    const request = { ...original, path };
+    if (request.client_token) request.client_token = await credentialMac(salt, request.client_token);
+    if (request.client_token_accessor && hmacAccessor) request.client_token_accessor = await credentialMac(salt, request.client_token_accessor);
+    if (request.data) request.data = (await hashData(salt, request.data)) as Record<string, unknown>;
+    return request;
+  });
+  const out: AuditEntry = { ...base, request: hashedRequest };
+  const auth = entry.auth;
+  if (auth) out.auth = await once(auth, who, () => hashAuth(salt, auth, hmacAccessor));
   if (entry.response) {
     const response = { ...entry.response };
     if (response.auth) response.auth = await hashAuth(salt, response.auth, hmacAccessor);

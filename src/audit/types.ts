@@ -11,14 +11,14 @@
  *   at enqueue time and never queued.
  * - `entries` are final: already HMAC'd with that device's salt (or raw when `log_raw`), ready to
  *   be written one JSON line each (NDJSON), in the array's order.
- * - Ordering: the request entry is queued in its own message BEFORE the work (durability), and
- *   the response message repeats it: `[request entry, response entry]`. A collector therefore
- *   always sees a request's `request` entry no later than its `response` entry, whatever order
- *   the Queue delivers the two messages in; the repeat carries the same `id`, so a sink drops it
- *   (at-least-once delivery needs that anyway). A consumer may also ack a request-only message
- *   without delivering it when the same batch holds the response message of that request
- *   (`request_id` equal; `entries.length === 2`).
- *   Requests refused before any work (403, 400, 404…) send one message `[request, response]`.
+ * - Each entry once per device: the request entry is queued BEFORE the work (durability), the
+ *   response entry after it, each in whichever message its flush built (src/audit/batcher.ts
+ *   packs the entries of many requests into one message per device). The delivery side keeps
+ *   a device's entries in order (src/audit/delivery/consumer.ts: in order per device, a message
+ *   held behind an older one whose delivery failed), so a collector sees a request's `request`
+ *   entry before its `response` entry; entries are re-sent only after a failed delivery, with the
+ *   same `id`.
+ *   Requests refused before any work (403, 400, 404…) queue both entries in one flush.
  * - `device.id` names the device row (random, never reused). The consumer reads the delivery
  *   target (address, unsealed headers, prefix) with `deliveryTarget(env, device.id)` from
  *   src/audit/audit-store.ts; null means the device was disabled since: ack and drop.

@@ -16,8 +16,10 @@
  *   areas that decided its answer ("namespaces", "mounts", "pki", "audit") from before the
  *   pipeline read anything; an invalidation of any of them since makes it unusable.
  * - **Only what the pipeline would answer the same way**: a GET with no body, no
- *   X-Vault-Wrap-TTL (a 400 in the pipeline) and no audit device anywhere (every audited request
- *   goes through the trail; the device list must be known and empty). Conditional headers are
+ *   X-Vault-Wrap-TTL (a 400 in the pipeline) and no audit device that would record it (every
+ *   audited request goes through the trail): the device list must be known, and either empty or
+ *   every device's filter false for what the pipeline resolved when it kept the answer (`meta`,
+ *   checked by the caller's `admit`; docs/audit.md "Filters"). Conditional headers are
  *   applied here exactly as edge-cache.ts applies them (`renderAnswer` is shared).
  * - **Bounded memory**: a `BoundedCache` (./bounded-cache.ts) of at most MAX_ENTRIES keys and
  *   MAX_BYTES of bodies counted per entry (a body shared by several keys is counted for each),
@@ -42,12 +44,19 @@ export interface PublicAnswer {
 export interface AnswerSlot {
   key: string;
   generations: number[];
+  /**
+   * What the pipeline resolved for the request (the audit filter's fields: path relative to the
+   * namespace, namespace, mount), kept with the answer so that `servedAnswer`'s caller can decide
+   * whether serving it unaudited is allowed (src/app/dispatch.ts).
+   */
+  meta?: Readonly<Record<string, string>>;
 }
 
 interface Entry {
   answer: PublicAnswer;
   readAt: number;
   generations: number[];
+  meta: Readonly<Record<string, string>> | undefined;
 }
 
 const AREAS: readonly CacheArea[] = ["namespaces", "mounts", "pki", "audit"];
@@ -67,7 +76,8 @@ function sameGenerations(a: number[], b: number[]): boolean {
 
 /**
  * The slot of a request that may be answered from here, or null: a GET without a body or
- * X-Vault-Wrap-TTL while caching is on. `auditOff` is whether the device list is known and empty.
+ * X-Vault-Wrap-TTL while caching is on. `auditOff` is whether the device list is known and no
+ * device records every request (empty, or each has a filter: then `servedAnswer`'s `admit` decides).
  */
 export function answerSlot(method: string, url: URL, namespace: string | null, headers: Headers, auditOff: boolean): AnswerSlot | null {
   if (method !== "GET" || !auditOff || cacheTtl() === 0) return null;
@@ -78,13 +88,17 @@ export function answerSlot(method: string, url: URL, namespace: string | null, h
 /** Keeps the answer a public GET was given (edge-cache.ts, after the pipeline chose the route). */
 export function rememberAnswer(slot: AnswerSlot, answer: PublicAnswer, readAt: number): void {
   if (answer.body.length > MAX_BODY_BYTES || !sameGenerations(slot.generations, generationsNow())) return;
-  entries.set(slot.key, { answer, readAt, generations: slot.generations });
+  entries.set(slot.key, { answer, readAt, generations: slot.generations, meta: slot.meta });
 }
 
-/** The remembered answer for this slot, rendered for its request; null when there is none usable. */
-export function servedAnswer(slot: AnswerSlot, headers: Headers, now: number): Response | null {
+/**
+ * The remembered answer for this slot, rendered for its request; null when there is none usable,
+ * or when `admit` (given when audit devices are enabled) refuses what the pipeline resolved.
+ */
+export function servedAnswer(slot: AnswerSlot, headers: Headers, now: number, admit?: (meta: Readonly<Record<string, string>>) => boolean): Response | null {
   const e = entries.get(slot.key);
   if (!e) return null;
+  if (admit && (!e.meta || !admit(e.meta))) return null;
   if (now - e.readAt >= cacheTtl() || !sameGenerations(e.generations, slot.generations)) {
     entries.delete(slot.key);
     return null;

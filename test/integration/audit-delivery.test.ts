@@ -140,12 +140,12 @@ function pair(path: string, operation: string, data: Record<string, unknown> | n
   ];
 }
 
-/** What the dispatcher hands over for one request: the request entry first, then both. */
+/** What the dispatcher hands over for one request: the request entry first, then the response entry. */
 async function record(devices: AuditDevice[], entries: AuditEntry[]): Promise<void> {
   const [req] = entries;
   if (!req) throw new Error("no entries");
-  const first = await enqueueEntries(env, devices, [req]);
-  await enqueueEntries(env, devices, entries.slice(1), { repeat: first });
+  await enqueueEntries(env, devices, [req]);
+  await enqueueEntries(env, devices, entries.slice(1));
 }
 
 describe("audit delivery: the consumer", () => {
@@ -222,6 +222,27 @@ describe("audit delivery: failures", () => {
     expect(a.ids().slice(aBefore)).toEqual(expected);
     expect(b.posts.length).toBe(bBefore + 1);
     expect(retryDelaySeconds(100)).toBe(20);
+  });
+
+  it("each entry is queued once; after a failed delivery, newer messages wait so a response never reaches the collector before its request", async () => {
+    const dh = await enable(`order-${uid()}/`, "http", { address: "https://collector-a.test/order" });
+    const pairs = [pair("secret/data/o", "update", { data: { k: "1" } }, { version: 1 }, "hvs.t3-0123456789"), pair("secret/data/o", "read", null, { data: { k: "1" } }, "hvs.t3-0123456789")];
+    for (const entries of pairs) await record([dh], entries);
+    const queued = drain();
+    const ids = queued.flatMap((m) => m.entries.map((e) => e.id));
+    expect(ids).toEqual(pairs.flat().map((e) => e.id)); // each entry once, no repeated request entry
+    const before = a.entries.length;
+    // The first request's entry fails; its response (and the next request) arrive first.
+    a.up = false;
+    const first = await runBatch([{ body: queued[0] as AuditQueueMessage, attempts: 1 }]);
+    expect(first.retried).toHaveLength(1);
+    a.up = true;
+    const newer = await runBatch(queued.slice(1).map((body) => ({ body, attempts: 1 })));
+    expect(newer.retried).toHaveLength(3); // held behind the failed one, not delivered
+    expect(a.entries.length).toBe(before);
+    await runBatch(first.retried.map((m) => ({ body: m.body, attempts: m.attempts + 1 })));
+    await runBatch(newer.retried.map((m) => ({ body: m.body, attempts: m.attempts + 1 })));
+    expect(a.ids().slice(before)).toEqual(pairs.flat().map((e) => e.id));
   });
 
   it("a device disabled meanwhile: acked and dropped without a POST; unreadable messages wait for the dead-letter queue, which replays like the queue", async () => {

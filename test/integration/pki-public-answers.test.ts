@@ -132,6 +132,37 @@ describe("layer 0 and the audit trail", () => {
   });
   afterAll(() => spy.mockRestore());
 
+  it("with every device's filter leaving the public read out, layer 0 serves it again; a device without one brings the pipeline back", async () => {
+    const { path, ocsp } = await setup();
+    const quiet = `l0q-${crypto.randomUUID().slice(0, 6)}`;
+    const loud = `l0l-${crypto.randomUUID().slice(0, 6)}`;
+    await write(`sys/audit/${quiet}`, { type: "stdout", options: { filter: 'not (path matches "/ocsp/")' } }, {}, 204);
+    try {
+      await read("sys/audit"); // the device list, fresh in this isolate
+      seen.length = 0;
+      await warm(ocsp);
+      expect(inLayer0(ocsp)).toBe(true);
+      const res = await get(ocsp);
+      expect(res.headers.get("cache-control")).toMatch(/^public, max-age=[01]/);
+      await res.arrayBuffer();
+      expect(seen.filter((e) => e.request?.path?.includes("/ocsp/"))).toEqual([]);
+      // The CA read is not excluded by that filter: it goes through the pipeline and is audited.
+      await warm(`${path}/ca/pem`);
+      expect(seen.some((e) => e.type === "response" && e.request?.path === `${path}/ca/pem`)).toBe(true);
+      seen.length = 0;
+      await (await get(`${path}/ca/pem`)).arrayBuffer();
+      expect(seen.some((e) => e.type === "request" && e.request?.path === `${path}/ca/pem`)).toBe(true);
+      // A second device without a filter: the OCSP read is audited again, by that device only.
+      await write(`sys/audit/${loud}`, { type: "stdout" }, {}, 204);
+      seen.length = 0;
+      await (await get(ocsp)).arrayBuffer();
+      expect(seen.filter((e) => e.request?.path?.includes("/ocsp/")).map((e) => e.type)).toEqual(["request", "response"]);
+    } finally {
+      await del(`sys/audit/${quiet}`);
+      await del(`sys/audit/${loud}`);
+    }
+  });
+
   it("once a device is enabled, a GET layer 0 held is audited again", async () => {
     const { ocsp } = await setup();
     // The device list is read on the pipeline's first batch; with none, layer 0 answers.

@@ -8,6 +8,7 @@
  * and read back as asterisks; the salt is never read back. Storage: src/audit/audit-store.ts.
  */
 import { deleteDevice, deviceAt, insertDevice, listDevices, MASKED, parseBool } from "../../audit/audit-store";
+import { parseFilterOption } from "../../audit/filter";
 import { hmacValue } from "../../audit/hmac";
 import { AUDIT_DEVICE_TYPES, type AuditDevice, type AuditDeviceType } from "../../audit/types";
 import { loadConfig } from "../../core/config";
@@ -22,7 +23,7 @@ import { utf8Length } from "../../core/text";
 const BOOL_OPTIONS = ["log_raw", "hmac_accessor", "elide_list_responses"] as const;
 /** Options each type understands, beyond the common ones (`compress`: gzip the NDJSON, a boolean). */
 const TYPE_OPTIONS: Record<AuditDeviceType, readonly string[]> = { http: ["address", "headers", "compress"], r2: ["prefix", "compress"], stdout: [] };
-const COMMON_OPTIONS = [...BOOL_OPTIONS, "format"];
+const COMMON_OPTIONS = [...BOOL_OPTIONS, "format", "filter"];
 const DEFAULT_R2_PREFIX = "audit/";
 
 /** Devices are cluster-wide (Vault: sys/audit is a root-namespace path). */
@@ -49,7 +50,7 @@ const enableFields = defineFields({
   path: { type: "string", description: "Where the device is enabled (sys/audit/<path>).", required: true },
   type: { type: "string", description: "http, r2 or stdout.", default: "" },
   description: { type: "string", description: "Human-friendly description.", default: "" },
-  options: { type: "map", description: "Device options: log_raw, hmac_accessor, elide_list_responses; http: address, headers, compress; r2: prefix, compress.", default: {} },
+  options: { type: "map", description: "Device options: log_raw, hmac_accessor, elide_list_responses, filter; http: address, headers, compress; r2: prefix, compress.", default: {} },
   local: { type: "bool", description: "Accepted for compatibility (Lanyard has one cluster).", default: false },
 });
 
@@ -81,6 +82,8 @@ function checkOptions(req: Req, type: AuditDeviceType, raw: Record<string, unkno
     const s = v === null ? "" : String(v);
     if (((BOOL_OPTIONS as readonly string[]).includes(k) || k === "compress") && parseBool(s) === null) throw badRequest(`options.${k}: expected a boolean, got "${s.slice(0, 32)}"`);
     if (k === "format" && s !== "json") throw badRequest(`options.format: only "json" is supported`);
+    // Vault's filter expression (docs/audit.md "Filters"): refused here, at enable, when it does not parse.
+    if (k === "filter") parseFilterOption(s);
     if (!known.includes(k)) unknown.push(k);
     else options[k] = s;
   }

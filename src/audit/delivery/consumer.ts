@@ -9,11 +9,18 @@
  *   device and is only ever sent to that device's sink, so one device's failure never re-sends
  *   anything to another device.
  * - One delivery per group: the group's entries go out as one POST / one object, de-duplicated
- *   by entry `id` (the core repeats a request's `request` entry in its response message), and
- *   ordered by request: requests in the order of their first entry's `time`, and a request's
- *   `request` entry always before its `response` entry. The group's messages are all acked after
- *   the sink took the batch, or all retried when it did not (at-least-once: a batch is re-sent
- *   only after a failed attempt; the stable `id`s let a sink drop duplicates).
+ *   by entry `id`, and ordered by request: requests in the order of their first entry's `time`,
+ *   and a request's `request` entry always before its `response` entry. The group's messages are
+ *   all acked after the sink took the batch, or all retried when it did not (at-least-once: a
+ *   batch is re-sent only after a failed attempt; the stable `id`s let a sink drop duplicates).
+ * - In order per device, also after a failure. The core queues each entry once: a request's
+ *   `request` entry in one message (before the work), its `response` entry in a later one. When
+ *   nothing fails they arrive in that order. When a delivery fails, its messages come back after
+ *   their delay, and newer messages of that device may arrive first: those are held (retried
+ *   without an attempt, due back when the failed ones are) until every older message of the
+ *   failed delivery has been delivered (`held` below). The hold is this isolate's memory and
+ *   lasts at most HOLD_MAX_MS per message: a message that never comes back (dead-lettered, or
+ *   taken by another consumer isolate) does not stall the device.
  * - Backoff: `retry({ delaySeconds })` with 2, 4, 8, 16, then 20 s between attempts
  *   (`retryDelaySeconds`). With the 10 s POST timeout and the 1 s batch window
  *   (wrangler.toml), a collector that comes back receives the waiting entries within about 30 s.
@@ -47,7 +54,16 @@ export function retryDelaySeconds(attempts: number): number {
 const UNREADABLE_DELAY_SECONDS = 60;
 
 /** The message body if it has the shape of ../types.ts `AuditQueueMessage`, else null. */
-export function parseAuditMessage(body: unknown): AuditQueueMessage | null {
+export function parseAuditMessage(raw: unknown): AuditQueueMessage | null {
+  // The batcher sends its messages as text (entries serialized once, src/audit/batcher.ts).
+  let body = raw;
+  if (typeof raw === "string") {
+    try {
+      body = JSON.parse(raw) as unknown;
+    } catch {
+      return null;
+    }
+  }
   if (typeof body !== "object" || body === null) return null;
   const m = body as Partial<AuditQueueMessage>;
   const d = m.device;
@@ -89,7 +105,100 @@ export function orderEntries(messages: readonly AuditQueueMessage[]): AuditEntry
     .flatMap((g) => g.entries.sort((a, b) => rank(a) - rank(b)));
 }
 
-async function deliverDevice(env: Env, deviceId: string, group: { path: string; messages: Message<unknown>[]; bodies: AuditQueueMessage[] }): Promise<void> {
+/** How long a failed message is waited for before newer ones of its device go ahead anyway. */
+export const HOLD_MAX_MS = 3 * MAX_RETRY_DELAY_SECONDS * 1000;
+
+interface Group {
+  path: string;
+  messages: Message<unknown>[];
+  bodies: AuditQueueMessage[];
+}
+
+/**
+ * Per device id: the messages of failed (or held) deliveries not yet delivered, by their first
+ * entry's id (a message's identity across retries: each entry is in one message per device),
+ * with their oldest entry time, when they are due back, when to stop waiting for them, whether a
+ * delivery of theirs failed (else they only wait), and the requests whose `request` entry they hold.
+ */
+interface Undelivered {
+  time: number;
+  due: number;
+  until: number;
+  failed: boolean;
+  requests: Set<string>;
+}
+const held = new Map<string, Map<string, Undelivered>>();
+
+const messageKey = (b: AuditQueueMessage): string => b.entries[0]?.id ?? "";
+function messageTime(b: AuditQueueMessage): number {
+  let t = Number.POSITIVE_INFINITY;
+  for (const e of b.entries) {
+    const ms = Date.parse(e.time);
+    if (!Number.isNaN(ms) && ms < t) t = ms;
+  }
+  return t;
+}
+
+/** Remembers messages as undelivered (a failed delivery, or held behind one). */
+function hold(deviceId: string, bodies: readonly AuditQueueMessage[], delaySeconds: number, now: number, failed: boolean): void {
+  let h = held.get(deviceId);
+  if (!h) held.set(deviceId, (h = new Map()));
+  for (const b of bodies) {
+    const requests = new Set(b.entries.filter((e) => e.type === "request").map((e) => e.request.id));
+    h.set(messageKey(b), { time: messageTime(b), due: now + delaySeconds * 1000, until: now + HOLD_MAX_MS, failed, requests });
+  }
+}
+
+/**
+ * Whether `b` must wait for the undelivered `u`: `u` is older, or as old (clocks tie) and either
+ * failed or holds the request entry of a response in `b`.
+ */
+function mustWait(b: AuditQueueMessage, u: Undelivered): boolean {
+  const t = messageTime(b);
+  if (u.time !== t) return u.time < t;
+  return u.failed || b.entries.some((e) => e.type === "response" && u.requests.has(e.request.id));
+}
+
+/**
+ * Splits a device's group into what may be delivered now (older than every undelivered message
+ * of an earlier failure that is not in this batch) and what must wait, with the seconds to wait.
+ */
+function inOrder(deviceId: string, group: Group, now: number): { go: Group; wait: Group; delaySeconds: number } {
+  const go: Group = { path: group.path, messages: [], bodies: [] };
+  const wait: Group = { path: group.path, messages: [], bodies: [] };
+  const h = held.get(deviceId);
+  if (!h) return { go: group, wait, delaySeconds: 0 };
+  const here = new Set(group.bodies.map(messageKey));
+  const away: Undelivered[] = [];
+  for (const [k, v] of h) {
+    if (v.until <= now) h.delete(k);
+    else if (!here.has(k)) away.push(v);
+  }
+  if (h.size === 0) held.delete(deviceId);
+  if (away.length === 0) return { go: group, wait, delaySeconds: 0 };
+  let due = now;
+  group.bodies.forEach((b, i) => {
+    const blockers = away.filter((u) => mustWait(b, u));
+    for (const u of blockers) due = Math.max(due, u.due);
+    const to = blockers.length > 0 ? wait : go;
+    to.bodies.push(b);
+    to.messages.push(group.messages[i] as Message<unknown>);
+  });
+  return { go, wait, delaySeconds: Math.max(1, Math.ceil((due - now) / 1000)) };
+}
+
+async function deliverDevice(env: Env, deviceId: string, group: Group): Promise<void> {
+  const now = Date.now();
+  const { go, wait, delaySeconds } = inOrder(deviceId, group, now);
+  if (wait.messages.length > 0) {
+    console.warn(`audit: holding ${wait.messages.length} message(s) of device ${group.path} behind a failed delivery (${delaySeconds} s)`);
+    hold(deviceId, wait.bodies, delaySeconds, now, false);
+    for (const m of wait.messages) m.retry({ delaySeconds });
+  }
+  if (go.messages.length > 0) await deliverNow(env, deviceId, go);
+}
+
+async function deliverNow(env: Env, deviceId: string, group: Group): Promise<void> {
   const { path, messages, bodies } = group;
   try {
     const target = await deliveryTarget(env, deviceId);
@@ -104,9 +213,12 @@ async function deliverDevice(env: Env, deviceId: string, group: { path: string; 
       else await putEntries(env.AUDIT_BUCKET, target, entries);
     }
     for (const m of messages) m.ack();
+    const h = held.get(deviceId);
+    if (h) for (const b of bodies) h.delete(messageKey(b));
   } catch (e) {
     const attempts = Math.max(...messages.map((m) => m.attempts));
     const delaySeconds = retryDelaySeconds(attempts);
+    hold(deviceId, bodies, delaySeconds, Date.now(), true);
     console.error(`audit: delivery to device ${path} failed (attempt ${attempts}), retrying in ${delaySeconds} s:`, e instanceof Error ? `${e.name}: ${e.message}` : "unknown error");
     for (const m of messages) m.retry({ delaySeconds });
   }
@@ -114,7 +226,7 @@ async function deliverDevice(env: Env, deviceId: string, group: { path: string; 
 
 /** The Worker's `queue` handler for `lanyard-audit` (src/app/index.ts routes batches by queue name). */
 export async function auditQueueConsumer(batch: MessageBatch<unknown>, env: Env): Promise<void> {
-  const groups = new Map<string, { path: string; messages: Message<unknown>[]; bodies: AuditQueueMessage[] }>();
+  const groups = new Map<string, Group>();
   for (const msg of batch.messages) {
     const body = parseAuditMessage(msg.body);
     if (!body) {

@@ -1,0 +1,58 @@
+/**
+ * The devices' `filter` option at request time (the language: filter.ts; docs/audit.md
+ * "Filters"). A device's filter is parsed once per isolate, cached by device id and expression;
+ * the request path asks which devices write a request's entries (`devicesFor`: one verdict per
+ * request and device, shared by its request and response entries), and layer 0
+ * (src/core/public-answers.ts) asks whether a public read it holds would be written by no device
+ * at all (`unauditedRead`).
+ */
+import { constantFor, evaluate, parseFilterOption, type AuditFilter, type AuditFilterFields } from "./filter";
+import type { AuditDevice } from "./types";
+
+const parsed = new Map<string, AuditFilter | null>();
+const MAX_PARSED = 256;
+
+/**
+ * The device's parsed filter, or null when it has none. A stored expression this version cannot
+ * parse (checked at enable, so only after a change of the language) filters nothing: an entry
+ * too many beats an entry lost.
+ */
+export function filterOf(device: Pick<AuditDevice, "id" | "options">): AuditFilter | null {
+  const source = device.options.filter;
+  if (typeof source !== "string" || source.trim() === "") return null;
+  const key = `${device.id}\u0000${source}`;
+  let f = parsed.get(key);
+  if (f === undefined) {
+    try {
+      f = parseFilterOption(source);
+    } catch {
+      f = null;
+    }
+    if (parsed.size >= MAX_PARSED) parsed.clear();
+    parsed.set(key, f);
+  }
+  return f;
+}
+
+/** The devices that write a request with these fields (a device without a filter writes all). */
+export function devicesFor(devices: readonly AuditDevice[], fields: AuditFilterFields): AuditDevice[] {
+  return devices.filter((d) => {
+    const f = filterOf(d);
+    return f === null || evaluate(f, fields);
+  });
+}
+
+/**
+ * Whether no device writes a read with these fields: every device has a filter that is false for
+ * them (constantFor: false only when the fields left out cannot change the answer). Layer 0
+ * (src/core/public-answers.ts) asks with the fields the pipeline resolved when it kept the answer.
+ */
+export function unauditedRead(devices: readonly AuditDevice[], fields: Partial<AuditFilterFields>): boolean {
+  return devices.every((d) => {
+    const f = filterOf(d);
+    return f !== null && constantFor(f, { ...fields, operation: "read" }) === false;
+  });
+}
+
+/** Whether every device has a filter (else every read is audited by some device). */
+export const allFiltered = (devices: readonly AuditDevice[]): boolean => devices.every((d) => filterOf(d) !== null);
