@@ -189,8 +189,10 @@ it("every shell block of the README runs as written, in order, on a fresh instan
     env: { ...env, LANYARD: worker?.url ?? "", HTTP01_PORT: String(http01Port), ...identityEnv },
     timeout: 240_000,
     maxBuffer: 32 * 1024 * 1024,
-  }).catch((e: { stdout?: string; stderr?: string }) => {
-    throw new Error(`the README failed.\nstdout (last lines):\n${(e.stdout ?? "").split("\n").slice(-30).join("\n")}\nstderr (last lines):\n${(e.stderr ?? "").split("\n").slice(-60).join("\n")}`);
+  }).catch(async (e: { stdout?: string; stderr?: string }) => {
+    await writeFile(path.join(dir, "readme.stdout"), e.stdout ?? "");
+    await writeFile(path.join(dir, "readme.stderr"), e.stderr ?? "");
+    throw new Error(`the README failed (whole output in ${dir}/readme.std{out,err}).\nstdout (last lines):\n${(e.stdout ?? "").split("\n").slice(-30).join("\n")}\nstderr (last lines):\n${(e.stderr ?? "").split("\n").slice(-60).join("\n")}`);
   });
   console.info(`README blocks run: ${ran.length}\nnot run:\n${notRun.join("\n")}`);
   // Kept when an expectation below fails (the directory is removed only at the end).
