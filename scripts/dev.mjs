@@ -2,6 +2,12 @@
 // `npm run dev`: creates .dev.vars with development defaults when it is missing (never
 // overwrites one), applies local D1 migrations, then runs `wrangler dev` on 127.0.0.1:8787.
 // Extra arguments pass through to wrangler dev: `npm run dev -- --port 9000`.
+// The scheduled jobs (lease expiry, PKI auto-tidy and CRL rebuild, sync reconciliation, SecretID
+// tidy: wrangler.toml [triggers]) never fire under `wrangler dev` by themselves: this script runs
+// wrangler dev with --test-scheduled and calls its /__scheduled route every 60 s, as the cron
+// trigger would (https://developers.cloudflare.com/workers/configuration/cron-triggers/#test-cron-triggers-locally).
+// `--no-cron` (or LANYARD_DEV_CRON=off) turns that off; then trigger a run by hand with
+// `curl "http://127.0.0.1:8787/__scheduled?cron=*+*+*+*+*"`.
 import { spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
@@ -10,7 +16,8 @@ import path from "node:path";
 
 const root = path.dirname(path.dirname(fileURLToPath(import.meta.url)));
 process.chdir(root);
-const args = process.argv.slice(2);
+const cronOff = process.argv.includes("--no-cron") || process.env.LANYARD_DEV_CRON === "off";
+const args = process.argv.slice(2).filter((a) => a !== "--no-cron");
 const env = {
   ...process.env,
   WRANGLER_SEND_METRICS: "false",
@@ -63,6 +70,7 @@ const defaults = [];
 if (!flag("--ip")) defaults.push("--ip", ip);
 if (!flag("--port")) defaults.push("--port", port);
 if (!args.some((a) => a.startsWith("--show-interactive-dev-session"))) defaults.push("--show-interactive-dev-session=false");
+if (!args.includes("--test-scheduled")) defaults.push("--test-scheduled");
 
 console.log(`Lanyard will listen on http://${ip}:${port}/v1/  (health: http://${ip}:${port}/v1/sys/health)`);
 console.log(`Development root token: ${devVars.ROOT_TOKEN ?? "(ROOT_TOKEN is not set in .dev.vars)"}`);
@@ -73,7 +81,31 @@ console.log(
 );
 
 const child = spawn(wrangler, ["dev", ...defaults, ...args], { env, stdio: "inherit" });
-const stop = (sig) => child.kill(sig);
+
+// The cron trigger, every minute as wrangler.toml's "* * * * *". A failed call (the server still
+// starting, or restarting after an edit) is skipped: the next minute tries again.
+const host = ip === "0.0.0.0" || ip === "::" ? "127.0.0.1" : ip.includes(":") ? `[${ip}]` : ip;
+const scheduledUrl = `http://${host}:${port}/__scheduled?cron=*+*+*+*+*`;
+let cron;
+if (cronOff) {
+  console.log(`Scheduled jobs: off (--no-cron). Run them once with: curl "${scheduledUrl}"`);
+} else {
+  console.log("Scheduled jobs: run every 60 s (turn off with --no-cron or LANYARD_DEV_CRON=off).");
+  cron = setInterval(() => {
+    fetch(scheduledUrl, { signal: AbortSignal.timeout(30_000) }).then(
+      (r) => r.body?.cancel(),
+      () => undefined,
+    );
+  }, 60_000);
+}
+
+const stop = (sig) => {
+  clearInterval(cron);
+  child.kill(sig);
+};
 process.on("SIGINT", stop);
 process.on("SIGTERM", stop);
-child.on("exit", (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+child.on("exit", (code, signal) => {
+  clearInterval(cron);
+  process.exit(code ?? (signal ? 1 : 0));
+});

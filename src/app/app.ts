@@ -4,7 +4,7 @@
  * in one place (src/app/dispatch.ts).
  */
 import { Hono } from "hono";
-import { configProblem, loadConfig } from "../core/config";
+import { loadConfig, refuseWhileSealed, serviceProblem } from "../core/config";
 import { openDb, type D1Counter } from "../core/db/client";
 import { dispatch } from "./dispatch";
 import { errorReply, errorResponse } from "../core/envelope";
@@ -19,10 +19,10 @@ app.use("*", async (c, next) => {
   await next();
 });
 
-// Readiness answers even when unconfigured, so an operator can see why the service refuses.
-// Vault's unauthenticated status paths (src/app/sys/status.ts); HEAD is served by the GET route.
-app.get("/v1/sys/health", (c) => healthResponse(new URL(c.req.url), configProblem(c.env), c.get("requestId")));
-app.get("/v1/sys/seal-status", (c) => sealStatusResponse(configProblem(c.env), c.get("requestId")));
+// Readiness answers even when unconfigured or sealed, so an operator can see why the service
+// refuses. Vault's unauthenticated status paths (src/app/sys/status.ts); HEAD is served by the GET route.
+app.get("/v1/sys/health", async (c) => healthResponse(new URL(c.req.url), await serviceProblem(c.env), c.get("requestId")));
+app.get("/v1/sys/seal-status", async (c) => sealStatusResponse(await serviceProblem(c.env), c.get("requestId")));
 app.get("/v1/sys/leader", (c) => leaderResponse(c.get("requestId")));
 
 // An unsupported verb on an existing path is 405 (docs/http-conventions.md "Answers"), also for these paths.
@@ -32,6 +32,8 @@ for (const p of ["health", "seal-status", "leader"]) {
 
 app.all("/v1/*", async (c) => {
   const cfg = loadConfig(c.env);
+  // Sealed (no configured key opens the data): 503 with the reason, before anything is read or written.
+  await refuseWhileSealed(c.env, cfg.seal);
   // Benchmarks only (scripts/bench.mjs): the request's D1 round trips, answered in X-Lanyard-D1 to
   // the probes that ask (X-Lanyard-Count-D1). Only those: re-wrapping an answer to add a header
   // costs the loaded requests measurable CPU (a CRL's body pumped through a second Response).

@@ -4,6 +4,7 @@
  * reconciliation), the auth methods' (AppRole: expired SecretIDs) and the expiry of leases (./leases.ts). Each job runs on its own: one failing job
  * is logged and does not stop the others.
  */
+import { serviceProblem } from "../core/config";
 import type { CronJob } from "../core/engine";
 import { AUTH_METHODS } from "./auth-methods";
 import { ENGINES } from "./engines";
@@ -17,6 +18,12 @@ const authJobs = [...new Set(Object.values(AUTH_METHODS).map((r) => r.method))].
 export const JOBS: readonly CronJob[] = [...ENGINES.flatMap((e) => e.cron ?? []), ...authJobs, leaseExpiryJob];
 
 export async function runScheduled(controller: ScheduledController, env: Env): Promise<void> {
+  // Sealed or unconfigured: nothing may be written (src/core/db/seal-canary.ts). The next run checks again.
+  const problem = await serviceProblem(env);
+  if (problem) {
+    console.error(`scheduled jobs skipped: ${problem}`);
+    return;
+  }
   const results = await Promise.allSettled(JOBS.map((j) => j.run(env, controller)));
   results.forEach((r, i) => {
     if (r.status === "rejected") {

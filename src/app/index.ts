@@ -13,6 +13,7 @@ import { AUDIT_DLQ_NAME, auditQueueConsumer } from "../audit/delivery/consumer";
 import { AUDIT_QUEUE_NAME } from "../audit/types";
 import { Authority } from "../engines/pki";
 import { SyncGate } from "../engines/sync";
+import { serviceProblem } from "../core/config";
 import { app } from "./app";
 import { runScheduled } from "./cron";
 import { ENGINES, type RegisteredEngine } from "./engines";
@@ -33,9 +34,19 @@ const CONSUMERS = new Map([
   [AUDIT_DLQ_NAME, auditQueueConsumer] as const,
 ]);
 
+/** How long a sealed service defers a queue batch; each deferral counts as one of the queue's retries. */
+const SEALED_RETRY_SECONDS = 60;
+
 export default {
   fetch: app.fetch,
   queue: async (batch, env) => {
+    // Sealed or unconfigured: hand the batch back for later, unconsumed (nothing may be written).
+    const problem = await serviceProblem(env);
+    if (problem) {
+      console.error(`queue ${batch.queue}: batch deferred: ${problem}`);
+      batch.retryAll({ delaySeconds: SEALED_RETRY_SECONDS });
+      return;
+    }
     const consume = CONSUMERS.get(batch.queue);
     if (!consume) throw new Error(`no engine consumes queue "${batch.queue}"`);
     await consume(batch, env);

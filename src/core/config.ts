@@ -1,11 +1,14 @@
 /**
  * Worker configuration (docs/configuration.md). Production refuses to serve without a
  * usable ROOT_TOKEN and SEAL_KEY: every request but sys/health then answers 503 with the reason.
+ * A usable SEAL_KEY must also open this database's data (./db/seal-canary.ts): until one does the
+ * service is sealed, with the same 503.
  * Production also refuses the sync providers' endpoint overrides (docs/security.md "What each
  * outbound call may reach").
  */
 import { BoundedCache } from "./bounded-cache";
 import { isValidSealKey, type SealKeys } from "./db/seal";
+import { knownOpen, sealProblem } from "./db/seal-canary";
 import { configureCaches, MAX_CACHE_TTL_MS, parseCacheTtl } from "./read-cache";
 import { ApiError } from "./errors";
 import { DEFAULT_MAX_REQUEST_BYTES } from "./request";
@@ -48,13 +51,37 @@ export function configProblem(env: Env): string | null {
   if (!env.ROOT_TOKEN || env.ROOT_TOKEN.length < 16) {
     problems.push("ROOT_TOKEN is not set or is shorter than 16 characters");
   }
-  if (!isValidSealKey(env.SEAL_KEY)) problems.push("SEAL_KEY is not set or is not base64 of 32 bytes");
+  const sealKeyBad = !isValidSealKey(env.SEAL_KEY);
+  if (sealKeyBad) problems.push("SEAL_KEY is not set or is not base64 of 32 bytes");
+  // A bad former key would fail every unseal that reaches it: refused in every environment.
+  const badPrevious = (env.SEAL_KEYS_PREVIOUS ?? "").split(",").findIndex((k) => k.trim() !== "" && !isValidSealKey(k));
+  if (badPrevious >= 0) return `service is sealed: SEAL_KEYS_PREVIOUS entry ${badPrevious + 1} is not base64 of 32 bytes`;
   // A bad CACHE_TTL_MS is refused in every environment: guessing would silently change a bound.
   if (parseCacheTtl(env.CACHE_TTL_MS) === null) return `service is not configured: CACHE_TTL_MS must be a whole number of milliseconds from 0 to ${MAX_CACHE_TTL_MS}`;
   if (problems.length === 0) return null;
   // Development may run with a short root token (the default is "dev-root-token"), never without a seal key.
-  if (env.ENVIRONMENT === "development" && isValidSealKey(env.SEAL_KEY) && env.ROOT_TOKEN) return null;
-  return `service is not configured: ${problems.join("; ")}`;
+  if (env.ENVIRONMENT === "development" && !sealKeyBad && env.ROOT_TOKEN) return null;
+  // Without a key nothing sealed can be opened: Vault's word for that state is "sealed".
+  return `${sealKeyBad ? "service is sealed" : "service is not configured"}: ${problems.join("; ")}`;
+}
+
+/**
+ * Why the service cannot serve, or null: the configuration (above), then whether the keys open
+ * this database's data (one D1 read per isolate, ./db/seal-canary.ts). What sys/health,
+ * sys/seal-status, the scheduled jobs and the queue consumers ask before they act.
+ */
+export async function serviceProblem(env: Env): Promise<string | null> {
+  const problem = configProblem(env);
+  if (problem) return problem;
+  const keys = loadConfig(env).seal;
+  return knownOpen(keys) ? null : sealProblem(env.DB, keys);
+}
+
+/** For the request path: throws the 503 of a sealed service; no await once the keys are known to open. */
+export async function refuseWhileSealed(env: Env, keys: SealKeys): Promise<void> {
+  if (knownOpen(keys)) return;
+  const problem = await sealProblem(env.DB, keys);
+  if (problem) throw new ApiError(503, problem);
 }
 
 /**

@@ -115,3 +115,13 @@ export const activationFlags = sqliteTable("activation_flags", {
   name: text("name").primaryKey(),
   activatedAt: integer("activated_at").notNull(),
 });
+
+/**
+ * One row (id 1): a known text sealed with SEAL_KEY at first start, the proof that the configured
+ * keys open this database's data (src/core/db/seal-canary.ts, the door of this table).
+ */
+export const sealCanary = sqliteTable("seal_canary", {
+  id: integer("id").primaryKey(),
+  sealed: text("sealed").notNull(),
+  updatedAt: integer("updated_at").notNull(),
+});
