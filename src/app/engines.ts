@@ -6,6 +6,8 @@
  * engine declares itself in its index.ts (the `Engine` type of src/core/engine.ts). The one
  * wiring between engines is here too: the engines that follow KV-v2 changes (KV_FOLLOWERS).
  */
+import { AUDIT_SEALED_COLUMN } from "../audit/audit-store";
+import { setSealedColumns } from "../core/db/seal-canary";
 import type { Engine } from "../core/engine";
 import { compileRoute, type CompiledRoute, type RouteDef } from "../core/route";
 import { followKvChanges, kvEngine, type KvFollower } from "../engines/kv";
@@ -83,3 +85,6 @@ export const ENGINE_SYS_ROUTES: RouteDef[] = ENGINES.flatMap((e) => e.sysRoutes 
 
 /** The tables whose rows keep a namespace from being deleted, from every engine (sys/namespaces). */
 export const NAMESPACE_TABLES: readonly string[] = ENGINES.flatMap((e) => e.namespaceTables ?? []);
+
+// The seal check samples every column of sealed values: the engines' and the audit devices' salts.
+setSealedColumns([...ENGINES.flatMap((e) => e.sealedColumns ?? []), AUDIT_SEALED_COLUMN]);

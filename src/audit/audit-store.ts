@@ -37,6 +37,9 @@ const headersContext = (id: string) => `audit_devices:${id}:headers`;
 /** Read-back value of every header of an http device: header values are never read back. */
 export const MASKED = "********";
 
+/** Where audit devices keep sealed values (their HMAC salts), for the seal check at start. */
+export const AUDIT_SEALED_COLUMN = { table: "audit_devices", column: "sealed_salt" } as const;
+
 /**
  * The one list of enabled devices (key ""), area "audit". No early re-read: the list is asked for
  * twice per request (layer 0 in src/app/dispatch.ts, then the trail) and only the trail reads it,

@@ -6,11 +6,11 @@
  * (src/core/public-answers.ts) asks whether a public read it holds would be written by no device
  * at all (`unauditedRead`).
  */
+import { BoundedCache } from "../core/bounded-cache";
 import { constantFor, evaluate, parseFilterOption, type AuditFilter, type AuditFilterFields } from "./filter";
 import type { AuditDevice } from "./types";
 
-const parsed = new Map<string, AuditFilter | null>();
-const MAX_PARSED = 256;
+const parsed = new BoundedCache<AuditFilter | null>("audit.filters", 256);
 
 /**
  * The device's parsed filter, or null when it has none. A stored expression this version cannot
@@ -28,7 +28,6 @@ export function filterOf(device: Pick<AuditDevice, "id" | "options">): AuditFilt
     } catch {
       f = null;
     }
-    if (parsed.size >= MAX_PARSED) parsed.clear();
     parsed.set(key, f);
   }
   return f;

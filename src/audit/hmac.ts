@@ -37,15 +37,13 @@ async function importKey(salt: string): Promise<CryptoKey> {
  * so at steady load these cost a map lookup instead of a WebCrypto call. Per isolate, in memory
  * only (where the token itself already is: src/auth/token-store.ts caches it), bounded.
  */
-const credentialMacs = new Map<string, string>();
-const MAX_CREDENTIAL_MACS = 2048;
+const credentialMacs = new BoundedCache<string>("audit.credentialMacs", 2048);
 
 async function credentialMac(salt: string, value: string): Promise<string> {
   const key = `${salt}\u0000${value}`;
   const hit = credentialMacs.get(key);
   if (hit !== undefined) return hit;
   const mac = await hmacValue(salt, value);
-  if (credentialMacs.size >= MAX_CREDENTIAL_MACS) credentialMacs.clear();
   credentialMacs.set(key, mac);
   return mac;
 }

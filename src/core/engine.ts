@@ -59,6 +59,12 @@ export interface EngineMounts {
   purge(db: Db, mount: MountRow, env: Env): Promise<void>;
 }
 
+/** A column of sealed values (each starts `v1:<key id>:`, ./db/seal.ts). */
+export interface SealedColumn {
+  table: string;
+  column: string;
+}
+
 export interface Engine {
   /** For logs and errors, e.g. "pki". */
   name: string;
@@ -93,6 +99,12 @@ export interface Engine {
    * `namespaceLeftovers` only words the refusal and must count the same rows.
    */
   namespaceTables?: readonly string[];
+  /**
+   * Where the engine keeps values sealed with SEAL_KEY (`table.column`): the seal check at start
+   * (./db/seal-canary.ts) reads the oldest of each and refuses to serve when no configured key
+   * sealed it, so core never names an engine's table.
+   */
+  sealedColumns?: readonly SealedColumn[];
   /** Removes the engine's remaining rows of a namespace that is being deleted (idempotent). */
   purgeNamespace?(db: Db, namespaceId: string): Promise<void>;
   /**

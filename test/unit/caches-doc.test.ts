@@ -21,6 +21,7 @@ const NOT_CACHES: Record<string, string> = {
   "src/engines/sync/providers/registry.ts BY_VAULT_TYPE": "the provider registry by Vault's type name, built once at load",
   "src/core/read-cache.ts generations": "one counter per area (six areas)",
   "src/core/read-cache.ts caches": "the read caches of each area, registered at load",
+  "src/audit/delivery/consumer.ts held": "queue messages held back until an older failed delivery of their device is done; each leaves when delivered or after 60 s",
 };
 
 function sourceFiles(dir: string): string[] {

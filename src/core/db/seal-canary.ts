@@ -70,22 +70,24 @@ export function forgetSealVerdict(): void {
   pending = null;
 }
 
-// The first (by rowid: usually the oldest) sealed value of each table that holds sealed data.
+// The first (by rowid: usually the oldest) sealed value of each column that holds sealed data,
+// as the layers above declare them (setSealedColumns, called once by the engine registry).
 // Each sealed value starts `v1:<key id>:` (./seal.ts).
-const SAMPLE_SQL = [
-  "SELECT sealed_data AS s FROM kv_versions WHERE sealed_data IS NOT NULL",
-  "SELECT sealed_private_key AS s FROM pki_keys",
-  "SELECT sealed_salt AS s FROM audit_devices",
-  "SELECT sealed_credentials AS s FROM sync_destinations",
-]
-  .map((q) => `SELECT s FROM (${q} LIMIT 1)`)
-  .join(" UNION ALL ");
+let sampleSql: string | null = null;
+
+/** The sealed columns to sample; names are checked, since they are spliced into SQL. */
+export function setSealedColumns(columns: readonly { table: string; column: string }[]): void {
+  const ident = /^[a-z][a-z0-9_]*$/;
+  for (const c of columns) if (!ident.test(c.table) || !ident.test(c.column)) throw new Error(`sealed column ${c.table}.${c.column}: not a plain identifier`);
+  sampleSql = columns.length === 0 ? null : columns.map((c) => `SELECT s FROM (SELECT ${c.column} AS s FROM ${c.table} WHERE ${c.column} IS NOT NULL LIMIT 1)`).join(" UNION ALL ");
+}
 
 async function checkCanary(d1: D1Database, keys: SealKeys): Promise<string | null> {
   let canary: { sealed: string } | undefined;
   let samples: { s: string }[];
   try {
-    const [c, s] = await d1.batch([d1.prepare("SELECT sealed FROM seal_canary WHERE id = 1"), d1.prepare(SAMPLE_SQL)]);
+    const canaryQuery = d1.prepare("SELECT sealed FROM seal_canary WHERE id = 1");
+    const [c, s] = sampleSql ? await d1.batch([canaryQuery, d1.prepare(sampleSql)]) : [await canaryQuery.all(), undefined];
     canary = (c?.results as { sealed: string }[] | undefined)?.[0];
     samples = (s?.results as { s: string }[] | undefined) ?? [];
   } catch (e) {

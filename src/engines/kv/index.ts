@@ -10,6 +10,7 @@ import { purgeKvMount } from "./store";
 
 export const kvEngine = {
   name: "kv",
+  sealedColumns: [{ table: "kv_versions", column: "sealed_data" }],
   mounts: {
     types: ["kv"],
     ...kvMountOptions,

@@ -14,6 +14,7 @@ import { pkiAutoTidyJob } from "./tidy/tidy-cron";
 
 export const pkiEngine = {
   name: "pki",
+  sealedColumns: [{ table: "pki_keys", column: "sealed_private_key" }],
   mounts: {
     types: ["pki"],
     routes: pkiRoutes,

@@ -49,6 +49,7 @@ export const syncEngine = {
   },
   // The rows namespaceLeftovers names; a namespace with any of them is not deleted.
   namespaceTables: ["sync_destinations", "sync_repohost_apps"],
+  sealedColumns: [{ table: "sync_destinations", column: "sealed_credentials" }],
   namespaceLeftovers: async (db, namespaceId) => leftovers(await syncObjectsInNamespace(db, namespaceId)),
   purgeNamespace: (db, namespaceId) => deleteNamespaceSyncRows(db, namespaceId),
 } satisfies Engine;
