@@ -102,6 +102,17 @@ export function envVar(env: Env, name: EndpointVar): string | undefined {
   return typeof v === "string" && v.trim() !== "" ? v.trim() : undefined;
 }
 
+/**
+ * The default name templates of the types whose names are environment-variable names
+ * (repository-host secrets, web-host variables): Vault's default for GitHub and Vercel
+ * destinations (Vault API: /sys/sync/destinations/gh/:name and /vercel-project/:name,
+ * `secret_name_template`), upper-cased.
+ */
+export const UPPER_SNAKE_TEMPLATE = {
+  "secret-path": "VAULT_{{ .MountAccessor | uppercase }}_{{ .SecretPath | uppercase }}",
+  "secret-key": "VAULT_{{ .MountAccessor | uppercase }}_{{ .SecretPath | uppercase }}_{{ .SecretKey | uppercase }}",
+} as const;
+
 /** Repository-host secrets and web-host variables: [A-Z0-9_], not starting with a digit. */
 export function upperSnakeName(name: string): string {
   const s = name.toUpperCase().replace(/[^A-Z0-9_]/g, "_");

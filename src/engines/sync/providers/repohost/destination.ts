@@ -4,7 +4,7 @@
  * (`app_name` + `installation_id`), never both. Owner, repository and environment are immutable.
  */
 import { defineFields } from "../../../../core/fields";
-import { OBFUSCATED, invalid, plainText, str, type Connection, type DestinationDef, upperSnakeName } from "../../destinations/types";
+import { OBFUSCATED, invalid, plainText, str, type Connection, type DestinationDef, UPPER_SNAKE_TEMPLATE, upperSnakeName } from "../../destinations/types";
 
 const OWNER = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})$/;
 const REPOSITORY = /^[A-Za-z0-9._-]{1,100}$/;
@@ -22,10 +22,7 @@ export const destination: DestinationDef = {
   sensitive: ["access_token"],
   immutable: ["repository_owner", "repository_name", "environment_name"],
   defaultGranularity: "secret-key",
-  defaultTemplate: {
-    "secret-path": "VAULT_{{ .MountAccessor | uppercase }}_{{ .SecretPath | uppercase }}",
-    "secret-key": "VAULT_{{ .MountAccessor | uppercase }}_{{ .SecretPath | uppercase }}_{{ .SecretKey | uppercase }}",
-  },
+  defaultTemplate: UPPER_SNAKE_TEMPLATE,
   normalizeName: upperSnakeName,
   tags: null,
   async validate(conn, ctx) {

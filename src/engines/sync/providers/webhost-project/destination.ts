@@ -4,7 +4,7 @@
  * development, preview and production.
  */
 import { defineFields } from "../../../../core/fields";
-import { invalid, list, plainText, str, type DestinationDef, upperSnakeName } from "../../destinations/types";
+import { invalid, list, plainText, str, type DestinationDef, UPPER_SNAKE_TEMPLATE, upperSnakeName } from "../../destinations/types";
 
 const DEPLOYMENT_ENVIRONMENTS = ["development", "preview", "production"] as const;
 
@@ -23,10 +23,7 @@ export const destination: DestinationDef = {
   sensitive: ["access_token"],
   immutable: ["project_id"],
   defaultGranularity: "secret-key",
-  defaultTemplate: {
-    "secret-path": "VAULT_{{ .MountAccessor | uppercase }}_{{ .SecretPath | uppercase }}",
-    "secret-key": "VAULT_{{ .MountAccessor | uppercase }}_{{ .SecretPath | uppercase }}_{{ .SecretKey | uppercase }}",
-  },
+  defaultTemplate: UPPER_SNAKE_TEMPLATE,
   normalizeName: upperSnakeName,
   tags: null,
   async validate(conn) {
