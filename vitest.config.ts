@@ -12,6 +12,7 @@ import { defineConfig } from "vitest/config";
 const NODE_UNIT_TESTS = [
   "acl",
   "acme-validate",
+  "acme-validate-parsing",
   "architecture",
   "audit-filter",
   "auth-jwt",
