@@ -162,6 +162,16 @@ export async function markMountDisabling(db: Db, id: string): Promise<void> {
   invalidate("mounts");
 }
 
+/**
+ * Whether a mount with this accessor exists and is not being disabled. Accessors are never reused
+ * by another mount, so a live row means the mount itself is back (a restore of D1 to before its
+ * disable: docs/operations.md "Restore").
+ */
+export async function mountAliveByAccessor(db: Db, accessor: string): Promise<boolean> {
+  const rows = await db.select({ id: mounts.id }).from(mounts).where(and(eq(mounts.accessor, accessor), eq(mounts.state, "active"))).limit(1);
+  return rows.length > 0;
+}
+
 export async function deleteMountRow(db: Db, id: string): Promise<void> {
   await db.delete(mounts).where(eq(mounts.id, id));
   invalidate("mounts");

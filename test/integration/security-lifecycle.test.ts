@@ -143,7 +143,7 @@ describe("writes racing a mount disable", () => {
       // its purge is refused instead of leaving state behind in it.
       const authority = env.AUTHORITY.getByName(accessor);
       expect(await authority.isRetired()).toBe(true);
-      const refused = await Promise.resolve(authority.reserveSerials(1)).then(
+      const refused = await Promise.resolve(authority.reserveSerials(accessor, 1)).then(
         () => null,
         (e: unknown) => (e instanceof Error ? e.message : String(e)),
       );

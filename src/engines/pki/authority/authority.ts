@@ -16,9 +16,13 @@
  *
  * - CRL rebuilds run here, one at a time and coalesced; a request is answered by a build that
  *   started after it arrived, and CRL numbers only grow (invariants in ./crl-coordinator.ts).
- * - Once purged (the mount is disabled) the object is retired for good: it keeps only that mark
- *   and refuses serials, CRL builds and tidies, so a call that raced the disable cannot leave
- *   new state behind (src/core/lifecycle.ts). An accessor is never reused by another mount.
+ * - Once purged (the mount is disabled) the object is retired: it keeps only that mark and
+ *   refuses serials, CRL builds and tidies, so a call that raced the disable cannot leave new
+ *   state behind (src/core/lifecycle.ts). An accessor is never reused by another mount, so the
+ *   mark is lifted only when D1 holds the mount's row alive again (active, same accessor): that
+ *   happens after a restore of D1 to before the disable, and never during one (the row is
+ *   "disabling" from the disable's first step until it is deleted). D1 stays the source of truth:
+ *   everything kept here is a guard, derived, or transient (docs/operations.md "Backup").
  */
 import { DurableObject } from "cloudflare:workers";
 import { openDb } from "../../../core/db/client";
@@ -27,7 +31,7 @@ import { autoRebuildDue, type CrlBuildReport, type CrlBuildRequest } from "../re
 import type { CrlConfig } from "../storage/store";
 import type { TidyParams, AutoTidyConfig } from "../tidy/tidy";
 import { MOUNT_DISABLING } from "../../../core/lifecycle";
-import type { MountRow } from "../../../core/mount-store";
+import { mountAliveByAccessor, type MountRow } from "../../../core/mount-store";
 import { CrlCoordinator, type CrlBuildRecord } from "./crl-coordinator";
 import { TidyRunner, type TidySnapshot } from "./tidy-runner";
 
@@ -62,14 +66,29 @@ export class Authority extends DurableObject<Env> {
     this.ctx.storage.sql.exec("CREATE TABLE IF NOT EXISTS serials (serial TEXT PRIMARY KEY, reserved_at INTEGER NOT NULL)");
   }
 
-  /** Thrown to a caller that raced the disable; the message makes the request a 409. */
-  private refuseIfRetired(): void {
-    if (this.retired) throw new Error(MOUNT_DISABLING);
+  /**
+   * Thrown to a caller that raced the disable; the message makes the request a 409. A retired
+   * object whose mount is alive in D1 again (a restore) returns to service instead.
+   */
+  private async refuseIfRetired(accessor: string): Promise<void> {
+    if (!(await this.inService(accessor))) throw new Error(MOUNT_DISABLING);
   }
 
-  /** Reserves `count` fresh serials (hex, minimal encoding) for this mount. */
-  reserveSerials(count = 1): string[] {
-    this.refuseIfRetired();
+  /** False while retired; lifts the mark once the mount's row is alive in D1 again. */
+  private async inService(accessor: string): Promise<boolean> {
+    if (!this.retired) return true;
+    // ctx.id.name is this object's name (the accessor) when the runtime provides it; a caller
+    // naming another mount's accessor must not revive this one.
+    const own = this.ctx.id.name;
+    if ((own !== undefined && own !== accessor) || !(await mountAliveByAccessor(openDb(this.env.DB), accessor))) return false;
+    this.ctx.storage.sql.exec("DROP TABLE IF EXISTS retired");
+    this.retired = false;
+    return true;
+  }
+
+  /** Reserves `count` fresh serials (hex, minimal encoding) for the mount with this accessor. */
+  async reserveSerials(accessor: string, count = 1): Promise<string[]> {
+    await this.refuseIfRetired(accessor);
     const n = Math.max(1, Math.min(MAX_SERIALS_PER_CALL, Math.trunc(count)));
     const out: string[] = [];
     const now = Date.now();
@@ -109,14 +128,14 @@ export class Authority extends DurableObject<Env> {
   // -- CRLs (RFC 5280 §5; invariants in ./crl-coordinator.ts) -----------------------------------
 
   /** Rebuilds the mount's CRLs; resolves once a build that started after this call finished. */
-  crlRebuild(mount: MountRow, req: CrlBuildRequest): Promise<CrlBuildReport> {
-    this.refuseIfRetired();
+  async crlRebuild(mount: MountRow, req: CrlBuildRequest): Promise<CrlBuildReport> {
+    await this.refuseIfRetired(mount.accessor);
     return this.crl.request(mount, req);
   }
 
   /** Called by the auto_rebuild cron job; builds what the schedule says is due. */
   async crlAutoTick(mount: MountRow, config: CrlConfig): Promise<CrlBuildReport | null> {
-    if (this.retired) return null;
+    if (!(await this.inService(mount.accessor))) return null;
     const due = await autoRebuildDue(openDb(this.env.DB), mount, config);
     return due ? this.crl.request(mount, { kind: due, force: false }) : null;
   }
@@ -133,8 +152,8 @@ export class Authority extends DurableObject<Env> {
   }
 
   /** Starts a tidy of this mount; false when one is already running. */
-  tidyStart(mount: MountRow, params: TidyParams): Promise<boolean> {
-    this.refuseIfRetired();
+  async tidyStart(mount: MountRow, params: TidyParams): Promise<boolean> {
+    await this.refuseIfRetired(mount.accessor);
     return this.tidyRunner().start(mount, params, false);
   }
 
@@ -147,8 +166,8 @@ export class Authority extends DurableObject<Env> {
   }
 
   /** Called by the auto-tidy cron job; starts a tidy when one is due. */
-  tidyAutoTick(mount: MountRow, config: AutoTidyConfig): Promise<boolean> {
-    if (this.retired) return Promise.resolve(false);
+  async tidyAutoTick(mount: MountRow, config: AutoTidyConfig): Promise<boolean> {
+    if (!(await this.inService(mount.accessor))) return false;
     return this.tidyRunner().autoTick(mount, config);
   }
 

@@ -12,8 +12,11 @@
  *   few builds, and each answer covers its own revocation.
  * - Joined requests merge: a complete request upgrades a queued delta (a complete build writes a
  *   fresh delta too); `force` is or-ed.
- * - CRL numbers live in the DO's storage ("crl:number:<group>"), written by the build before
- *   the CRL itself: numbers only grow, across restarts too.
+ * - The DO's storage keeps the last CRL number of each group ("crl:number:<group>"), written by
+ *   the build before the CRL itself: numbers only grow, across restarts too. It is a guard, not
+ *   the source: a build also reads the numbers stored in D1 and never numbers below its clock in
+ *   milliseconds, so a new or wiped Authority, or a D1 restored to an earlier point, still
+ *   numbers upward (src/engines/pki/revocation/crl-rebuild.ts).
  * - `history` (in memory, last HISTORY builds) records each build's start/end and numbers, so
  *   tests can check ordering; `building` asserts non-interleaving at run time.
  * - Disabling the mount wipes the storage (Authority.purge); a build in flight then writes CRL

@@ -33,7 +33,7 @@ export function authorityOf(env: Env, mount: MountRow) {
 export async function reserveSerial(env: Env, mount: MountRow): Promise<string> {
   const pooled = pools.get(mount.accessor)?.pop();
   if (pooled) return pooled;
-  const fresh = await authorityOf(env, mount).reserveSerials(SERIAL_BATCH);
+  const fresh = await authorityOf(env, mount).reserveSerials(mount.accessor, SERIAL_BATCH);
   const hex = fresh.pop();
   if (!hex) throw new Error("the Authority returned no serial");
   if (fresh.length > 0) {

@@ -7,9 +7,15 @@
  * Invariants:
  * - Two builds of a mount never interleave (the coordinator runs them one after another), so the
  *   read-number-write sequence below needs no further locking.
- * - CRL numbers come from counters in the Authority's storage, one per CRL issuer (key + subject
- *   group), raised and stored before the CRL is written: a failed write leaves a gap, never a
- *   repeat. Complete and delta CRLs share the counter (RFC 5280 §5.2.3, §5.2.4).
+ * - A CRL number is the larger of (the highest number stored for the group, in D1 or in the
+ *   Authority's counter) + 1 and the build's clock in Unix milliseconds (`clockNumber`), raised
+ *   and stored in the Authority before the CRL is written: a failed write leaves a gap, never a
+ *   repeat. Complete and delta CRLs share the sequence (RFC 5280 §5.2.3, §5.2.4). Because the
+ *   clock term grows by 1,000 a second and builds of one mount never interleave (each takes more
+ *   than the 2 ms a complete build consumes), numbers stay within a few milliseconds of the clock,
+ *   so a build after a restore of D1 to an earlier point, or in a new Authority that has lost its
+ *   counter, still numbers above everything published before it (docs/pki-revocation-crl.md
+ *   "CRL numbers"; Let's Encrypt derives its CRL numbers from time for the same reason).
  * - A complete CRL covers every revocation with sequence ≤ M, where M is read before the entries
  *   (rows are numbered in commit order, so none ≤ M can appear later), and records M as its
  *   max_seq. Its delta lists the revocations above that; a fresh complete build writes an empty
@@ -192,6 +198,17 @@ interface SignRun {
   thisUpdate: Date;
   nextUpdate: Date;
   maxSeq: number;
+  /** The build's clock in Unix milliseconds: the least CRL number it may use (`nextCrlNumber`). */
+  now: number;
+}
+
+/**
+ * The next CRL number of a group: above every number stored for it, and never below the clock
+ * (Unix milliseconds), so numbers keep growing across restores of D1 (invariants above). RFC 5280
+ * §5.2.3 allows up to 20 octets; the clock needs 6 for millennia.
+ */
+export function nextCrlNumber(stored: number, now: number): number {
+  return Math.max(stored + 1, Math.floor(now));
 }
 
 /**
@@ -212,7 +229,7 @@ async function signAndStore(run: SignRun, t: Target): Promise<void> {
   const meta = (k: CrlKind, number: number, seq: number) => ({ kind: k, number, maxSeq: seq, thisUpdate: thisUpdate.getTime(), nextUpdate: nextUpdate.getTime() });
   const rows: { kind: CrlKind; number: number; maxSeq: number; thisUpdate: number; nextUpdate: number; b64: string }[] = [];
   if (kind === "complete") {
-    const number = stored + 1;
+    const number = nextCrlNumber(stored, run.now);
     // RFC 5280 §5.2.4: the delta names the complete CRL it updates; it lists nothing yet.
     await counters.store(g.id, number + 1);
     const fresh = freshestUrls(g.representative, cfg, report.warnings);
@@ -220,7 +237,7 @@ async function signAndStore(run: SignRun, t: Target): Promise<void> {
     const deltaB64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked: null, crlNumber: number + 1, deltaOf: number });
     rows.push({ ...meta("complete", number, maxSeq), b64 }, { ...meta("delta", number + 1, maxSeq), b64: deltaB64 });
   } else {
-    const number = stored + 1;
+    const number = nextCrlNumber(stored, run.now);
     await counters.store(g.id, number);
     const b64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked, crlNumber: number, deltaOf: t.completeNumber });
     rows.push({ ...meta("delta", number, maxSeq), b64 });
@@ -276,7 +293,7 @@ export async function buildMountCrls(env: Env, mount: MountRow, req: CrlBuildReq
 
   const thisUpdate = new Date(Math.floor(now / 1000) * 1000);
   const nextUpdate = new Date(thisUpdate.getTime() + durationOr(crlCfg.expiry, 72 * 3600) * 1000);
-  const run: SignRun = { env, db, mountId: mount.id, kind, cfg, keys, metas, counters, report, thisUpdate, nextUpdate, maxSeq };
+  const run: SignRun = { env, db, mountId: mount.id, kind, cfg, keys, metas, counters, report, thisUpdate, nextUpdate, maxSeq, now };
   for (const t of targets) await signAndStore(run, t);
   // CRLs of deleted issuers go (upstream removes CRLs no issuer points at any more).
   if (kind === "complete") await runRevocationBatch(db, deleteCrlsExceptStmts(db, mount.id, issuers.map((i) => i.id)));
