@@ -69,6 +69,19 @@ describe("sys/auth", () => {
     await write(`sys/auth/y${uid()}`, { type: "approle" }, { token: sudo }, 204);
   });
 
+  it("`vault auth tune` reaches the auth mount through sys/mounts/auth/<path>/tune, with sudo", async () => {
+    // The vault CLI's `auth tune` calls TuneMount("auth/" + path), that is sys/mounts/auth/<path>/tune.
+    const path = await enableApprole();
+    await write(`sys/mounts/auth/${path}/tune`, { default_lease_ttl: "20m", max_lease_ttl: "40m", description: "tuned" }, {}, 204);
+    expect((await read(`sys/auth/${path}/tune`)).body.data).toMatchObject({ default_lease_ttl: 1200, max_lease_ttl: 2400, description: "tuned" });
+    expect((await read(`sys/mounts/auth/${path}/tune`)).body.data).toMatchObject({ default_lease_ttl: 1200, max_lease_ttl: 2400 });
+    const { res } = await login(path, { token_policies: "default" });
+    expect(res.body.auth.lease_duration).toBe(1200);
+    const noSudo = await tokenWithPolicy(`path "sys/mounts/*" { capabilities = ["read", "update"] }`);
+    expect((await api("POST", `sys/mounts/auth/${path}/tune`, { token: noSudo, body: { max_lease_ttl: "1h" } })).status).toBe(403);
+    expect((await api("POST", `sys/mounts/auth/nothing-${uid()}/tune`, { body: { max_lease_ttl: "1h" } })).status).toBe(400);
+  });
+
   it("tune changes the TTLs login tokens get; renewal stays within them", async () => {
     const path = await enableApprole();
     await write(`sys/auth/${path}/tune`, { default_lease_ttl: "30m", max_lease_ttl: "1h" }, {}, 204);

@@ -26,6 +26,12 @@ describe("mounts", () => {
     const tuned = await read(`sys/mounts/${kv}/tune`);
     expect(tuned.body.data).toMatchObject({ default_lease_ttl: 3600, max_lease_ttl: 7200, description: "tuned" });
     await write(`sys/mounts/${kv}/tune`, { default_lease_ttl: "3h" }, {}, 400);
+    // Vault's tune: an empty string leaves a TTL as it is; "system" goes back to the system's.
+    await write(`sys/mounts/${kv}/tune`, { default_lease_ttl: "", max_lease_ttl: "" }, {}, 204);
+    expect((await read(`sys/mounts/${kv}/tune`)).body.data).toMatchObject({ default_lease_ttl: 3600, max_lease_ttl: 7200 });
+    await write(`sys/mounts/${kv}/tune`, { default_lease_ttl: "system", max_lease_ttl: "" }, {}, 204);
+    // The system default (768h) is above this mount's max, so the default in effect is the max.
+    expect((await read(`sys/mounts/${kv}/tune`)).body.data).toMatchObject({ default_lease_ttl: 7200, max_lease_ttl: 7200 });
 
     await del(`sys/mounts/${kv}`);
     await read(`sys/mounts/${kv}`, {}, 400); // Vault: "No secret engine mount at <path>/"

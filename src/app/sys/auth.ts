@@ -16,9 +16,9 @@ import { defineFields } from "../../core/fields";
 import { randomHex, sha256Hex } from "../../core/encoding";
 import { MOUNT_DISABLING } from "../../core/lifecycle";
 import { deleteMountRow, effectiveTtls, getMount, insertMountIfFree, listMounts, markMountDisabling, overlappingMount, updateMount, type MountRow } from "../../core/mount-store";
-import { route, type Req } from "../../core/route";
+import { route, type Req, type RouteDef } from "../../core/route";
 import { AUTH_METHODS } from "../auth-methods";
-import { BUILTIN_MOUNT_FLAGS, checkEnableTtls, checkTuneTtls, normalizeMountPath, ttlFrom } from "./mounts";
+import { BUILTIN_MOUNT_FLAGS, checkEnableTtls, checkTuneTtls, normalizeMountPath, ttlFrom, tunedTtl } from "./mounts";
 import { checkEnableFlags, checkEngineOptions, checkMountConfig, enableFlagFields, tuneSettingFields, tuneSettings } from "./mount-options";
 
 /** Vault's mountInfo for an auth mount: TTLs as configured (0 = system), token_type. */
@@ -128,19 +128,14 @@ async function disable(req: Req): Promise<null> {
   return null;
 }
 
-export const authRoutes = [
-  route({
-    pattern: "auth",
-    handlers: {
-      async read(req) {
-        const out: Record<string, unknown> = { "token/": await tokenMountView(req.ns.id) };
-        for (const m of await listMounts(req.db, req.ns.id)) if (isAuthMount(m)) out[m.path.slice(AUTH_PREFIX.length)] = authMountView(m);
-        return { data: out, topLevel: out };
-      },
-    },
-  }),
-  route({
-    pattern: "auth/*path/tune",
+/**
+ * Tuning an auth method: at sys/auth/<path>/tune, and at sys/mounts/auth/<path>/tune, the path the
+ * vault CLI's `vault auth tune` writes (Vault API /sys/mounts/:path/tune with an "auth/" path).
+ * Both need sudo, as Vault's sys/auth/* paths do.
+ */
+function authTuneRoute(pattern: string): RouteDef {
+  return route({
+    pattern,
     fields: tuneFields,
     sudo: ["read", "update"],
     handlers: {
@@ -155,15 +150,32 @@ export const authRoutes = [
         const f = req.fields;
         checkMountConfig(tuneSettings(req.body), { kind: "auth", type: m.type }, "", [], req.warnings);
         const raw = { default_lease_ttl: f.default_lease_ttl, max_lease_ttl: f.max_lease_ttl };
-        const defaultTtl = req.has("default_lease_ttl") ? ttlFrom(raw, "default_lease_ttl") : m.defaultLeaseTtl;
-        const maxTtl = req.has("max_lease_ttl") ? ttlFrom(raw, "max_lease_ttl") : m.maxLeaseTtl;
+        const defaultTtl = tunedTtl(raw, "default_lease_ttl", m.defaultLeaseTtl);
+        const maxTtl = tunedTtl(raw, "max_lease_ttl", m.maxLeaseTtl);
         checkTuneTtls(defaultTtl, maxTtl);
         const tuned = await updateMount(req.db, m.id, { defaultLeaseTtl: defaultTtl, maxLeaseTtl: maxTtl, description: f.description ?? m.description });
         if (!tuned) throw new ApiError(409, MOUNT_DISABLING);
         return null;
       },
     },
+  });
+}
+
+/** sys/mounts/auth/<path>/tune: listed before sys/mounts' own routes, which refuse "auth/" paths. */
+export const authTuneViaMountsRoute = authTuneRoute("mounts/auth/*path/tune");
+
+export const authRoutes = [
+  route({
+    pattern: "auth",
+    handlers: {
+      async read(req) {
+        const out: Record<string, unknown> = { "token/": await tokenMountView(req.ns.id) };
+        for (const m of await listMounts(req.db, req.ns.id)) if (isAuthMount(m)) out[m.path.slice(AUTH_PREFIX.length)] = authMountView(m);
+        return { data: out, topLevel: out };
+      },
+    },
   }),
+  authTuneRoute("auth/*path/tune"),
   route({
     pattern: "auth/*path",
     fields: enableFields,

@@ -87,6 +87,15 @@ function engineType(asked: string, options: Record<string, unknown>): { type: st
  * A lease TTL from a mount's config or a tune body: seconds or a duration string; "" and
  * "system" mean the system default (0). Vault's message: `unable to parse <kind> TTL of <v>: …`.
  */
+/**
+ * A TTL of a tune body: absent, null or "" leaves the mount's value as it is, "system" sets the
+ * system's (0), anything else is parsed (Vault's handleTuneWriteCommon does the same).
+ */
+export function tunedTtl(body: Record<string, unknown>, key: "default_lease_ttl" | "max_lease_ttl", current: number): number {
+  const v = body[key];
+  return v === undefined || v === null || v === "" ? current : ttlFrom(body, key);
+}
+
 export function ttlFrom(config: Record<string, unknown>, key: "default_lease_ttl" | "max_lease_ttl"): number {
   const v = config[key];
   if (v === undefined || v === null || v === "" || v === "system") return 0;
@@ -185,8 +194,8 @@ export const mountRoutes = [
         const f = req.fields;
         checkMountConfig(tuneSettings(req.body), { kind: "secret", type: m.type }, "", [], req.warnings);
         const raw = { default_lease_ttl: f.default_lease_ttl, max_lease_ttl: f.max_lease_ttl };
-        const defaultTtl = req.has("default_lease_ttl") ? ttlFrom(raw, "default_lease_ttl") : m.defaultLeaseTtl;
-        const maxTtl = req.has("max_lease_ttl") ? ttlFrom(raw, "max_lease_ttl") : m.maxLeaseTtl;
+        const defaultTtl = tunedTtl(raw, "default_lease_ttl", m.defaultLeaseTtl);
+        const maxTtl = tunedTtl(raw, "max_lease_ttl", m.maxLeaseTtl);
         checkTuneTtls(defaultTtl, maxTtl);
         const tuned = await updateMount(req.db, m.id, {
           defaultLeaseTtl: defaultTtl,

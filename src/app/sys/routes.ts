@@ -3,7 +3,7 @@ import type { RouteDef } from "../../core/route";
 import { ENGINE_SYS_ROUTES } from "../engines";
 import { activationFlagRoutes } from "./activation-flags";
 import { auditRoutes } from "./audit";
-import { authRoutes } from "./auth";
+import { authRoutes, authTuneViaMountsRoute } from "./auth";
 import { capabilityRoutes } from "./capabilities";
 import { leaseRoutes } from "./leases";
 import { mountRoutes } from "./mounts";
@@ -11,4 +11,4 @@ import { namespaceRoutes } from "./namespaces";
 import { policyRoutes } from "./policies";
 import { uiMountRoutes } from "./ui-mounts";
 
-export const sysRoutes: RouteDef[] = [...mountRoutes, ...authRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...uiMountRoutes, ...activationFlagRoutes, ...leaseRoutes, ...auditRoutes, ...ENGINE_SYS_ROUTES];
+export const sysRoutes: RouteDef[] = [authTuneViaMountsRoute, ...mountRoutes, ...authRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...uiMountRoutes, ...activationFlagRoutes, ...leaseRoutes, ...auditRoutes, ...ENGINE_SYS_ROUTES];
