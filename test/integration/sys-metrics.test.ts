@@ -7,10 +7,16 @@
  * Miniflare's local dataset accepts points but keeps none to read back).
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { app } from "../../src/app/app";
+import { currentMetrics, METRICS_CACHE_MS } from "../../src/app/sys/metrics";
+import { openDb } from "../../src/core/db/client";
 import { ROOT, tokenWithPolicy, write } from "../helpers/api";
+import { CLOUDONE_HOSTS, FakeCloudone } from "../helpers/fake-cloudone";
+import { installFakes } from "../helpers/fake-router";
 import { pkiWithRoot } from "../helpers/pki";
+import { BODIES, SECRETS, uid } from "../helpers/sync-bodies";
+import { destPath, kvSecret, setAssoc } from "../helpers/sync-engine";
 
 interface Gauge {
   Name: string;
@@ -100,6 +106,32 @@ describe("sys/metrics gauges", () => {
     const bad = await call("sys/metrics?format=xml");
     expect(bad.status).toBe(400);
     expect(((await bad.json()) as { errors: string[] }).errors[0]).toMatch(/^format: /);
+  });
+});
+
+describe("sys/metrics sync gauges", () => {
+  const fake = new FakeCloudone({ [SECRETS.awsKey]: SECRETS.awsSecret });
+  let uninstall: () => void;
+  beforeAll(() => {
+    uninstall = installFakes([{ hosts: CLOUDONE_HOSTS, fake }]);
+  });
+  afterAll(() => uninstall());
+
+  it("count associations by status, with nothing pending once they are synced", async () => {
+    const gaugesAt = async (now: number) =>
+      (await currentMetrics(openDb(env.DB), env, now)).families.flatMap((f) => f.samples.map((s) => ({ Name: f.name, Value: s.value, Labels: { ...s.labels } })));
+    const at = { namespace: "root", destination_type: "cloudone-sm" };
+    // A read as of one cache lifetime later: computed afresh, whatever this isolate kept.
+    const before = await gaugesAt(Date.now() + METRICS_CACHE_MS);
+    const name = `aws-${uid()}`;
+    await write(destPath("cloudone-sm", name), BODIES["cloudone-sm"]);
+    await setAssoc("cloudone-sm", name, await kvSecret({ x: "1" }, "metrics/a"));
+    await setAssoc("cloudone-sm", name, await kvSecret({ y: "2" }, "metrics/b"));
+    const after = await gaugesAt(Date.now() + 2 * METRICS_CACHE_MS);
+    expect(valueOf(after, "lanyard.sync.associations", { ...at, status: "SYNCED" }) - valueOf(before, "lanyard.sync.associations", { ...at, status: "SYNCED" })).toBe(2);
+    expect(valueOf(after, "lanyard.sync.pending", at)).toBe(0);
+    expect(valueOf(after, "lanyard.sync.dead_letters", at)).toBe(0);
+    expect(valueOf(after, "lanyard.sync.pending.oldest_age_seconds", {})).toBe(0);
   });
 });
 
