@@ -30,6 +30,7 @@ const NODE_UNIT_TESTS = [
   "json-limits",
   "kv-service",
   "linear-text",
+  "metrics-format",
   "pki-crl-der",
   "pki-names",
   "pki-tidy",

@@ -21,5 +21,9 @@ declare namespace Cloudflare {
     CACHE_TTL_MS?: string;
     /** "true" (benchmarks only): count D1 round trips per request and answer them in X-Lanyard-D1 (src/core/db/client.ts). */
     BENCH_COUNT_D1?: string;
+    /** "true": sys/metrics answers without a token (docs/configuration.md); "false" or unset: a token with read on sys/metrics. */
+    METRICS_UNAUTHENTICATED?: string;
+    /** Optional Workers Analytics Engine dataset: one data point per request (src/app/request-metrics.ts, docs/operations.md "Metrics"). */
+    METRICS_DATASET?: AnalyticsEngineDataset;
   }
 }

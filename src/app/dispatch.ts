@@ -17,7 +17,7 @@ import { revokeTree, spendUse, type TokenEntry } from "../auth/token-store";
 import type { Db } from "../core/db/client";
 import type { NamespaceRef } from "../core/mount-store";
 import { ApiError, badRequest, notFound, permissionDenied } from "../core/errors";
-import { envelope, jsonResponse } from "../core/envelope";
+import { envelope, errorAnswer, jsonResponse } from "../core/envelope";
 import { parseFields, replacedFieldsWarning, unknownFieldsWarning } from "../core/fields";
 import { decodeJsonObject, operationOf, queryData, readBody } from "../core/request";
 import type { Reply, Req, RouteDef } from "../core/route";
@@ -28,6 +28,7 @@ import { answerSlot, servedAnswer, type AnswerSlot } from "../core/public-answer
 import { cachedDevices } from "../audit/audit-store";
 import { allFiltered, unauditedRead } from "../audit/device-filter";
 import { AuditTrail, type Answer } from "./audit-hook";
+import { LAYER0_FAMILY, recordRequest, routeFamily } from "./request-metrics";
 import { namespaceHeader, resolveRequest, type Resolved } from "./resolve";
 
 export interface DispatchConfig {
@@ -58,11 +59,52 @@ interface Input {
   body: Record<string, unknown>;
 }
 
+/** What the request-metrics hook reads of a request (only when METRICS_DATASET is bound). */
+interface Probe {
+  call: Call | null;
+  early: boolean;
+}
+
+/**
+ * The pipeline, and with a METRICS_DATASET binding one Analytics Engine data point per request
+ * (./request-metrics.ts). Without the binding the hook costs this one check (and the pipeline's
+ * two tests of an absent probe): no clock read, no allocation.
+ */
+export function dispatch(request: Request, cfg: DispatchConfig): Promise<Response> {
+  const dataset = cfg.env.METRICS_DATASET;
+  return dataset === undefined ? pipeline(request, cfg, undefined) : measured(dataset, request, cfg);
+}
+
+/** The pipeline timed; its answer or refusal recorded after it is known, without an await. */
+async function measured(dataset: AnalyticsEngineDataset, request: Request, cfg: DispatchConfig): Promise<Response> {
+  const started = Date.now();
+  const probe: Probe = { call: null, early: false };
+  let status = 500;
+  try {
+    const res = await pipeline(request, cfg, probe);
+    status = res.status;
+    return res;
+  } catch (e) {
+    // As app.ts will render it (src/core/envelope.ts errorReply).
+    status = errorAnswer(e)?.status ?? 500;
+    throw e;
+  } finally {
+    const at = probe.call?.at;
+    recordRequest(dataset, {
+      family: probe.early ? LAYER0_FAMILY : routeFamily(at?.backend?.mountType, at?.def?.pattern),
+      mountType: probe.early ? "pki" : (at?.backend?.mountType ?? ""),
+      method: request.method.toUpperCase(),
+      status,
+      durationMs: Date.now() - started,
+    });
+  }
+}
+
 /**
  * The pipeline under its audit trail: an answer is logged before it is returned; a refusal is
  * logged (when a device is enabled) and rethrown for app.ts to render.
  */
-export async function dispatch(request: Request, cfg: DispatchConfig): Promise<Response> {
+async function pipeline(request: Request, cfg: DispatchConfig, probe: Probe | undefined): Promise<Response> {
   const url = new URL(request.url);
   // Layer 0 (src/core/public-answers.ts): a public GET the pipeline answered before, while the
   // areas that decided it are unchanged and nothing is audited.
@@ -72,9 +114,13 @@ export async function dispatch(request: Request, cfg: DispatchConfig): Promise<R
   const slot = answerSlot(request.method.toUpperCase(), url, namespaceHeader(request.headers), request.headers, devices !== undefined && allFiltered(devices));
   const admit = devices && devices.length > 0 ? (meta: Readonly<Record<string, string>>) => unauditedRead(devices, meta) : undefined;
   const early = slot ? servedAnswer(slot, request.headers, Date.now(), admit) : null;
-  if (early) return early;
+  if (early) {
+    if (probe) probe.early = true;
+    return early;
+  }
 
   const call: Call = { request, url, cfg, trail: new AuditTrail(cfg, request), slot, at: null };
+  if (probe) probe.call = call;
   let answer: Answer;
   let res: Response;
   try {
@@ -109,7 +155,7 @@ async function handle(call: Call): Promise<Answer> {
 
   // HEAD is a read on routes that declare it (ACME new-nonce, RFC 8555 §7.2); Hono drops the body.
   const op = asked === null && method === "HEAD" && def?.head ? "read" : asked;
-  const isPublic = op !== null && def?.public?.includes(op) === true;
+  const isPublic = op !== null && (def?.public?.includes(op) === true || def?.publicWhen?.(cfg.env, op) === true);
   const token = authenticate(at, isPublic);
   if (op === null) throw new ApiError(405, "unsupported operation");
   refuseWrapping(request.headers);

@@ -20,7 +20,7 @@
  */
 import { BoundedCache } from "../core/bounded-cache";
 import { generationOf, invalidate, ReadCache } from "../core/read-cache";
-import { eq } from "drizzle-orm";
+import { eq, sql } from "drizzle-orm";
 import { loadConfig } from "../core/config";
 import { openDb, type Db } from "../core/db/client";
 import { auditDevices } from "../core/db/schema";
@@ -188,4 +188,9 @@ export async function deliveryTarget(env: Env, id: string): Promise<AuditDeliver
   if (r.type === "r2") return { id: r.id, path: r.path, type: "r2", prefix: r.options.prefix ?? "audit/", compress };
   const headers = r.sealedHeaders === null ? {} : (JSON.parse(await unseal(keys, r.sealedHeaders, headersContext(r.id))) as Record<string, string>);
   return { id: r.id, path: r.path, type: "http", address: r.options.address ?? "", headers, compress };
+}
+
+/** sys/metrics: enabled devices per type, one GROUP BY (nothing sealed is read). */
+export async function deviceCounts(db: Db): Promise<{ type: string; n: number }[]> {
+  return db.select({ type: auditDevices.type, n: sql<number>`count(*)` }).from(auditDevices).groupBy(auditDevices.type);
 }

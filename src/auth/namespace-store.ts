@@ -128,3 +128,8 @@ export async function updateNamespaceMetadata(db: Db, id: string, customMetadata
   await db.update(namespaces).set({ customMetadata }).where(eq(namespaces.id, id));
   invalidate("namespaces");
 }
+
+/** sys/metrics: every namespace's id and path (the root namespace has no row). */
+export async function allNamespacePaths(db: Db): Promise<NamespaceRef[]> {
+  return db.select({ id: namespaces.id, path: namespaces.path }).from(namespaces);
+}

@@ -169,3 +169,12 @@ export async function revokeIssuedBy(db: Db, authMountId: string, roleName?: str
   invalidate("tokens");
   return res.meta.changes ?? 0;
 }
+
+/** sys/metrics: live tokens (no expiry, or not yet expired) per namespace id, one GROUP BY. */
+export async function liveTokenCounts(db: Db, now: number): Promise<{ namespaceId: string; n: number }[]> {
+  return db
+    .select({ namespaceId: tokens.namespaceId, n: sql<number>`count(*)` })
+    .from(tokens)
+    .where(sql`${tokens.expireTime} IS NULL OR ${tokens.expireTime} > ${now}`)
+    .groupBy(tokens.namespaceId);
+}

@@ -58,12 +58,17 @@ export function configProblem(env: Env): string | null {
   if (badPrevious >= 0) return `service is sealed: SEAL_KEYS_PREVIOUS entry ${badPrevious + 1} is not base64 of 32 bytes`;
   // A bad CACHE_TTL_MS is refused in every environment: guessing would silently change a bound.
   if (parseCacheTtl(env.CACHE_TTL_MS) === null) return `service is not configured: CACHE_TTL_MS must be a whole number of milliseconds from 0 to ${MAX_CACHE_TTL_MS}`;
+  // Refused, not read as "false": a typo must not silently keep a scraper out, nor let it in.
+  if (!isMetricsFlag(env.METRICS_UNAUTHENTICATED)) return 'service is not configured: METRICS_UNAUTHENTICATED must be "true" or "false"';
   if (problems.length === 0) return null;
   // Development may run with a short root token (the default is "dev-root-token"), never without a seal key.
   if (env.ENVIRONMENT === "development" && !sealKeyBad && env.ROOT_TOKEN) return null;
   // Without a key nothing sealed can be opened: Vault's word for that state is "sealed".
   return `${sealKeyBad ? "service is sealed" : "service is not configured"}: ${problems.join("; ")}`;
 }
+
+/** METRICS_UNAUTHENTICATED: unset, empty, "true" or "false" (sys/metrics without a token). */
+const isMetricsFlag = (v: string | undefined): boolean => v === undefined || v === "" || v === "true" || v === "false";
 
 /**
  * Why the service cannot serve, or null: the configuration (above), then whether the keys open
@@ -92,7 +97,7 @@ export async function refuseWhileSealed(env: Env, keys: SealKeys): Promise<void>
 const last = new BoundedCache<Config>("core.config", 1);
 
 export function loadConfig(env: Env): Config {
-  const key = [env.ROOT_TOKEN, env.SEAL_KEY, env.SEAL_KEYS_PREVIOUS, env.ADMIN_NAMESPACE, env.MAX_REQUEST_BYTES, env.ENVIRONMENT, env.CACHE_TTL_MS, ...endpointOverridesSet(env)].join("\u0000");
+  const key = [env.ROOT_TOKEN, env.SEAL_KEY, env.SEAL_KEYS_PREVIOUS, env.ADMIN_NAMESPACE, env.MAX_REQUEST_BYTES, env.ENVIRONMENT, env.CACHE_TTL_MS, env.METRICS_UNAUTHENTICATED, ...endpointOverridesSet(env)].join("\u0000");
   const hit = last.get(key);
   if (hit) return hit;
   const config = readConfig(env);

@@ -9,6 +9,7 @@
  */
 import type { Db } from "./db/client";
 import type { LeaseRow } from "./lease-store";
+import type { GaugeFamily, MetricsContext } from "./metrics";
 import type { MountRow } from "./mount-store";
 import type { RouteDef } from "./route";
 
@@ -114,4 +115,9 @@ export interface Engine {
    * logs that); the lease row is deleted by the caller afterwards.
    */
   revokeLease?(ctx: EngineHookContext, mount: MountRow, lease: LeaseRow): Promise<void>;
+  /**
+   * The engine's gauges for sys/metrics (./metrics.ts; docs/operations.md "Metrics"), read from
+   * its own tables with a few aggregate statements, so core and app name none of them.
+   */
+  metrics?(ctx: MetricsContext): Promise<GaugeFamily[]>;
 }

@@ -50,3 +50,12 @@ export async function deleteNamespaceLeases(db: Db, namespaceIds: string[]): Pro
   if (namespaceIds.length === 0) return;
   await db.delete(leases).where(inArray(leases.namespaceId, namespaceIds));
 }
+
+/** sys/metrics: unexpired leases per namespace id, one GROUP BY. */
+export async function liveLeaseCounts(db: Db, now: number): Promise<{ namespaceId: string; n: number }[]> {
+  return db
+    .select({ namespaceId: leases.namespaceId, n: sql<number>`count(*)` })
+    .from(leases)
+    .where(sql`${leases.expireTime} > ${now}`)
+    .groupBy(leases.namespaceId);
+}

@@ -206,3 +206,8 @@ export async function getMountsByIds(db: Db, ids: string[]): Promise<MountRow[]>
   if (ids.length === 0) return [];
   return db.select().from(mounts).where(inArray(mounts.id, ids));
 }
+
+/** sys/metrics: every mount's id, namespace and path (the labels of the gauges that name a mount). */
+export async function allMountPlaces(db: Db): Promise<{ id: string; namespaceId: string; path: string }[]> {
+  return db.select({ id: mounts.id, namespaceId: mounts.namespaceId, path: mounts.path }).from(mounts);
+}

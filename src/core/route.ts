@@ -102,6 +102,11 @@ export interface RouteDef<F extends FieldSchema = FieldSchema> {
   /** Operations that need no token (OpenBao builtin/logical/pki/backend.go, Unauthenticated paths). */
   public?: Operation[];
   /**
+   * Operations that need no token when the configuration says so: sys/metrics with
+   * METRICS_UNAUTHENTICATED=true, as Vault's listener `telemetry.unauthenticated_metrics_access`.
+   */
+  publicWhen?(env: Env, op: Operation): boolean;
+  /**
    * On public operations, still hand the handler the caller's token when a valid one is
    * presented (no ACL check is made): Vault's unauthenticated sys/internal/ui/mounts reads the
    * token itself to decide what to show.

@@ -6,9 +6,10 @@ import { auditRoutes } from "./audit";
 import { authRoutes, authTuneViaMountsRoute } from "./auth";
 import { capabilityRoutes } from "./capabilities";
 import { leaseRoutes } from "./leases";
+import { metricsRoutes } from "./metrics";
 import { mountRoutes } from "./mounts";
 import { namespaceRoutes } from "./namespaces";
 import { policyRoutes } from "./policies";
 import { uiMountRoutes } from "./ui-mounts";
 
-export const sysRoutes: RouteDef[] = [authTuneViaMountsRoute, ...mountRoutes, ...authRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...uiMountRoutes, ...activationFlagRoutes, ...leaseRoutes, ...auditRoutes, ...ENGINE_SYS_ROUTES];
+export const sysRoutes: RouteDef[] = [authTuneViaMountsRoute, ...mountRoutes, ...authRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...uiMountRoutes, ...activationFlagRoutes, ...leaseRoutes, ...auditRoutes, ...metricsRoutes, ...ENGINE_SYS_ROUTES];

@@ -10,6 +10,7 @@ import { purgePkiMount } from "./purge";
 import { pkiCrlAutoRebuildJob } from "./revocation/crl-cron";
 import { revokeCertLease } from "./revocation/lease";
 import { pkiRoutes } from "./routes";
+import { pkiMetrics } from "./storage/metrics-store";
 import { pkiAutoTidyJob } from "./tidy/tidy-cron";
 
 export const pkiEngine = {
@@ -28,6 +29,8 @@ export const pkiEngine = {
   revokeLease: ({ db, env }, mount, lease) => revokeCertLease({ db, env, mount }, lease),
   // wrangler.toml binds AUTHORITY to class_name "Authority": the name must not change.
   durableObjects: { Authority },
+  // sys/metrics: certificates by expiry, revocations, issuer expiry, CRL age.
+  metrics: (ctx) => pkiMetrics(ctx),
 } satisfies Engine;
 
 export { Authority };

@@ -11,6 +11,7 @@
 import { loadConfig } from "../../core/config";
 import type { Engine } from "../../core/engine";
 import { handleSyncBatch } from "./consumer";
+import { syncMetrics } from "./metrics-store";
 import { syncReconcileJob } from "./cron";
 import { SyncGate } from "./gate";
 import { syncKvFollower } from "./kv-listener";
@@ -52,4 +53,6 @@ export const syncEngine = {
   sealedColumns: [{ table: "sync_destinations", column: "sealed_credentials" }],
   namespaceLeftovers: async (db, namespaceId) => leftovers(await syncObjectsInNamespace(db, namespaceId)),
   purgeNamespace: (db, namespaceId) => deleteNamespaceSyncRows(db, namespaceId),
+  // sys/metrics: associations by status, drift, dead letters, pending work, the queue's backlog.
+  metrics: (ctx) => syncMetrics(ctx, SYNC_QUEUE_NAME),
 } satisfies Engine;

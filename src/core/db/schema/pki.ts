@@ -106,7 +106,9 @@ export const pkiCerts = sqliteTable(
     /** Sealed cert_metadata (spec "Issue": base64 value tied to the serial); null when none. */
     metadata: text("metadata"),
   },
-  (t) => [uniqueIndex("pki_certs_mount_serial").on(t.mountId, t.serial)],
+  // pki_certs_metrics covers sys/metrics' count by mount, issuer and time to expiry, so the count
+  // reads the index and never the rows' DER (docs/operations.md "Metrics").
+  (t) => [uniqueIndex("pki_certs_mount_serial").on(t.mountId, t.serial), index("pki_certs_metrics").on(t.mountId, t.issuerId, t.notAfter)],
 );
 
 /**

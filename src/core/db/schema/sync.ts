@@ -6,7 +6,7 @@
  * the row, so a sealed value copied to another row does not open there.
  * Times are Unix milliseconds. All access goes through src/engines/sync/store.ts and, for
  * sync_associations and sync_external_secrets, src/engines/sync/association-store.ts and
- * src/engines/sync/external-store.ts.
+ * src/engines/sync/external-store.ts (sys/metrics' counts: src/engines/sync/metrics-store.ts, read only).
  */
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
