@@ -11,7 +11,7 @@
  */
 import { env, SELF } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { api, read, write } from "../helpers/api";
+import { api, patch, read, write } from "../helpers/api";
 import { CLOUDONE_HOSTS, FakeCloudone } from "../helpers/fake-cloudone";
 import { CLOUDTHREE_HOSTS, FakeCloudthree } from "../helpers/fake-cloudthree";
 import { CLOUDTWO_HOSTS, FakeCloudtwo } from "../helpers/fake-cloudtwo";
@@ -162,6 +162,27 @@ describe("keyless destinations: a full sync on each cloud type", () => {
     await vi.waitFor(() => expect(kit.value(kit.name(s2))).toBe('{"k":"c"}'), { timeout: 20_000, interval: 100 });
     expect(aws.assumeRoleWithWebIdentityCalls - mid).toBeGreaterThanOrEqual(2);
     aws.sessionSeconds = 3600;
+  });
+});
+
+describe("keyless destinations: switching", () => {
+  it("a PATCH sending one credential form clears the other (stored secret ⇄ federation)", async () => {
+    const kit = KITS[1] as Kit;
+    const dest = `switch-${uid()}`;
+    await write(destPath(kit.type, dest), BODIES["cloudtwo-kv"]);
+    const federated = kit.federate(dest);
+    await patch(destPath(kit.type, dest), { identity_token_audience: federated.identity_token_audience });
+    let details = (await read(destPath(kit.type, dest))).body.data.connection_details as Record<string, unknown>;
+    expect([details.client_secret, details.identity_token_audience]).toEqual(["", "api://AzureADTokenExchange"]);
+    const s = await kvSecret({ k: "sw" }, `app-${uid()}`);
+    const e = Object.values((await setAssoc(kit.type, dest, s)).body.data.associated_secrets)[0] as Record<string, unknown>;
+    expect(e.sync_status, String(e.last_error)).toBe("SYNCED");
+    await patch(destPath(kit.type, dest), { client_secret: "another-client-secret-0123" });
+    details = (await read(destPath(kit.type, dest))).body.data.connection_details as Record<string, unknown>;
+    expect([details.client_secret, details.identity_token_audience]).toEqual(["*****", ""]);
+    const both = await api("PATCH", destPath(kit.type, dest), { body: { client_secret: "x-0123456789", identity_token_audience: "api://AzureADTokenExchange" } });
+    expect(both.status).toBe(400);
+    expect(both.body.errors[0]).toMatch(/^client_secret: cannot be set together with identity_token_audience/);
   });
 });
 

@@ -74,8 +74,11 @@ async function keySet(req: Req): Promise<Response> {
   });
 }
 
-/** An issuer URL as Vault takes it: scheme, host, optional port and path; no query, fragment or credentials. */
-function checkIssuer(raw: string): string {
+/**
+ * An issuer URL as Vault takes it: scheme, host, optional port and path; no query, fragment or
+ * credentials. https only, as the clouds require; http only in development (tests, the fakes).
+ */
+function checkIssuer(raw: string, env: Env): string {
   if (raw === "") return "";
   let u: URL;
   try {
@@ -83,7 +86,8 @@ function checkIssuer(raw: string): string {
   } catch {
     throw badRequest("issuer: must be an absolute URL such as https://lanyard.example.com");
   }
-  if (u.protocol !== "https:" && u.protocol !== "http:") throw badRequest("issuer: the scheme must be https (or http for local testing)");
+  const development = env.ENVIRONMENT === "development";
+  if (u.protocol !== "https:" && !(development && u.protocol === "http:")) throw badRequest(`issuer: the scheme must be https${development ? " (or http in development)" : ""}`);
   if (u.search !== "" || u.hash !== "" || u.username !== "" || u.password !== "") throw badRequest("issuer: must not have a query, fragment or credentials");
   if (raw.length > 1024) throw badRequest("issuer: must be at most 1024 characters");
   return raw.replace(/\/+$/, "");
@@ -104,7 +108,7 @@ export const identityRoutes = [
         return { data: { issuer: (await getIssuerSetting(req.db, req.ns.id)) ?? "" } };
       },
       async update(req) {
-        const issuer = checkIssuer((req.fields.issuer ?? "").trim());
+        const issuer = checkIssuer((req.fields.issuer ?? "").trim(), req.env);
         await putIssuerSetting(req.db, req.ns.id, issuer, Date.now());
         return { data: { issuer } };
       },

@@ -84,3 +84,20 @@ export function federationCacheParts(ctx: ConnectorContext, ...more: string[]): 
   const c = ctx.dest.connection;
   return ["federated", ctx.dest.namespaceId, ctx.dest.type, ctx.dest.name, String(ctx.dest.createdAt), str(c, "identity_token_audience"), ...more];
 }
+
+/**
+ * The PATCH hook of a type with both forms: sending one form replaces the other, so a PATCH can
+ * switch a destination between stored credentials and federation (as repohost switches between a
+ * token and an app). Sending both is left to `credentialMode` to refuse.
+ */
+export function switchCredentials(stored: readonly string[], federation: readonly string[]) {
+  const fed = ["identity_token_audience", "identity_token_ttl", ...federation];
+  const clear = (conn: Connection, names: readonly string[]): Connection => ({ ...conn, ...Object.fromEntries(names.map((n) => [n, ""])) });
+  return (merged: Connection, sent: ReadonlySet<string>): Connection => {
+    const sentStored = stored.some((n) => sent.has(n) && str(merged, n) !== "");
+    const sentFederation = sent.has("identity_token_audience") && isFederated(merged);
+    if (sentFederation && !stored.some((n) => sent.has(n))) return clear(merged, stored);
+    if (sentStored && !fed.some((n) => sent.has(n))) return clear(merged, fed);
+    return merged;
+  };
+}

@@ -9,7 +9,7 @@
  * us-east-1); `role_arn` may change only to a role in the same account (Vault API: /v1/sys/sync/destinations/:type/:name, Terraform docs).
  */
 import { defineFields } from "../../../../core/fields";
-import { credentialMode, FEDERATION_FIELDS } from "../../connectors/federation";
+import { credentialMode, FEDERATION_FIELDS, switchCredentials } from "../../connectors/federation";
 import { invalid, str, type Connection, type DestinationDef } from "../../destinations/types";
 
 const ROLE_ARN = /^arn:aws(?:-[a-z]+)*:iam::(\d{12}):role\/[\w+=,.@/-]{1,512}$/;
@@ -68,6 +68,8 @@ export const destination: DestinationDef = {
           : "may contain only letters, digits, spaces and _ . : / = + - @",
     checkValue: (v) => (/^[\p{L}\p{Z}\p{N}_.:/=+\-@]*$/u.test(v) ? null : "may contain only letters, digits, spaces and _ . : / = + - @"),
   },
+  // A PATCH sending one credential form clears the other.
+  afterMerge: switchCredentials(["access_key_id", "secret_access_key"], []),
   async validate(conn, ctx) {
     const federated = credentialMode(conn, ["access_key_id", "secret_access_key"], []) === "federated";
     if (federated) checkFederated(conn);

@@ -15,7 +15,7 @@ import { checkOutboundUrl } from "../../hosts";
 import { ENDPOINT_VAR } from "./client";
 import { KeyError, parsePem } from "../../rsa";
 import { envVar, invalid, str, type Connection, type DestinationDef } from "../../destinations/types";
-import { credentialMode, FEDERATION_FIELDS } from "../../connectors/federation";
+import { credentialMode, FEDERATION_FIELDS, switchCredentials } from "../../connectors/federation";
 
 const TOKEN_HOSTS = ["oauth2.googleapis.com", "accounts.google.com", "www.googleapis.com"];
 // Project ids: 6–30 characters, lower-case letters, digits and hyphens, starting with a letter.
@@ -118,6 +118,8 @@ export const destination: DestinationDef = {
     checkKey: (k) => (LABEL_KEY.test(k) ? null : "must start with a lower-case letter and use only lower-case letters, digits, _ and -"),
     checkValue: (v) => (LABEL_VALUE.test(v) ? null : "may use only lower-case letters, digits, _ and -"),
   },
+  // A PATCH sending one credential form clears the other.
+  afterMerge: switchCredentials(["credentials"], ["service_account_email"]),
   async validate(conn, ctx) {
     const federated = credentialMode(conn, ["credentials"], ["service_account_email"]) === "federated";
     if (!federated && str(conn, "credentials") === "") throw invalid("credentials", "is required (or identity_token_audience, for workload identity federation)");

@@ -10,7 +10,7 @@ import { defineFields } from "../../../../core/fields";
 import { MAX_URL_BYTES } from "../../../../core/limits";
 import { checkOutboundUrl } from "../../hosts";
 import { ENDPOINT_VAR } from "./client";
-import { credentialMode, FEDERATION_FIELDS } from "../../connectors/federation";
+import { credentialMode, FEDERATION_FIELDS, switchCredentials } from "../../connectors/federation";
 import { envVar, invalid, plainText, str, type DestinationDef } from "../../destinations/types";
 
 /**
@@ -48,6 +48,8 @@ export const destination: DestinationDef = {
   normalizeName: (name) => name.replace(/[^0-9A-Za-z-]/g, "-"),
   // 15 tags per secret, one taken by the ownership tag; names ≤ 512, values ≤ 256.
   tags: { maxTags: 14, maxKeyLength: 512, maxValueLength: 256 },
+  // A PATCH sending one credential form clears the other.
+  afterMerge: switchCredentials(["client_secret"], []),
   async validate(conn, ctx) {
     const cloud = str(conn, "cloud");
     const suffix = CLOUDS[cloud.toLowerCase()];
