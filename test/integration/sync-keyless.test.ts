@@ -244,6 +244,33 @@ describe("keyless destinations: refusals", () => {
   });
 });
 
+describe("the fakes' token services", () => {
+  /** A token as Lanyard's would look, signed with a key of the test's own. */
+  async function forged(kid: string): Promise<string> {
+    const pair = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, false, ["sign", "verify"])) as CryptoKeyPair;
+    const part = (o: unknown) => btoa(JSON.stringify(o)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const now = Math.floor(Date.now() / 1000);
+    const input = `${part({ alg: "ES256", typ: "JWT", kid })}.${part({ iss: ISSUER, sub: sub("cloudone-sm", "forged"), aud: "sts.amazonaws.com", iat: now, nbf: now, exp: now + 300, jti: crypto.randomUUID() })}`;
+    const sig = new Uint8Array(await crypto.subtle.sign({ name: "ECDSA", hash: "SHA-256" }, pair.privateKey, new TextEncoder().encode(input)));
+    return `${input}.${btoa(String.fromCharCode(...sig)).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "")}`;
+  }
+
+  async function assume(token: string): Promise<string> {
+    aws.roles.set(roleArn("forged"), { trusted: [], webIdentity: { issuer: ISSUER, sub: sub("cloudone-sm", "forged") } });
+    const body = new URLSearchParams({ Action: "AssumeRoleWithWebIdentity", Version: "2011-06-15", RoleArn: roleArn("forged"), RoleSessionName: "forged", WebIdentityToken: token });
+    const res = await aws.handle(new Request("https://sts.us-east-1.amazonaws.com/", { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: body.toString() }));
+    return `${res.status} ${await res.text()}`;
+  }
+
+  it("refuse a token signed by a key not in Lanyard's key set, or by another key under a published kid", async () => {
+    expect(await assume(await forged("not-a-lanyard-key"))).toMatch(/^400 .*InvalidIdentityToken.*no key not-a-lanyard-key/);
+    const published = (await api("GET", "identity/oidc/plugins/.well-known/keys", { token: null })).body.keys as { kid: string }[];
+    const kid = published[0]?.kid ?? "";
+    expect(kid).not.toBe("");
+    expect(await assume(await forged(kid))).toMatch(/^400 .*InvalidIdentityToken.*signature verification failed/);
+  });
+});
+
 describe("after the run", () => {
   it("no temporary credential and no private key material in any D1 row, log line or audit entry", async () => {
     const handedOut = [...aws.handedOut, ...azure.handedOut, ...gcp.handedOut];
