@@ -11,10 +11,11 @@ import { setSealedColumns } from "../core/db/seal-canary";
 import type { Engine } from "../core/engine";
 import { compileRoute, type CompiledRoute, type RouteDef } from "../core/route";
 import { followKvChanges, kvEngine, type KvFollower } from "../engines/kv";
+import { identityEngine } from "../engines/identity";
 import { pkiEngine } from "../engines/pki";
 import { syncEngine, syncKvFollower } from "../engines/sync";
 
-const REGISTERED = [kvEngine, pkiEngine, syncEngine] as const satisfies readonly Engine[];
+const REGISTERED = [kvEngine, pkiEngine, syncEngine, identityEngine] as const satisfies readonly Engine[];
 
 /** Every engine, in registration order (the order hooks and cron jobs run in). */
 export const ENGINES: readonly Engine[] = REGISTERED;

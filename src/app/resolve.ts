@@ -1,7 +1,7 @@
 /**
  * Who is calling and where the request goes, before any route runs: the namespace (the longest
  * existing prefix of the path, below the namespace header's), the presented token, the backend
- * (sys/, auth/token/, or the longest mount of the namespace) and its route, the token's
+ * (sys/, auth/token/, identity/, or the longest mount of the namespace) and its route, the token's
  * namespace and its ACL. It resolves only: refusing is the dispatcher's (src/app/dispatch.ts).
  *
  * Everything here is read through this isolate's read model (docs/architecture.md "Caches and
@@ -126,13 +126,17 @@ function walkNamespaces(base: string, deeper: string[]): { ns: NamespaceRef | nu
   return { ns };
 }
 
-/** The built-in backends (sys/, auth/token/), or null for a path that belongs to a mount. */
+/** The built-in backends (sys/, auth/token/, identity/), or null for a path that belongs to a mount. */
 export function systemBackend(path: string): Backend | null {
   if (path === "sys" || path.startsWith("sys/")) {
     return { mountType: "system", routes: BACKEND_ROUTES.sys, mount: null, relPath: path.slice(4) };
   }
   if (path === "auth/token" || path.startsWith("auth/token/")) {
     return { mountType: "token", routes: BACKEND_ROUTES.token, mount: null, relPath: path.slice(11) };
+  }
+  // Vault's identity backend (here: the plugin-identity issuer); "identity" is a reserved mount and namespace name.
+  if (path === "identity" || path.startsWith("identity/")) {
+    return { mountType: "identity", routes: BACKEND_ROUTES.identity, mount: null, relPath: path.slice(9) };
   }
   return null;
 }

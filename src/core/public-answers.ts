@@ -13,7 +13,7 @@
  *   read at most CACHE_TTL_MS before the entry was made, so a mount disabled or moved by another
  *   isolate stops being served here within 2 × CACHE_TTL_MS.
  * - **The isolate that writes sees its write at once.** An entry records the generations of the
- *   areas that decided its answer ("namespaces", "mounts", "pki", "audit") from before the
+ *   areas that decided its answer ("namespaces", "mounts", "pki", "audit", "identity") from before the
  *   pipeline read anything; an invalidation of any of them since makes it unusable.
  * - **Only what the pipeline would answer the same way**: a GET with no body, no
  *   X-Vault-Wrap-TTL (a 400 in the pipeline) and no audit device that would record it (every
@@ -59,7 +59,7 @@ interface Entry {
   meta: Readonly<Record<string, string>> | undefined;
 }
 
-const AREAS: readonly CacheArea[] = ["namespaces", "mounts", "pki", "audit"];
+const AREAS: readonly CacheArea[] = ["namespaces", "mounts", "pki", "audit", "identity"];
 const MAX_ENTRIES = 2048;
 const MAX_BYTES = 8 * 1024 * 1024;
 export const MAX_BODY_BYTES = 64 * 1024;

@@ -24,7 +24,7 @@
 import { BoundedCache } from "./bounded-cache";
 
 /** The areas a write can invalidate; each cache belongs to one. */
-export type CacheArea = "tokens" | "policies" | "namespaces" | "mounts" | "pki" | "audit";
+export type CacheArea = "tokens" | "policies" | "namespaces" | "mounts" | "pki" | "audit" | "identity";
 
 /** The default and the largest accepted CACHE_TTL_MS (docs/configuration.md). */
 export const DEFAULT_CACHE_TTL_MS = 1000;

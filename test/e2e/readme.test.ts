@@ -214,6 +214,8 @@ it("every shell block of the README runs as written, in order, on a fresh instan
   // Secrets sync against the fakes: the second value reached the repository host.
   expect(stdout).toMatch(/"VAULT_KV_\w+_APP_API_KEY": ?"k2"/);
   expect(stdout).toContain('"sync_status":"UNSYNCED"');
+  // Keyless: the AWS-like fake holds the secret, written with temporary credentials of a role that trusts Lanyard's issuer.
+  expect(stdout).toMatch(/"vault\/kv_\w+\/app": \{/);
   // hvac and node-vault list the secrets they wrote.
   expect(stdout).toContain("['app', 'app/']");
   expect(stdout).toContain("[ 'app', 'app/' ]");

@@ -1,12 +1,16 @@
 /**
- * A fake of the cloudone-sm provider (AWS Secrets Manager JSON 1.1 and STS AssumeRole) at the
- * HTTP boundary, for tests, benchmarks and manual runs. It verifies every SigV4 signature
- * against the credentials it knows, enforces the name rules, and answers with the provider's
- * error shapes (`{"__type","message"}` with 400, STS XML errors).
+ * A fake of the cloudone-sm provider (AWS Secrets Manager JSON 1.1, STS AssumeRole and
+ * AssumeRoleWithWebIdentity) at the HTTP boundary, for tests, benchmarks and manual runs. It
+ * verifies every SigV4 signature against the credentials it knows (temporary ones with their
+ * session token, refused once expired), enforces the name rules, and answers with the provider's
+ * error shapes (`{"__type","message"}` with 400, STS XML errors). A web-identity token is checked
+ * as STS does (./fake-oidc-trust.ts): the role trusts an OIDC provider registered with its URL and
+ * client ids (audiences), whose discovery document and key set are fetched over HTTP.
  */
 import { amzDate, signature } from "../../src/engines/sync/providers/cloudone-sm/sigv4";
 import { FakeThrottle } from "./fake-limits";
 import { applyFault, json, type Fault } from "./fake-router";
+import { isRefusal, OidcTrust } from "./fake-oidc-trust";
 
 export interface FakeSecret {
   arn: string;
@@ -25,6 +29,8 @@ export interface FakeRole {
   externalId?: string;
   /** Access key ids allowed to assume the role. */
   trusted: string[];
+  /** AssumeRoleWithWebIdentity: the OIDC provider (issuer URL) the trust policy names, and the `sub` its condition requires. */
+  webIdentity?: { issuer: string; sub?: string };
 }
 
 const NAME = /^[A-Za-z0-9/_+=.@-]{1,512}$/;
@@ -44,7 +50,16 @@ export class FakeCloudone {
   readonly secrets = new Map<string, FakeSecret>();
   readonly users = new Map<string, string>();
   readonly roles = new Map<string, FakeRole>();
-  private readonly sessions = new Map<string, { secret: string; token: string }>();
+  private readonly sessions = new Map<string, { secret: string; token: string; expiresAt: number }>();
+  /** IAM OIDC identity providers: issuer URL → client ids (the audiences it accepts). */
+  readonly oidcProviders = new Map<string, string[]>();
+  /** How token services check web-identity tokens (fetching discovery and keys over HTTP). */
+  readonly oidc = new OidcTrust();
+  /** Lifetime of the temporary credentials handed out (STS: DurationSeconds, at most the role's maximum). */
+  sessionSeconds = 3600;
+  assumeRoleWithWebIdentityCalls = 0;
+  /** Every temporary credential handed out (access key, secret key, session token): tests grep for them. */
+  readonly handedOut: string[] = [];
   readonly faults: Fault[] = [];
   /** Operations in arrival order: "CreateSecret vault/x", "AssumeRole arn:...". */
   readonly calls: string[] = [];
@@ -107,6 +122,7 @@ export class FakeCloudone {
     const secret = this.users.get(akid) ?? session?.secret;
     if (!secret) return deny(service === "sts" ? "InvalidClientTokenId" : "UnrecognizedClientException", "The security token included in the request is invalid.");
     if (session && req.headers.get("x-amz-security-token") !== session.token) return deny("UnrecognizedClientException", "The security token included in the request is invalid.");
+    if (session && session.expiresAt <= Date.now()) return deny("ExpiredTokenException", "The security token included in the request is expired");
     const names = signed.split(";");
     const headers: Record<string, string> = {};
     for (const n of names) if (n !== "host") headers[n] = req.headers.get(n) ?? "";
@@ -210,10 +226,46 @@ export class FakeCloudone {
     }
   }
 
+  private session(xmlRoot: string): Response {
+    const akid = `ASIA${crypto.randomUUID().replace(/-/g, "").slice(0, 16).toUpperCase()}`;
+    const secret = crypto.randomUUID();
+    const token = crypto.randomUUID();
+    const expiresAt = Date.now() + this.sessionSeconds * 1000;
+    this.sessions.set(akid, { secret, token, expiresAt });
+    this.handedOut.push(akid, secret, token);
+    return new Response(
+      `<${xmlRoot}Response><${xmlRoot}Result><Credentials><AccessKeyId>${akid}</AccessKeyId><SecretAccessKey>${secret}</SecretAccessKey>` +
+        `<SessionToken>${token}</SessionToken><Expiration>${new Date(expiresAt).toISOString()}</Expiration></Credentials></${xmlRoot}Result></${xmlRoot}Response>`,
+      { status: 200, headers: { "content-type": "text/xml" } },
+    );
+  }
+
+  /** AssumeRoleWithWebIdentity (AWS STS API Reference): unsigned; the token is the credential. */
+  private async webIdentity(form: URLSearchParams): Promise<Response> {
+    const arn = form.get("RoleArn") ?? "";
+    this.calls.push(`AssumeRoleWithWebIdentity ${arn}`);
+    this.assumeRoleWithWebIdentityCalls++;
+    const role = this.roles.get(arn);
+    const issuer = role?.webIdentity?.issuer ?? "";
+    const audiences = this.oidcProviders.get(issuer);
+    if (!role?.webIdentity || !audiences) return stsError("AccessDenied", "Not authorized to perform sts:AssumeRoleWithWebIdentity");
+    if (!/^[\w+=,.@-]{2,64}$/.test(form.get("RoleSessionName") ?? "")) return stsError("ValidationError", "RoleSessionName is invalid", 400);
+    const v = await this.oidc.verify(form.get("WebIdentityToken") ?? "", issuer, audiences);
+    if (isRefusal(v)) {
+      if (v.kind === "expired") return stsError("ExpiredTokenException", "Token expired", 400);
+      if (v.kind === "audience") return stsError("InvalidIdentityToken", "Incorrect token audience", 400);
+      if (v.kind === "issuer") return stsError("InvalidIdentityToken", "No OpenIDConnect provider found in your account for this issuer", 400);
+      return stsError("InvalidIdentityToken", `Couldn't verify the token: ${v.message}`, 400);
+    }
+    if (role.webIdentity.sub !== undefined && role.webIdentity.sub !== v.sub) return stsError("AccessDenied", "Not authorized to perform sts:AssumeRoleWithWebIdentity");
+    return this.session("AssumeRoleWithWebIdentity");
+  }
+
   private async sts(req: Request, body: string): Promise<Response> {
+    const form = new URLSearchParams(body);
+    if (form.get("Action") === "AssumeRoleWithWebIdentity") return this.webIdentity(form);
     const v = await this.verify(req, body, "sts");
     if (v instanceof Response) return v;
-    const form = new URLSearchParams(body);
     if (form.get("Action") !== "AssumeRole") return stsError("InvalidAction", "unsupported action", 400);
     const arn = form.get("RoleArn") ?? "";
     this.calls.push(`AssumeRole ${arn}`);
@@ -221,16 +273,7 @@ export class FakeCloudone {
     const role = this.roles.get(arn);
     if (!role || !role.trusted.includes(v.akid)) return stsError("AccessDenied", `User is not authorized to perform: sts:AssumeRole on resource: ${arn}`);
     if ((role.externalId ?? null) !== form.get("ExternalId")) return stsError("AccessDenied", `User is not authorized to perform: sts:AssumeRole on resource: ${arn}`);
-    const akid = `ASIA${crypto.randomUUID().replace(/-/g, "").slice(0, 16).toUpperCase()}`;
-    const secret = crypto.randomUUID();
-    const token = crypto.randomUUID();
-    this.sessions.set(akid, { secret, token });
-    const exp = new Date(Date.now() + 3600_000).toISOString();
-    return new Response(
-      `<AssumeRoleResponse><AssumeRoleResult><Credentials><AccessKeyId>${akid}</AccessKeyId><SecretAccessKey>${secret}</SecretAccessKey>` +
-        `<SessionToken>${token}</SessionToken><Expiration>${exp}</Expiration></Credentials></AssumeRoleResult></AssumeRoleResponse>`,
-      { status: 200, headers: { "content-type": "text/xml" } },
-    );
+    return this.session("AssumeRole");
   }
 }
 

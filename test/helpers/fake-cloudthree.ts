@@ -3,11 +3,29 @@
  * Google Secret Manager API) at the HTTP boundary: it verifies the assertion's RS256 signature against the
  * service account's public key, its iss, aud, scope and lifetime; accepts only tokens it issued;
  * enforces secret-id and label rules and non-empty payloads; answers Google's
- * `{error:{code,message,status}}`.
+ * `{error:{code,message,status}}`. Workload identity federation as Google STS does it: a token
+ * exchange (RFC 8693) for a registered pool provider verifies the subject token against the
+ * provider's issuer (./fake-oidc-trust.ts: discovery and key set fetched over HTTP) and allowed
+ * audiences and hands out a federated token for `principal://…/subject/<sub>`; IAM Credentials
+ * generateAccessToken lets a principal granted workloadIdentityUser impersonate a service account.
+ * Every token issued expires after `tokenSeconds`.
  */
 import { base64UrlToBytes, bytesToBase64 } from "../../src/core/encoding";
 import { FakeThrottle } from "./fake-limits";
 import { applyFault, json, type Fault } from "./fake-router";
+import { isRefusal, OidcTrust } from "./fake-oidc-trust";
+
+/** A workload identity pool provider: the issuer it trusts and the audiences it allows. */
+export interface PoolProvider {
+  issuer: string;
+  allowedAudiences: string[];
+}
+
+interface Issued {
+  expiresAt: number;
+  /** `serviceAccount:<email>` or a federated `principal://…`. */
+  principal: string;
+}
 
 const RSA = { name: "RSASSA-PKCS1-v1_5", hash: "SHA-256" } as const;
 
@@ -20,7 +38,19 @@ const gError = (code: number, status: string, message: string) => json({ error: 
 
 export class FakeCloudthree {
   private readonly accounts = new Map<string, CryptoKey>();
-  private readonly issued = new Set<string>();
+  private readonly issued = new Map<string, Issued>();
+  /** Pool provider resource name (//iam.googleapis.com/projects/…/providers/…) → its trust. */
+  readonly providers = new Map<string, PoolProvider>();
+  /** Service account e-mail → principals granted roles/iam.workloadIdentityUser on it. */
+  readonly impersonators = new Map<string, string[]>();
+  /** Federated principals granted access to Secret Manager directly (without impersonation). */
+  readonly directPrincipals = new Set<string>();
+  readonly oidc = new OidcTrust();
+  tokenSeconds = 3599;
+  stsRequests = 0;
+  impersonations = 0;
+  /** Every access token handed out: tests grep for them. */
+  readonly handedOut: string[] = [];
 
   /** Forgets every access token issued so far (as a provider does on revocation): they now get 401. */
   revokeIssuedTokens(): void {
@@ -83,9 +113,52 @@ export class FakeCloudthree {
       return json({ error: "invalid_grant", error_description: "Invalid JWT: Token must be a short-lived token and in a reasonable timeframe." }, 400);
     }
     if (claims.scope !== "https://www.googleapis.com/auth/cloud-platform") return json({ error: "invalid_scope", error_description: "Invalid OAuth scope" }, 400);
+    return json({ access_token: this.issue(`serviceAccount:${String(claims.iss)}`), expires_in: this.tokenSeconds, token_type: "Bearer" });
+  }
+
+  private issue(principal: string): string {
     const token = `ya29.${crypto.randomUUID()}`;
-    this.issued.add(token);
-    return json({ access_token: token, expires_in: 3599, token_type: "Bearer" });
+    this.issued.set(token, { expiresAt: Date.now() + this.tokenSeconds * 1000, principal });
+    this.handedOut.push(token);
+    return token;
+  }
+
+  /** Google STS v1/token: token exchange of an OIDC token for a federated access token. */
+  private async stsExchange(req: Request): Promise<Response> {
+    this.stsRequests++;
+    const form = new URLSearchParams(new TextDecoder().decode(await req.arrayBuffer()));
+    if (form.get("grant_type") !== "urn:ietf:params:oauth:grant-type:token-exchange") return json({ error: "invalid_request", error_description: "Invalid grant_type" }, 400);
+    if (form.get("subject_token_type") !== "urn:ietf:params:oauth:token-type:jwt") return json({ error: "invalid_request", error_description: "Invalid subject_token_type" }, 400);
+    const audience = form.get("audience") ?? "";
+    const provider = this.providers.get(audience);
+    if (!provider) return json({ error: "invalid_target", error_description: "The target service indicated by the \"audience\" parameters is invalid." }, 400);
+    const v = await this.oidc.verify(form.get("subject_token") ?? "", provider.issuer, provider.allowedAudiences);
+    if (isRefusal(v)) {
+      const why = v.kind === "audience" ? "The audience in ID Token does not match the expected audience." : v.kind === "expired" ? "ID Token has expired." : `Invalid ID Token: ${v.message}`;
+      return json({ error: "invalid_grant", error_description: why }, 400);
+    }
+    const pool = audience.replace(/^\/\//, "").replace(/\/providers\/[^/]+$/, "");
+    return json({ access_token: this.issue(`principal://${pool}/subject/${v.sub}`), issued_token_type: "urn:ietf:params:oauth:token-type:access_token", token_type: "Bearer", expires_in: this.tokenSeconds });
+  }
+
+  /** IAM Credentials generateAccessToken: a federated principal impersonates a service account. */
+  private async generateAccessToken(req: Request, email: string): Promise<Response> {
+    this.impersonations++;
+    const caller = this.caller(req);
+    if (caller instanceof Response) return caller;
+    if (!(this.impersonators.get(email) ?? []).includes(caller.principal)) return gError(403, "PERMISSION_DENIED", "Permission 'iam.serviceAccounts.getAccessToken' denied on resource (or it may not exist).");
+    const b = (await req.json()) as { scope?: unknown };
+    if (!Array.isArray(b.scope) || !b.scope.includes("https://www.googleapis.com/auth/cloud-platform")) return gError(400, "INVALID_ARGUMENT", "scope is required");
+    const token = this.issue(`serviceAccount:${email}`);
+    return json({ accessToken: token, expireTime: new Date(this.issued.get(token)?.expiresAt ?? 0).toISOString() });
+  }
+
+  /** The bearer token's grant, or the 401 answer. */
+  private caller(req: Request): Issued | Response {
+    const bearer = /^Bearer (.+)$/.exec(req.headers.get("authorization") ?? "")?.[1];
+    const grant = bearer ? this.issued.get(bearer) : undefined;
+    if (!grant || grant.expiresAt <= Date.now()) return gError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.");
+    return grant;
   }
 
   async handle(req: Request): Promise<Response> {
@@ -93,6 +166,9 @@ export class FakeCloudthree {
     if (faulted) return faulted;
     const url = new URL(req.url);
     if (url.pathname === "/token" && req.method === "POST") return this.exchange(req);
+    if (url.pathname === "/v1/token" && req.method === "POST") return this.stsExchange(req);
+    const impersonate = /^\/v1\/projects\/-\/serviceAccounts\/([^/:]+):generateAccessToken$/.exec(url.pathname);
+    if (impersonate && req.method === "POST") return this.generateAccessToken(req, decodeURIComponent(impersonate[1] ?? ""));
     const admission = this.throttle.enter(req, `${req.method} ${url.pathname}`);
     try {
       if (admission.throttled) {
@@ -115,8 +191,9 @@ export class FakeCloudthree {
   }
 
   private async api(req: Request, url: URL): Promise<Response> {
-    const bearer = /^Bearer (.+)$/.exec(req.headers.get("authorization") ?? "")?.[1];
-    if (!bearer || !this.issued.has(bearer)) return gError(401, "UNAUTHENTICATED", "Request had invalid authentication credentials.");
+    const caller = this.caller(req);
+    if (caller instanceof Response) return caller;
+    if (caller.principal.startsWith("principal://") && !this.directPrincipals.has(caller.principal)) return gError(403, "PERMISSION_DENIED", "Permission 'secretmanager.secrets.create' denied.");
     const access = /^\/v1\/projects\/([^/]+)\/secrets\/([^/:]+)\/versions\/latest:access$/.exec(url.pathname);
     if (access && req.method === "GET") {
       const [, project = "", rawId = ""] = access;
@@ -161,4 +238,4 @@ export class FakeCloudthree {
   }
 }
 
-export const CLOUDTHREE_HOSTS = ["oauth2.googleapis.com", "secretmanager.googleapis.com"];
+export const CLOUDTHREE_HOSTS = ["oauth2.googleapis.com", "secretmanager.googleapis.com", "sts.googleapis.com", "iamcredentials.googleapis.com"];

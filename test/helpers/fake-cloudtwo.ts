@@ -3,10 +3,23 @@
  * secrets REST, Azure Key Vault REST API) at the HTTP boundary: it checks client id/secret per tenant and
  * the requested scope, accepts only bearer tokens it issued, enforces the name rules (case-
  * insensitive), soft-deletes (409 ObjectIsDeletedButRecoverable on PUT), recovers and purges,
- * and answers `{error:{code,message,innererror}}`.
+ * and answers `{error:{code,message,innererror}}`. A client may instead authenticate with a
+ * client assertion (jwt-bearer) matching one of its federated identity credentials (issuer,
+ * subject, audience), checked as the identity platform does (./fake-oidc-trust.ts: discovery and
+ * key set fetched over HTTP); the tokens it then issues expire after `tokenSeconds`.
  */
 import { FakeThrottle } from "./fake-limits";
 import { applyFault, json, type Fault } from "./fake-router";
+import { isRefusal, OidcTrust } from "./fake-oidc-trust";
+
+/** A federated identity credential on an app registration (Microsoft Graph federatedIdentityCredential). */
+export interface FederatedCredential {
+  issuer: string;
+  subject: string;
+  audience: string;
+}
+
+const JWT_BEARER = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer";
 
 interface Secret {
   name: string;
@@ -23,7 +36,16 @@ const kvError = (status: number, code: string, message: string, inner?: string) 
 export class FakeCloudtwo {
   /** tenant/client_id → client secret. */
   readonly clients = new Map<string, string>();
-  private readonly issued = new Set<string>();
+  /** Issued access token → expiry (ms). */
+  private readonly issued = new Map<string, number>();
+  /** tenant/client_id → its federated identity credentials. */
+  readonly federated = new Map<string, FederatedCredential[]>();
+  readonly oidc = new OidcTrust();
+  /** Lifetime of the access tokens issued (expires_in). */
+  tokenSeconds = 3599;
+  assertionRequests = 0;
+  /** Every access token handed out: tests grep for them. */
+  readonly handedOut: string[] = [];
 
   /** Forgets every access token issued so far (as a provider does on revocation): they now get 401. */
   revokeIssuedTokens(): void {
@@ -39,6 +61,33 @@ export class FakeCloudtwo {
 
   addClient(tenant: string, clientId: string, secret: string): void {
     this.clients.set(`${tenant}/${clientId}`, secret);
+  }
+
+  addFederatedCredential(tenant: string, clientId: string, fic: FederatedCredential): void {
+    const key = `${tenant}/${clientId}`;
+    this.federated.set(key, [...(this.federated.get(key) ?? []), fic]);
+  }
+
+  /** The client's authentication: its secret, or a client assertion matching a federated credential. An error answer, or null. */
+  private async authenticate(tenant: string, form: URLSearchParams): Promise<Response | null> {
+    const key = `${tenant}/${form.get("client_id")}`;
+    if (form.get("client_assertion_type") !== JWT_BEARER) {
+      const expected = this.clients.get(key);
+      if (expected === undefined || expected !== form.get("client_secret")) return json({ error: "invalid_client", error_description: "AADSTS7000215: Invalid client secret provided." }, 401);
+      return null;
+    }
+    this.assertionRequests++;
+    const assertion = form.get("client_assertion") ?? "";
+    const claims = JSON.parse(new TextDecoder().decode(Uint8Array.from(atob((assertion.split(".")[1] ?? "").replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0))) || "{}") as { iss?: string; sub?: string };
+    const fics = (this.federated.get(key) ?? []).filter((f) => f.issuer === claims.iss);
+    if (fics.length === 0) return json({ error: "invalid_client", error_description: `AADSTS700211: No matching federated identity record found for presented assertion issuer '${claims.iss}'.` }, 400);
+    const fic = fics.find((f) => f.subject === claims.sub);
+    if (!fic) return json({ error: "invalid_client", error_description: `AADSTS700213: No matching federated identity record found for presented assertion subject '${claims.sub}'.` }, 400);
+    const v = await this.oidc.verify(assertion, fic.issuer, [fic.audience]);
+    if (!isRefusal(v)) return null;
+    if (v.kind === "audience") return json({ error: "invalid_client", error_description: "AADSTS700212: No matching federated identity record found for presented assertion audience." }, 400);
+    if (v.kind === "expired") return json({ error: "invalid_client", error_description: "AADSTS700024: Client assertion is not within its valid time range." }, 400);
+    return json({ error: "invalid_client", error_description: `AADSTS50013: Assertion failed signature validation. (${v.message})` }, 400);
   }
 
   value(name: string): string | undefined {
@@ -76,12 +125,13 @@ export class FakeCloudtwo {
       const form = new URLSearchParams(new TextDecoder().decode(await req.arrayBuffer()));
       this.tokenRequests++;
       if (form.get("grant_type") !== "client_credentials") return json({ error: "unsupported_grant_type", error_description: "AADSTS70003" }, 400);
-      const expected = this.clients.get(`${tok[1]}/${form.get("client_id")}`);
-      if (expected === undefined || expected !== form.get("client_secret")) return json({ error: "invalid_client", error_description: "AADSTS7000215: Invalid client secret provided." }, 401);
+      const refused = await this.authenticate(tok[1] ?? "", form);
+      if (refused) return refused;
       if (form.get("scope") !== "https://vault.azure.net/.default") return json({ error: "invalid_scope", error_description: "AADSTS70011: The provided value for scope is not valid." }, 400);
       const token = `eyJ0eXAi.${crypto.randomUUID()}`;
-      this.issued.add(token);
-      return json({ token_type: "Bearer", expires_in: 3599, ext_expires_in: 3599, access_token: token });
+      this.issued.set(token, Date.now() + this.tokenSeconds * 1000);
+      this.handedOut.push(token);
+      return json({ token_type: "Bearer", expires_in: this.tokenSeconds, ext_expires_in: this.tokenSeconds, access_token: token });
     }
     const admission = this.throttle.enter(req, `${req.method} ${url.pathname}`);
     try {
@@ -101,6 +151,7 @@ export class FakeCloudtwo {
   private async vault(req: Request, url: URL): Promise<Response> {
     const bearer = /^Bearer (.+)$/.exec(req.headers.get("authorization") ?? "")?.[1];
     if (!bearer || !this.issued.has(bearer)) return kvError(401, "Unauthorized", "AKV10000: Request is missing a Bearer or PoP token.");
+    if ((this.issued.get(bearer) ?? 0) <= Date.now()) return kvError(401, "Unauthorized", "AKV10022: Invalid audience or the token is expired.");
     if (!url.searchParams.get("api-version")) return kvError(400, "BadParameter", "The api-version query parameter is required.");
     const m = /^\/(secrets|deletedsecrets)\/([^/]+)(\/recover)?$/.exec(url.pathname);
     if (!m) return kvError(404, "NotFound", "Not found");

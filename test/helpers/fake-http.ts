@@ -9,6 +9,12 @@
  * `force`/`purge` to skip AWS's recovery window / Key Vault's soft delete), `POST /__fake/throttle`
  * sets the fake's limits ({"per_second"?, "concurrency"?, "retry_after"?: seconds,
  * "throttle_next"?: n}, see ./fake-limits.ts) and `GET /__fake/throttle` shows what it recorded.
+ * The three cloud fakes take `POST /__fake/trust`, the cloud-side setup of a keyless destination
+ * (docs/secrets-sync.md "Keyless destinations"): `issuer`, `audience`, `subject`, and per cloud
+ * `role_arn` (an IAM OIDC provider and a role trusting it), `tenant_id`/`client_id` (a federated
+ * credential on the app registration), or `provider` and `service_account` (a workload identity
+ * pool provider, and the principal allowed to impersonate the service account, or to use Secret
+ * Manager directly when none is named).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -65,6 +71,8 @@ export interface FakeControl {
   edit(b: Record<string, unknown>): void;
   delete(b: Record<string, unknown>): void;
   throttle: FakeThrottle;
+  /** The cloud's trust of an OIDC issuer (the three cloud fakes). */
+  trust?(b: Record<string, unknown>): void;
 }
 
 const text = (b: Record<string, unknown>, k: string): string => {
@@ -81,10 +89,13 @@ async function controlCall(control: FakeControl, req: Request): Promise<Response
     const t = control.throttle;
     return ok({ requests: t.requests, maxInFlight: t.maxInFlight, overLimit: t.overLimit, windows: t.windows, insideWindow: t.insideWindow });
   }
-  if (req.method !== "POST" || !["/__fake/edit", "/__fake/delete", "/__fake/throttle"].includes(path)) return null;
+  if (req.method !== "POST" || !["/__fake/edit", "/__fake/delete", "/__fake/throttle", "/__fake/trust"].includes(path)) return null;
   try {
     const b = (await req.json()) as Record<string, unknown>;
-    if (path === "/__fake/edit") control.edit(b);
+    if (path === "/__fake/trust") {
+      if (!control.trust) throw new Error("this fake has no token service");
+      control.trust(b);
+    } else if (path === "/__fake/edit") control.edit(b);
     else if (path === "/__fake/delete") control.delete(b);
     else {
       const perSecond = typeof b.per_second === "number" ? b.per_second : undefined;
@@ -152,16 +163,34 @@ export async function startFakeServers(base: number, fakes?: FakeProviders): Pro
       edit: (b) => one.editOutOfBand(text(b, "name"), text(b, "value")),
       delete: (b) => one.deleteOutOfBand(text(b, "name"), { force: b.force === true }),
       throttle: one.throttle,
+      trust: (b) => {
+        one.oidcProviders.set(text(b, "issuer"), [...(one.oidcProviders.get(text(b, "issuer")) ?? []), text(b, "audience")]);
+        one.roles.set(text(b, "role_arn"), { trusted: [], webIdentity: { issuer: text(b, "issuer"), sub: text(b, "subject") } });
+      },
     }),
     serveFake(at(2), two, () => Object.fromEntries([...two.secrets].map(([k, v]) => [k, { value: v.value, deleted: v.deleted, tags: v.tags }])), {
       edit: (b) => two.editOutOfBand(text(b, "name"), text(b, "value")),
       delete: (b) => two.deleteOutOfBand(text(b, "name"), { purge: b.purge === true }),
       throttle: two.throttle,
+      trust: (b) =>
+        two.addFederatedCredential(typeof b.tenant_id === "string" ? b.tenant_id : BODIES["cloudtwo-kv"].tenant_id, typeof b.client_id === "string" ? b.client_id : BODIES["cloudtwo-kv"].client_id, {
+          issuer: text(b, "issuer"),
+          subject: text(b, "subject"),
+          audience: text(b, "audience"),
+        }),
     }),
     serveFake(at(3), three, () => Object.fromEntries([...three.secrets].map(([k, v]) => [k, { latest: v.versions[v.versions.length - 1], labels: v.labels }])), {
       edit: (b) => three.editOutOfBand(gcpProject(b), text(b, "name"), text(b, "value")),
       delete: (b) => three.deleteOutOfBand(gcpProject(b), text(b, "name")),
       throttle: three.throttle,
+      trust: (b) => {
+        const provider = text(b, "provider");
+        three.providers.set(provider, { issuer: text(b, "issuer"), allowedAudiences: [text(b, "audience")] });
+        const principal = `principal://${provider.replace(/^\/\//, "").replace(/\/providers\/[^/]+$/, "")}/subject/${text(b, "subject")}`;
+        const sa = b.service_account;
+        if (typeof sa === "string") three.impersonators.set(sa, [...(three.impersonators.get(sa) ?? []), principal]);
+        else three.directPrincipals.add(principal);
+      },
     }),
     serveFake(at(4), gh, () => gh.state(), {
       // An edit is stamped a second later than now, so it differs from a write made this second.

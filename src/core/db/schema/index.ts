@@ -6,3 +6,4 @@ export * from "./leases";
 export * from "./auth";
 export * from "./acme";
 export * from "./audit";
+export * from "./identity";

@@ -1,10 +1,14 @@
 /**
- * Requests to the secrets manager (AWS JSON 1.1, AWS Secrets Manager API Reference) and to STS (AssumeRole, query
- * protocol, XML answers), SigV4-signed, through CLOUDONE_ENDPOINT when set. Failures become
+ * Requests to the secrets manager (AWS JSON 1.1, AWS Secrets Manager API Reference) and to STS
+ * (AssumeRole, SigV4-signed; AssumeRoleWithWebIdentity, unsigned, with an identity token Lanyard
+ * signs: AWS STS API Reference; query protocol, XML answers), through CLOUDONE_ENDPOINT when set.
+ * Temporary credentials are cached until 5 minutes before they expire (../../connectors/http.ts),
+ * per destination for a federated one; never stored, logged or audited. Failures become
  * ConnectorErrors classified by the provider's error code (not the status: emulators differ).
  */
 import { envVar, str, type EndpointVar } from "../../destinations/types";
 import { cachedToken, clip, kindOf, parseRetryAfter, send, tokenKey } from "../../connectors/http";
+import { federationCacheParts, identityToken, isFederated } from "../../connectors/federation";
 import { signedHeaders, type AwsCredentials } from "./sigv4";
 import { ConnectorError, type ConnectorContext } from "../../connectors/types";
 
@@ -41,6 +45,26 @@ function xmlTag(xml: string, tag: string): string | undefined {
   return new RegExp(`<${tag}>([^<]*)</${tag}>`).exec(xml)?.[1];
 }
 
+/** The Credentials of an STS answer packed for the token cache, or the ConnectorError naming `step`. */
+async function stsCredentials(res: Response, step: string): Promise<{ token: string; expiresAt: number }> {
+  const text = new TextDecoder().decode(await res.arrayBuffer());
+  if (!res.ok) {
+    const code = xmlTag(text, "Code") ?? `HTTP${res.status}`;
+    throw new ConnectorError(kindOf(res.status), code, `${step}: ${clip(xmlTag(text, "Message") ?? code)}`, parseRetryAfter(res.headers.get("retry-after")));
+  }
+  const akid = xmlTag(text, "AccessKeyId");
+  const secret = xmlTag(text, "SecretAccessKey");
+  const token = xmlTag(text, "SessionToken");
+  const exp = Date.parse(xmlTag(text, "Expiration") ?? "");
+  if (!akid || !secret || !token) throw new ConnectorError("external", "MalformedResponse", `${step}: unexpected answer`);
+  return { token: JSON.stringify([akid, secret, token]), expiresAt: Number.isNaN(exp) ? Date.now() + 900_000 : exp };
+}
+
+function unpack(packed: string): AwsCredentials {
+  const [accessKeyId, secretAccessKey, sessionToken] = JSON.parse(packed) as [string, string, string];
+  return { accessKeyId, secretAccessKey, sessionToken };
+}
+
 /** STS AssumeRole with ExternalId; the temporary credentials are cached until near expiry. */
 async function assumeRole(ctx: ConnectorContext, base: AwsCredentials, roleArn: string): Promise<AwsCredentials> {
   const externalId = str(ctx.dest.connection, "external_id");
@@ -52,24 +76,37 @@ async function assumeRole(ctx: ConnectorContext, base: AwsCredentials, roleArn: 
     const body = params.toString();
     const url = new URL(serviceUrl(ctx.env, "sts", region));
     const headers = await signedHeaders(base, { method: "POST", url, headers: { "content-type": "application/x-www-form-urlencoded" }, body, region, service: "sts" });
-    const res = await send("STS", url.toString(), { method: "POST", headers, body });
-    const text = new TextDecoder().decode(await res.arrayBuffer());
-    if (!res.ok) {
-      const code = xmlTag(text, "Code") ?? `HTTP${res.status}`;
-      throw new ConnectorError(kindOf(res.status), code, `STS AssumeRole: ${clip(xmlTag(text, "Message") ?? code)}`, parseRetryAfter(res.headers.get("retry-after")));
-    }
-    const akid = xmlTag(text, "AccessKeyId");
-    const secret = xmlTag(text, "SecretAccessKey");
-    const token = xmlTag(text, "SessionToken");
-    const exp = Date.parse(xmlTag(text, "Expiration") ?? "");
-    if (!akid || !secret || !token) throw new ConnectorError("external", "MalformedResponse", "STS AssumeRole: unexpected answer");
-    return { token: JSON.stringify([akid, secret, token]), expiresAt: Number.isNaN(exp) ? Date.now() + 900_000 : exp };
+    return stsCredentials(await send("STS", url.toString(), { method: "POST", headers, body }), "STS AssumeRole");
   });
-  const [accessKeyId, secretAccessKey, sessionToken] = JSON.parse(packed) as [string, string, string];
-  return { accessKeyId, secretAccessKey, sessionToken };
+  return unpack(packed);
+}
+
+/**
+ * STS AssumeRoleWithWebIdentity (AWS STS API Reference): the role's trust policy names Lanyard's
+ * issuer as an OIDC provider and the token's audience; the call is not signed (the token is the
+ * credential). The session name names the destination, so CloudTrail shows which one acted.
+ */
+async function assumeRoleWithWebIdentity(ctx: ConnectorContext, roleArn: string): Promise<AwsCredentials> {
+  const region = regionOf(ctx);
+  const key = await tokenKey(...federationCacheParts(ctx, roleArn, region));
+  const packed = await cachedToken(key, async () => {
+    const session = `lanyard-${ctx.dest.name}`.replace(/[^\w+=,.@-]/g, "-").slice(0, 64);
+    const body = new URLSearchParams({
+      Action: "AssumeRoleWithWebIdentity",
+      Version: "2011-06-15",
+      RoleArn: roleArn,
+      RoleSessionName: session,
+      WebIdentityToken: await identityToken(ctx),
+      DurationSeconds: "3600",
+    }).toString();
+    const url = serviceUrl(ctx.env, "sts", region);
+    return stsCredentials(await send("STS", url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body }), "sts AssumeRoleWithWebIdentity");
+  });
+  return unpack(packed);
 }
 
 async function credentials(ctx: ConnectorContext): Promise<AwsCredentials> {
+  if (isFederated(ctx.dest.connection)) return assumeRoleWithWebIdentity(ctx, str(ctx.dest.connection, "role_arn"));
   const base = await baseCredentials(ctx);
   const role = str(ctx.dest.connection, "role_arn");
   return role ? assumeRole(ctx, base, role) : base;

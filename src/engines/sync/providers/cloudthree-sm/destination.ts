@@ -4,7 +4,9 @@
  * `@path/to/file` form of the spec is a client-side convenience (a CLI reads the file); a Worker
  * has no files, so the service takes the contents. The key's `token_uri` decides where the token
  * exchange goes, so it passes the outbound-host safeguard unless CLOUDTHREE_ENDPOINT is set.
- * `project_id` is immutable.
+ * `project_id` is immutable. Instead of a key, a destination may be federated
+ * (`identity_token_audience`, optionally `service_account_email`: Google STS token exchange of an
+ * identity token Lanyard signs, then impersonation; docs/secrets-sync.md "Keyless destinations").
  */
 import { defineFields } from "../../../../core/fields";
 import { MAX_URL_BYTES } from "../../../../core/limits";
@@ -12,7 +14,8 @@ import { utf8Length } from "../../../../core/text";
 import { checkOutboundUrl } from "../../hosts";
 import { ENDPOINT_VAR } from "./client";
 import { KeyError, parsePem } from "../../rsa";
-import { envVar, invalid, str, type DestinationDef } from "../../destinations/types";
+import { envVar, invalid, str, type Connection, type DestinationDef } from "../../destinations/types";
+import { credentialMode, FEDERATION_FIELDS, switchCredentials } from "../../connectors/federation";
 
 const TOKEN_HOSTS = ["oauth2.googleapis.com", "accounts.google.com", "www.googleapis.com"];
 // Project ids: 6–30 characters, lower-case letters, digits and hyphens, starting with a letter.
@@ -73,11 +76,30 @@ async function parseCredentials(text: string, env: Env): Promise<ServiceAccountK
   return { projectId: field("project_id") };
 }
 
+/**
+ * The workload identity pool provider's full resource name (Google STS API: token exchange
+ * `audience`), which is also the identity token's `aud` (add it to the provider's allowed
+ * audiences).
+ */
+const PROVIDER_AUDIENCE = /^\/\/iam\.googleapis\.com\/projects\/\d{1,20}\/locations\/global\/workloadIdentityPools\/[a-z0-9-]{4,32}\/providers\/[a-z0-9-]{4,32}$/;
+
+/** Federation: the audience names a pool provider; the service account, when set, is an e-mail. */
+function checkFederated(conn: Connection): ServiceAccountKey {
+  if (!PROVIDER_AUDIENCE.test(str(conn, "identity_token_audience"))) {
+    throw invalid("identity_token_audience", "must be the workload identity pool provider's resource name: //iam.googleapis.com/projects/<project number>/locations/global/workloadIdentityPools/<pool>/providers/<provider>");
+  }
+  const email = str(conn, "service_account_email");
+  if (email !== "" && (!isEmailShaped(email) || email.length > 320)) throw invalid("service_account_email", "must be a service account's e-mail address");
+  return { projectId: "" };
+}
+
 export const destination: DestinationDef = {
   type: "cloudthree-sm",
   fields: defineFields({
-    credentials: { type: "string", required: true, description: "The service account key file's JSON contents (a Worker cannot read @path/to/file)." },
-    project_id: { type: "string", default: "", description: "Project to manage secrets in; defaults to the key's project. Immutable." },
+    credentials: { type: "string", default: "", description: "The service account key file's JSON contents (a Worker cannot read @path/to/file); or use identity_token_audience." },
+    project_id: { type: "string", default: "", description: "Project to manage secrets in; defaults to the key's project (required with federation). Immutable." },
+    service_account_email: { type: "string", default: "", description: "With federation: the service account to impersonate (generateAccessToken); empty uses the federated identity directly." },
+    ...FEDERATION_FIELDS,
   }),
   sensitive: ["credentials"],
   immutable: ["project_id"],
@@ -96,13 +118,17 @@ export const destination: DestinationDef = {
     checkKey: (k) => (LABEL_KEY.test(k) ? null : "must start with a lower-case letter and use only lower-case letters, digits, _ and -"),
     checkValue: (v) => (LABEL_VALUE.test(v) ? null : "may use only lower-case letters, digits, _ and -"),
   },
+  // A PATCH sending one credential form clears the other.
+  afterMerge: switchCredentials(["credentials"], ["service_account_email"]),
   async validate(conn, ctx) {
-    const key = await parseCredentials(str(conn, "credentials"), ctx.env);
+    const federated = credentialMode(conn, ["credentials"], ["service_account_email"]) === "federated";
+    if (!federated && str(conn, "credentials") === "") throw invalid("credentials", "is required (or identity_token_audience, for workload identity federation)");
+    const key = federated ? checkFederated(conn) : await parseCredentials(str(conn, "credentials"), ctx.env);
     const project = str(conn, "project_id");
     if (project !== "" && !PROJECT_ID.test(project)) {
       throw invalid("project_id", "must be 6 to 30 lower-case letters, digits or hyphens, starting with a letter");
     }
-    if (project === "" && key.projectId === "") throw invalid("project_id", "is required when the credentials name no project");
+    if (project === "" && key.projectId === "") throw invalid("project_id", federated ? "is required with identity_token_audience" : "is required when the credentials name no project");
     return conn;
   },
 };

@@ -1,11 +1,15 @@
 /**
- * Requests to the key vault (Azure Key Vault REST API): a client-credentials token per cloud (cached until
+ * Requests to the key vault (Azure Key Vault REST API): a client-credentials token per cloud, with
+ * the client secret or, for a federated destination, a `client_assertion` of type jwt-bearer that
+ * Lanyard signs (Microsoft identity platform: client credentials with a federated credential),
+ * cached until
  * near expiry; a 401 to a cached token drops it and retries once with a fresh one), the vault URI (its scheme, host and port replaced by
  * CLOUDTWO_ENDPOINT when set), api-version 7.4, and `{error:{code,message,innererror}}` failures
  * turned into ConnectorErrors.
  */
 import { envVar, str, type EndpointVar } from "../../destinations/types";
 import { bearerRequest, clip, kindOf, oauthTokenAnswer, parseRetryAfter, send, tokenKey, tokenWithOrigin, type BearerToken } from "../../connectors/http";
+import { federationCacheParts, identityToken, isFederated } from "../../connectors/federation";
 import { ConnectorError, type ConnectorContext } from "../../connectors/types";
 import { trimEndChar } from "../../../../core/text";
 
@@ -82,20 +86,30 @@ export class KeyVaultError extends ConnectorError {
   }
 }
 
+/** The client-credentials grant's client authentication: the secret, or a federated client assertion. */
+async function clientAuth(ctx: ConnectorContext): Promise<Record<string, string>> {
+  const c = ctx.dest.connection;
+  if (!isFederated(c)) return { client_secret: str(c, "client_secret") };
+  return { client_assertion_type: "urn:ietf:params:oauth:client-assertion-type:jwt-bearer", client_assertion: await identityToken(ctx) };
+}
+
 async function accessToken(ctx: ConnectorContext): Promise<BearerToken> {
   const c = ctx.dest.connection;
   const [authority, resource] = cloudOf(ctx);
   const tenant = str(c, "tenant_id");
   const url = tokenUrl(ctx.env, authority, tenant);
-  const key = await tokenKey("cloudtwo", url, str(c, "client_id"), str(c, "client_secret"), resource);
+  const federated = isFederated(c);
+  const parts = federated ? federationCacheParts(ctx, url, str(c, "client_id"), resource) : ["cloudtwo", url, str(c, "client_id"), str(c, "client_secret"), resource];
+  const key = await tokenKey(...parts);
+  const step = federated ? "identity provider (federated client assertion)" : "identity provider";
   const { token, cached } = await tokenWithOrigin(key, async () => {
-    const body = new URLSearchParams({ grant_type: "client_credentials", client_id: str(c, "client_id"), client_secret: str(c, "client_secret"), scope: `${resource}/.default` });
+    const body = new URLSearchParams({ grant_type: "client_credentials", client_id: str(c, "client_id"), ...(await clientAuth(ctx)), scope: `${resource}/.default` });
     const res = await send("identity provider", url, { method: "POST", headers: { "content-type": "application/x-www-form-urlencoded" }, body: body.toString() });
     if (!res.ok) {
       const e = await parseError(res);
-      throw new ConnectorError(kindOf(res.status), e.code, `identity provider: ${clip(e.message)}`, parseRetryAfter(res.headers.get("retry-after")));
+      throw new ConnectorError(kindOf(res.status), e.code, `${step}: ${clip(e.message)}`, parseRetryAfter(res.headers.get("retry-after")));
     }
-    return oauthTokenAnswer(res, "identity provider");
+    return oauthTokenAnswer(res, step);
   });
   return { token, key, cached };
 }
