@@ -16,7 +16,7 @@
  */
 import { and, asc, eq, lt, sql } from "drizzle-orm";
 import type { Db } from "../../../core/db/client";
-import { pkiAcmeAccounts, pkiAcmeAuthzs, pkiAcmeChallenges, pkiAcmeConfig, pkiAcmeEab, pkiAcmeNonces, pkiAcmeOrders } from "../../../core/db/schema";
+import { pkiAcmeAccounts, pkiAcmeAuthzs, pkiAcmeChallenges, pkiAcmeConfig, pkiAcmeEab, pkiAcmeNonces, pkiAcmeOrders, pkiAcmeRenewalMarks } from "../../../core/db/schema";
 import type { Stmt } from "./store";
 
 export type AcmeAccountRow = typeof pkiAcmeAccounts.$inferSelect;
@@ -268,5 +268,6 @@ export function purgeAcmeStmts(db: Db, mountId: string): Stmt[] {
     db.delete(pkiAcmeEab).where(eq(pkiAcmeEab.mountId, mountId)),
     db.delete(pkiAcmeNonces).where(eq(pkiAcmeNonces.mountId, mountId)),
     db.delete(pkiAcmeConfig).where(eq(pkiAcmeConfig.mountId, mountId)),
+    db.delete(pkiAcmeRenewalMarks).where(eq(pkiAcmeRenewalMarks.mountId, mountId)),
   ];
 }
