@@ -10,7 +10,9 @@
  * - one account per key: the unique (mount, thumbprint) index, inserts ON CONFLICT DO NOTHING;
  * - an EAB key is spent by the batch that creates the account: the insert only happens while the
  *   key exists and the same batch deletes it, so a key creates at most one account;
- * - a challenge is validated once (pending → processing is a conditional UPDATE … RETURNING), an
+ * - a challenge is claimed once (pending → processing is a conditional UPDATE … RETURNING), each
+ *   retry is recorded once (conditional on the attempt count) and only a processing challenge is
+ *   finished; an
  *   order is finalized once (pending → processing likewise), and key-change replaces the key
  *   only if it is still the one the request was signed with.
  */
@@ -209,16 +211,31 @@ export async function claimChallenge(db: Db, mountId: string, authzId: string, t
   return rows.length === 1;
 }
 
-/** The outcome of a validation: the challenge and its authorization together (one batch). */
-export async function finishChallenge(db: Db, mountId: string, authzId: string, type: string, outcome: { valid: true; at: number } | { valid: false; error: Record<string, unknown> }): Promise<void> {
+/**
+ * A failed attempt that will be retried: the challenge stays processing with the failure in
+ * `error` and `attempts` counted. Conditional on the attempt before it, so of two deliveries of
+ * one retry message only one records it (and schedules the next); true for that one.
+ */
+export async function recordFailedAttempt(db: Db, mountId: string, authzId: string, type: string, attempt: number, error: Record<string, unknown>): Promise<boolean> {
+  const c = pkiAcmeChallenges;
+  const rows = await db
+    .update(c)
+    .set({ attempts: attempt, error })
+    .where(and(eq(c.mountId, mountId), eq(c.authzId, authzId), eq(c.type, type), eq(c.status, "processing"), eq(c.attempts, attempt - 1)))
+    .returning({ type: c.type });
+  return rows.length === 1;
+}
+
+/** The outcome of a validation: the challenge (while still processing) and its authorization together (one batch). */
+export async function finishChallenge(db: Db, mountId: string, authzId: string, type: string, outcome: { valid: true; at: number; attempt: number } | { valid: false; error: Record<string, unknown>; attempt: number }): Promise<void> {
   const c = pkiAcmeChallenges;
   const z = pkiAcmeAuthzs;
   const status = outcome.valid ? "valid" : "invalid";
   await db.batch([
     db
       .update(c)
-      .set(outcome.valid ? { status, validatedAt: outcome.at, error: null } : { status, error: outcome.error })
-      .where(and(eq(c.mountId, mountId), eq(c.authzId, authzId), eq(c.type, type))),
+      .set(outcome.valid ? { status, validatedAt: outcome.at, error: null, attempts: outcome.attempt } : { status, error: outcome.error, attempts: outcome.attempt })
+      .where(and(eq(c.mountId, mountId), eq(c.authzId, authzId), eq(c.type, type), eq(c.status, "processing"))),
     db
       .update(z)
       .set({ status })
