@@ -4,8 +4,9 @@
  * with Debian's lego, openssl, jq and xxd, and `HTTP01_PORT` a port the http-01 relay
  * (./acme-http01-relay.ts) routes the example's name to, as the README's ACME section sets up by
  * hand. Then what it printed is checked: the directory's renewalInfo and profiles, a window two
- * thirds into the certificate's validity as openssl reads it, Retry-After, and after the issuer is
- * marked a window in the past with the explanationURL.
+ * thirds into the certificate's validity as openssl reads it, Retry-After, after the issuer is
+ * marked a window in the past with the explanationURL, and the revocation reason lego gave in
+ * the CRL as `openssl crl -text` reads it.
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
@@ -31,7 +32,9 @@ it("docs/pki-acme.md's worked example (ARI, mass renewal, profiles) runs as writ
   await relayHost("shop.example.com", port);
   const dir = await mkdtemp(path.join(tmpdir(), "lanyard-docs-acme-"));
   const env = Object.fromEntries(Object.entries(process.env).filter((e): e is [string, string] => e[1] !== undefined));
-  const { stdout } = await run("bash", ["-euo", "pipefail", "-c", blocks.join("\n")], {
+  // The options inside the script: bash started over a socketpair (as node's stdio) may read
+  // /etc/bash.bashrc first, which `-u` would break.
+  const { stdout } = await run("bash", ["-c", ["set -xeuo pipefail", ...blocks].join("\n")], {
     cwd: dir,
     env: { ...env, LANYARD: inject("baseUrl"), ROOT: E2E_ROOT_TOKEN, HTTP01_PORT: String(port) },
     timeout: 180_000,
@@ -58,5 +61,7 @@ it("docs/pki-acme.md's worked example (ARI, mass renewal, profiles) runs as writ
   const marked = JSON.parse(lines.find((l) => l.includes('"explanationURL"')) ?? "{}");
   expect(marked.explanationURL).toBe("https://status.example.com/root-rollover");
   expect(Date.parse(marked.suggestedWindow.end)).toBeLessThan(Date.now());
+  // openssl's reading of the CRL: lego's --reason 4 became the entry's reasonCode.
+  expect(stdout).toMatch(/X509v3 CRL Reason Code:\s*\n\s*Superseded/);
   await rm(dir, { recursive: true, force: true });
 }, 240_000);

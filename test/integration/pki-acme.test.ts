@@ -286,6 +286,7 @@ describe("orders, challenges, finalize, certificate, revocation", () => {
     const other = await AcmeClient.open(`${base}/roles/web/acme/directory`);
     await other.newAccount();
     expectProblem(await other.post(other.dir.revokeCert ?? "", { certificate: der }), "unauthorized", 401);
+    expectProblem(await c.post(c.dir.revokeCert ?? "", { certificate: der, reason: 6 }), "badRevocationReason", 400);
     const r = await c.post(c.dir.revokeCert ?? "", { certificate: der, reason: 4 });
     expect(r.status, r.text).toBe(200);
     expectProblem(await c.post(c.dir.revokeCert ?? "", { certificate: der }), "alreadyRevoked", 400);
@@ -295,6 +296,8 @@ describe("orders, challenges, finalize, certificate, revocation", () => {
     expect(parsed.basic?.tbsResponseData.responses[0]?.certStatus.revoked).toBeDefined();
     const crl = new x509.X509Crl((await read(`${path}/crl/pem`)).text);
     expect(crl.entries.map((e) => e.serialNumber.toLowerCase())).toContain(parseCert(leaf).serialNumber.toLowerCase());
+    // The reason is recorded and written as the entry's reasonCode (RFC 5280 §5.3.1): 4, superseded.
+    expect(crl.entries.find((e) => e.serialNumber.toLowerCase() === parseCert(leaf).serialNumber.toLowerCase())?.reason).toBe(4);
   });
 
   it("revoke-cert signed by the certificate's own key (jwk)", async () => {
@@ -306,6 +309,11 @@ describe("orders, challenges, finalize, certificate, revocation", () => {
     expectProblem(await c.post(c.dir.revokeCert ?? "", { certificate: der }, { useJwk: true, key: stranger }), "unauthorized", 401);
     expect((await c.post(c.dir.revokeCert ?? "", { certificate: der }, { useJwk: true, key: certKey })).status).toBe(200);
     expect((await read(`${path}/cert/${(parseCert(leaf).serialNumber.toLowerCase().match(/../g) ?? []).join(":")}`)).body.data.revocation_time).toBeGreaterThan(0);
+    // No reason given: unspecified, so the CRL entry carries no reasonCode.
+    const crl = new x509.X509Crl((await read(`${path}/crl/pem`)).text);
+    const entry = crl.entries.find((e) => e.serialNumber.toLowerCase() === parseCert(leaf).serialNumber.toLowerCase());
+    expect(entry).toBeDefined();
+    expect(entry?.reason).toBeUndefined();
   });
 });
 

@@ -141,12 +141,13 @@ export interface RevokedEntry {
   serial: string;
   issuerId: string;
   revocationTime: number;
+  reason: number;
 }
 
 /** One page of revocations with afterId < id ≤ uptoId, in sequence order. */
 export function listRevokedEntries(db: Db, mountId: string, afterId: number, uptoId: number, limit: number): Promise<RevokedEntry[]> {
   return db
-    .select({ id: pkiRevoked.id, serial: pkiRevoked.serial, issuerId: pkiRevoked.issuerId, revocationTime: pkiRevoked.revocationTime })
+    .select({ id: pkiRevoked.id, serial: pkiRevoked.serial, issuerId: pkiRevoked.issuerId, revocationTime: pkiRevoked.revocationTime, reason: pkiRevoked.reason })
     .from(pkiRevoked)
     .where(and(eq(pkiRevoked.mountId, mountId), gt(pkiRevoked.id, afterId), lte(pkiRevoked.id, uptoId)))
     .orderBy(asc(pkiRevoked.id))
