@@ -175,7 +175,7 @@ describe("renewal information (RFC 9773)", () => {
     expect(Date.parse(again.body.suggestedWindow.start)).toBeGreaterThan(Date.now());
   });
 
-  it("replaces: echoed once, alreadyReplaced the second time, refused for another account's certificate", async () => {
+  it("replaces: echoed once, alreadyReplaced the second time, refused for another account's certificate, free again once the order failed", async () => {
     const { leaf } = await issue(c, "renew.example.com");
     const id = certIdFromPem(leaf);
     const first = await c.post(c.dir.newOrder ?? "", { identifiers: [{ type: "dns", value: "renew.example.com" }], replaces: id });
@@ -183,10 +183,17 @@ describe("renewal information (RFC 9773)", () => {
     expect(first.body.replaces).toBe(id);
     expect((await c.post(first.headers.get("location") ?? "", "")).body.replaces).toBe(id);
     expectProblem(await c.post(c.dir.newOrder ?? "", { identifiers: [{ type: "dns", value: "renew.example.com" }], replaces: id }), "alreadyReplaced", 409);
+    // The same certificate under another key identifier is not another certID.
+    expectProblem(await c.post(c.dir.newOrder ?? "", { identifiers: [{ type: "dns", value: "renew.example.com" }], replaces: `${b64url(new Uint8Array(20))}.${id.split(".")[1]}` }), "malformed", 400);
     const other = await AcmeClient.open(`${base}/acme/directory`);
     await other.newAccount();
     expectProblem(await other.post(other.dir.newOrder ?? "", { identifiers: [{ type: "dns", value: "renew.example.com" }], replaces: id }), "unauthorized", 403);
     expectProblem(await c.post(c.dir.newOrder ?? "", { identifiers: [{ type: "dns", value: "renew.example.com" }], replaces: "x" }), "malformed", 400);
+    // An order that failed gives the certificate up (RFC 9773 §5): here its authorization is deactivated.
+    expect((await c.post(first.body.authorizations[0], { status: "deactivated" })).body.status).toBe("deactivated");
+    const retry = await c.post(c.dir.newOrder ?? "", { identifiers: [{ type: "dns", value: "renew.example.com" }], replaces: id });
+    expect(retry.status, retry.text).toBe(201);
+    expect(retry.body.replaces).toBe(id);
   });
 });
 

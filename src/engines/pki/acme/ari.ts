@@ -27,7 +27,7 @@ import { certDerFromPem, resolveIssuerIn } from "../ca/issuers";
 import { mountOf } from "../routes/common";
 import { isReplacementConflict, listRenewalMarks, orderReplacing, putRenewalMark, releaseReplacement, renewalFacts, type RenewalFacts } from "../storage/acme-ari-store";
 import { getOrderBySerial } from "../storage/acme-store";
-import { getRole, loadIssuanceState, type IssuerRow } from "../storage/store";
+import { getCert, getRole, loadIssuanceState, type IssuerRow } from "../storage/store";
 import { colonHex } from "../x509/pem";
 import { subjectKeyIdOf } from "../x509/resign";
 import { parseCertificate } from "../x509/x509";
@@ -91,6 +91,12 @@ export function immediateWindow(now: number, explanationUrl: string): RenewalWin
   return { start, end: start + 1800_000, explanationUrl };
 }
 
+/** Whether `keyId` is the issuer's Subject Key Identifier (what its certificates carry as AKI). */
+function keyIdMatches(issuer: IssuerRow | undefined, keyId: Uint8Array): boolean {
+  const ski = issuer ? subjectKeyIdOf(certDerFromPem(issuer.certificate)) : null;
+  return ski !== null && bytesToHex(ski) === bytesToHex(keyId);
+}
+
 type Answer = { ok: true; window: RenewalWindow; base: string } | { ok: false; error: AcmeError; base: string | null };
 
 /** The window of one certificate from what the store holds. */
@@ -98,8 +104,7 @@ function windowOf(facts: RenewalFacts, keyId: Uint8Array, issuers: readonly Issu
   const cert = facts.cert;
   if (!cert) return acmeError("malformed", "no certificate of this mount has that serial", 404);
   const issuer = issuers.find((i) => i.id === cert.issuerId);
-  const ski = issuer ? subjectKeyIdOf(certDerFromPem(issuer.certificate)) : null;
-  if (!ski || bytesToHex(ski) !== bytesToHex(keyId)) return acmeError("malformed", "the certID's key identifier is not the certificate's issuer's", 404);
+  if (!keyIdMatches(issuer, keyId)) return acmeError("malformed", "the certID's key identifier is not the certificate's issuer's", 404);
   const info = parseCertificate(base64ToBytes(cert.der));
   if (facts.revoked || issuer?.revoked) return immediateWindow(now, "");
   const mark = facts.marks.find((m) => m.markedAt > cert.createdAt && ((m.kind === "issuer" && m.ref === cert.issuerId) || (m.kind === "role" && facts.orderRole !== null && m.ref === facts.orderRole)));
@@ -156,8 +161,12 @@ export async function checkReplaces(s: SignedRequest, value: unknown, orderIsInv
   const id = parseCertId(value);
   if (!id) throw acmeError("malformed", "'replaces' is not a certID: base64url(AKI keyIdentifier) \".\" base64url(serial)");
   const { db, mount } = s.ctx;
-  const order = await getOrderBySerial(db, mount.id, id.serial);
-  if (!order || order.accountId !== s.account?.id) throw acmeError("unauthorized", "'replaces' names a certificate this account did not order", 403);
+  const [order, cert] = await Promise.all([getOrderBySerial(db, mount.id, id.serial), getCert(db, mount.id, id.serial)]);
+  if (!order || !cert || order.accountId !== s.account?.id) throw acmeError("unauthorized", "'replaces' names a certificate this account did not order", 403);
+  // The key identifier must be the issuer's, so one certificate has one certID (and one replacement).
+  if (!keyIdMatches(s.state.issuers.find((i) => i.id === cert.issuerId), id.keyId)) {
+    throw acmeError("malformed", "'replaces': the certID's key identifier is not the certificate's issuer's");
+  }
   const canonical = certIdOf(id.keyId, id.serial);
   const current = await orderReplacing(db, mount.id, canonical);
   if (current) {
