@@ -156,7 +156,7 @@ describe("renewal information (RFC 9773)", () => {
     expectProblem(await send("GET", `${c.dir.renewalInfo}/not-a-cert-id`), "malformed", 400);
   });
 
-  it("an operator marks the issuer (sudo): earlier certificates get a past window with the explanationURL, later ones not", async () => {
+  it("an operator marks the issuer (sudo): earlier certificates get a past window with the explanationURL, later ones not; then a role", async () => {
     const { leaf } = await issue(c, "mark.example.com");
     const noSudo = await tokenWithPolicy(`path "${path}/acme/renewal-marks" { capabilities = ["create", "update", "read"] }`);
     await write(`${path}/acme/renewal-marks`, { issuer_ref: "root-ca" }, { token: noSudo }, 403);
@@ -173,6 +173,12 @@ describe("renewal information (RFC 9773)", () => {
     const renewed = await issue(c, "mark.example.com", { replaces: certIdFromPem(leaf) });
     const again = await send("GET", `${c.dir.renewalInfo}/${certIdFromPem(renewed.leaf)}`);
     expect(Date.parse(again.body.suggestedWindow.start)).toBeGreaterThan(Date.now());
+
+    // A role's mark reaches the certificates ordered with that role (acme/ issues as role:web).
+    expect((await write(`${path}/acme/renewal-marks`, { role: "web" })).body.data).toMatchObject({ kind: "role", ref: "web", explanation_url: "" });
+    const byRole = await send("GET", `${c.dir.renewalInfo}/${certIdFromPem(renewed.leaf)}`);
+    expect(Date.parse(byRole.body.suggestedWindow.end)).toBeLessThan(Date.now());
+    expect(byRole.body.explanationURL).toBeUndefined();
   });
 
   it("replaces: echoed once, alreadyReplaced the second time, refused for another account's certificate, free again once the order failed", async () => {
