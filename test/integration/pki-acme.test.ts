@@ -294,6 +294,7 @@ describe("orders, challenges, finalize, certificate, revocation", () => {
     const ocsp = await SELF.fetch(`${base}/ocsp`, { method: "POST", headers: { "content-type": "application/ocsp-request" }, body: await requestFor(root, leaf) });
     const parsed = parseResponse(new Uint8Array(await ocsp.arrayBuffer()));
     expect(parsed.basic?.tbsResponseData.responses[0]?.certStatus.revoked).toBeDefined();
+    expect(parsed.basic?.tbsResponseData.responses[0]?.certStatus.revoked?.revocationReason?.reason).toBe(4);
     const crl = new x509.X509Crl((await read(`${path}/crl/pem`)).text);
     expect(crl.entries.map((e) => e.serialNumber.toLowerCase())).toContain(parseCert(leaf).serialNumber.toLowerCase());
     // The reason is recorded and written as the entry's reasonCode (RFC 5280 §5.3.1): 4, superseded.
