@@ -7,7 +7,8 @@
  *   `rejectedIdentifier` before anything is stored; sign-verbatim directories take any
  *   well-formed name. One authorization per identifier: http-01 and dns-01 for a DNS name,
  *   dns-01 only for a wildcard, http-01 for an IP (Vault offers tls-alpn-01 too; Lanyard's
- *   validator does not). Orders expire after 24 h (Vault's).
+ *   validator does not). Orders expire after 24 h (Vault's). A `profile` picks the role
+ *   (profiles.ts); `replaces` names the certificate the order renews (ari.ts, RFC 9773 §5).
  * - finalize: the CSR must name exactly the order's identifiers (`badCSR`), then the certificate
  *   is issued through the PKI's issue path (issuance/issue.ts issueLeaf, the one pipeline), so it
  *   is stored, listed, revocable and in CRLs and OCSP like any other. As in Vault's ACME: the
