@@ -10,6 +10,7 @@ declare namespace Cloudflare {
 		AUDIT_BUCKET: R2Bucket;
 		DB: D1Database;
 		SYNC_QUEUE: Queue;
+		ACME_QUEUE: Queue;
 		AUDIT_QUEUE: Queue;
 		ENVIRONMENT: string;
 		ADMIN_NAMESPACE: string;

@@ -255,6 +255,7 @@ function requestFor(call: Call, at: Resolved, ns: NamespaceRef, op: Operation, t
     contentType: input.contentType,
     query: url.searchParams,
     headers: request.headers,
+    method: request.method.toUpperCase(),
     token,
     capabilities: capabilityResolver(token ? at.acl : null, token ? at.tokenNs : null, ns),
     op,

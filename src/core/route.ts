@@ -33,6 +33,8 @@ export interface Req<F extends FieldSchema = FieldSchema> {
   contentType: string;
   query: URLSearchParams;
   headers: Headers;
+  /** The HTTP method as sent ("HEAD" for a HEAD served by the read handler); absent in hand-built requests. */
+  method?: string;
   /** The authenticated caller; null only on public operations. */
   token: TokenEntry | null;
   /**

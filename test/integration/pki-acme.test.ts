@@ -115,6 +115,7 @@ describe("directory and nonces", () => {
         newOrder: `${base}/${prefix}/new-order`,
         revokeCert: `${base}/${prefix}/revoke-cert`,
         keyChange: `${base}/${prefix}/key-change`,
+        renewalInfo: `${base}/${prefix}/renewal-info`,
         meta: { externalAccountRequired: false },
       });
     }
@@ -215,14 +216,26 @@ describe("orders, challenges, finalize, certificate, revocation", () => {
     expectProblem(await c.post(c.dir.newOrder ?? "", { identifiers: [] }), "malformed", 400);
   });
 
-  it("a failed dns-01 validation invalidates the authorization and the order", async () => {
+  it("a dns-01 validation that keeps failing invalidates the authorization and the order once the retries are spent", async () => {
     const order = await c.post(c.dir.newOrder ?? "", { identifiers: [{ type: "dns", value: "fail.example.com" }] });
     expect(order.status).toBe(201);
     txt.set("_acme-challenge.fail.example.com", ["wrong-digest"]);
     const ch = await passDns01(c, order.body.authorizations[0], false);
-    expect(ch.body.status).toBe("invalid");
+    // Patient validation: still processing after the first failure, which the error shows.
+    expect(ch.body.status).toBe("processing");
     expect(ch.body.error.type).toBe("urn:ietf:params:acme:error:incorrectResponse");
-    expect((await c.post(order.body.authorizations[0], "")).body.status).toBe("invalid");
+    expect(ch.headers.get("retry-after")).toBe("1");
+    let authz = await c.post(order.body.authorizations[0], "");
+    for (let i = 0; i < 40 && authz.body.status === "pending"; i++) {
+      await new Promise((r) => setTimeout(r, 500));
+      authz = await c.post(order.body.authorizations[0], "");
+    }
+    expect(authz.body.status).toBe("invalid");
+    const final = authz.body.challenges.find((x: { type: string }) => x.type === "dns-01");
+    expect(final.status).toBe("invalid");
+    expect(final.error.type).toBe("urn:ietf:params:acme:error:incorrectResponse");
+    const attempts = await env.DB.prepare("SELECT attempts FROM pki_acme_challenges WHERE authz_id = ? AND type = 'dns-01'").bind(String(order.body.authorizations[0]).split("/").pop()).first<{ attempts: number }>();
+    expect(attempts?.attempts).toBe(6);
     const o = await c.post(order.headers.get("location") ?? "", "");
     expect(o.body.status).toBe("invalid");
     expectProblem(await c.post(order.body.finalize, { csr: "AAAA" }), "orderNotReady", 403);
@@ -273,6 +286,7 @@ describe("orders, challenges, finalize, certificate, revocation", () => {
     const other = await AcmeClient.open(`${base}/roles/web/acme/directory`);
     await other.newAccount();
     expectProblem(await other.post(other.dir.revokeCert ?? "", { certificate: der }), "unauthorized", 401);
+    expectProblem(await c.post(c.dir.revokeCert ?? "", { certificate: der, reason: 6 }), "badRevocationReason", 400);
     const r = await c.post(c.dir.revokeCert ?? "", { certificate: der, reason: 4 });
     expect(r.status, r.text).toBe(200);
     expectProblem(await c.post(c.dir.revokeCert ?? "", { certificate: der }), "alreadyRevoked", 400);
@@ -280,8 +294,11 @@ describe("orders, challenges, finalize, certificate, revocation", () => {
     const ocsp = await SELF.fetch(`${base}/ocsp`, { method: "POST", headers: { "content-type": "application/ocsp-request" }, body: await requestFor(root, leaf) });
     const parsed = parseResponse(new Uint8Array(await ocsp.arrayBuffer()));
     expect(parsed.basic?.tbsResponseData.responses[0]?.certStatus.revoked).toBeDefined();
+    expect(parsed.basic?.tbsResponseData.responses[0]?.certStatus.revoked?.revocationReason?.reason).toBe(4);
     const crl = new x509.X509Crl((await read(`${path}/crl/pem`)).text);
     expect(crl.entries.map((e) => e.serialNumber.toLowerCase())).toContain(parseCert(leaf).serialNumber.toLowerCase());
+    // The reason is recorded and written as the entry's reasonCode (RFC 5280 §5.3.1): 4, superseded.
+    expect(crl.entries.find((e) => e.serialNumber.toLowerCase() === parseCert(leaf).serialNumber.toLowerCase())?.reason).toBe(4);
   });
 
   it("revoke-cert signed by the certificate's own key (jwk)", async () => {
@@ -293,6 +310,11 @@ describe("orders, challenges, finalize, certificate, revocation", () => {
     expectProblem(await c.post(c.dir.revokeCert ?? "", { certificate: der }, { useJwk: true, key: stranger }), "unauthorized", 401);
     expect((await c.post(c.dir.revokeCert ?? "", { certificate: der }, { useJwk: true, key: certKey })).status).toBe(200);
     expect((await read(`${path}/cert/${(parseCert(leaf).serialNumber.toLowerCase().match(/../g) ?? []).join(":")}`)).body.data.revocation_time).toBeGreaterThan(0);
+    // No reason given: unspecified, so the CRL entry carries no reasonCode.
+    const crl = new x509.X509Crl((await read(`${path}/crl/pem`)).text);
+    const entry = crl.entries.find((e) => e.serialNumber.toLowerCase() === parseCert(leaf).serialNumber.toLowerCase());
+    expect(entry).toBeDefined();
+    expect(entry?.reason).toBeUndefined();
   });
 });
 

@@ -5,6 +5,7 @@
  * Nothing outside src/engines/pki/ imports any other module of it.
  */
 import type { Engine } from "../../core/engine";
+import { ACME_QUEUE_NAME, handleAcmeValidationBatch } from "./acme/patient";
 import { Authority } from "./authority/authority";
 import { purgePkiMount } from "./purge";
 import { pkiCrlAutoRebuildJob } from "./revocation/crl-cron";
@@ -27,6 +28,8 @@ export const pkiEngine = {
   ],
   // sys/leases/revoke and lease expiry revoke a generate_lease certificate as POST revoke does.
   revokeLease: ({ db, env }, mount, lease) => revokeCertLease({ db, env, mount }, lease),
+  // ACME challenge attempts after the first (acme/patient.ts).
+  queues: { [ACME_QUEUE_NAME]: handleAcmeValidationBatch },
   // wrangler.toml binds AUTHORITY to class_name "Authority": the name must not change.
   durableObjects: { Authority },
   // sys/metrics: certificates by expiry, revocations, issuer expiry, CRL age.

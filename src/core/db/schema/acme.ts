@@ -6,6 +6,7 @@
  * writes into a mount being disabled, as 0006 does for the other engine tables.
  * Times are Unix milliseconds.
  */
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 /** config/acme of a mount (Vault API: /pki/config/acme), one JSON value; no row = the defaults. */
@@ -78,8 +79,18 @@ export const pkiAcmeOrders = sqliteTable(
     /** A problem document when the order failed, else null. */
     error: text("error", { mode: "json" }).$type<Record<string, unknown> | null>(),
     createdAt: integer("created_at").notNull(),
+    /** The ACME profile asked for (draft-aaron-acme-profiles), "" for the directory's default (migration 0015). */
+    profile: text("profile").notNull().default(""),
+    /** The certID (RFC 9773 §4.1, canonical form) of the certificate this order replaces (§5), "" when none. */
+    replaces: text("replaces").notNull().default(""),
   },
-  (t) => [primaryKey({ columns: [t.mountId, t.id] }), index("pki_acme_orders_account").on(t.mountId, t.accountId), index("pki_acme_orders_serial").on(t.mountId, t.certSerial)],
+  (t) => [
+    primaryKey({ columns: [t.mountId, t.id] }),
+    index("pki_acme_orders_account").on(t.mountId, t.accountId),
+    index("pki_acme_orders_serial").on(t.mountId, t.certSerial),
+    // One order at a time replaces a certificate (RFC 9773 §5); an order that failed gives it up.
+    uniqueIndex("pki_acme_orders_replaces").on(t.mountId, t.replaces).where(sql`${t.replaces} <> ''`),
+  ],
 );
 
 /** Authorizations (RFC 8555 §7.1.4): one per identifier of an order. */
@@ -115,6 +126,8 @@ export const pkiAcmeChallenges = sqliteTable(
     /** Unix ms of a successful validation, 0 before. */
     validatedAt: integer("validated_at").notNull(),
     error: text("error", { mode: "json" }).$type<Record<string, unknown> | null>(),
+    /** Validation attempts made so far (patient validation, docs/pki-acme.md; migration 0015). */
+    attempts: integer("attempts").notNull().default(0),
   },
   (t) => [primaryKey({ columns: [t.mountId, t.authzId, t.type] })],
 );
@@ -131,4 +144,23 @@ export const pkiAcmeEab = sqliteTable(
     createdAt: integer("created_at").notNull(),
   },
   (t) => [primaryKey({ columns: [t.mountId, t.id] })],
+);
+
+/**
+ * Early-renewal marks (RFC 9773 §4.2, docs/pki-acme.md "Renewal information"): an operator asked
+ * every certificate of an issuer (`kind` "issuer", `ref` its id) or of a role (`kind` "role",
+ * `ref` its name) to be renewed now. Migration 0015.
+ */
+export const pkiAcmeRenewalMarks = sqliteTable(
+  "pki_acme_renewal_marks",
+  {
+    mountId: text("mount_id").notNull(),
+    kind: text("kind").notNull(),
+    ref: text("ref").notNull(),
+    /** Shown to clients as the window's explanationURL; "" for none. */
+    explanationUrl: text("explanation_url").notNull(),
+    /** Unix ms. */
+    markedAt: integer("marked_at").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.mountId, t.kind, t.ref] })],
 );

@@ -134,6 +134,8 @@ export const pkiRevoked = sqliteTable(
     /** base64 DER of the revoked certificate. */
     der: text("der").notNull(),
     createdAt: integer("created_at").notNull(),
+    /** RFC 5280 §5.3.1 CRLReason; 0 (unspecified) writes no reasonCode entry extension (migration 0015). */
+    reason: integer("reason").notNull().default(0),
   },
   (t) => [uniqueIndex("pki_revoked_mount_serial").on(t.mountId, t.serial), index("pki_revoked_mount_issuer").on(t.mountId, t.issuerId)],
 );

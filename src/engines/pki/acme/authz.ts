@@ -4,14 +4,15 @@
  * validation: the challenge moves pending → processing once (a conditional UPDATE, so two
  * concurrent POSTs validate once), then validate.ts's validateChallenge (owned beside this
  * module) checks http-01 or dns-01 with the key authorization `<token>.<thumbprint>` (§8.1), and
- * the challenge and its authorization become valid or invalid together. Validation runs within
- * the request (one attempt, bounded by the validator's 10 s deadline), so the answer already
- * shows the outcome; Vault instead retries in the background up to 5 times.
+ * the challenge and its authorization become valid or invalid together. The first attempt runs
+ * within the request (bounded by the validator's 10 s deadline); a failure is retried in the
+ * background (patient.ts, RFC 8555 §8.2) while the challenge stays processing with the last
+ * failure in `error`, and the authorization turns invalid only when the attempts are spent.
  */
-import { deactivateAuthz, finishChallenge, getAuthzWithChallenges, claimChallenge, type AcmeAuthzRow, type AcmeChallengeRow } from "../storage/acme-store";
+import { deactivateAuthz, getAuthzWithChallenges, claimChallenge, type AcmeAuthzRow, type AcmeChallengeRow } from "../storage/acme-store";
 import { accountThumbprint, type AcmeReply, type AcmeRequest, type SignedRequest } from "./context";
-import { acmeError, problemBody } from "./problem";
-import { validateChallenge } from "./validate";
+import { acmeError } from "./problem";
+import { retryDelays, settleAttempt, tryValidation } from "./patient";
 
 const rfc3339 = (ms: number): string => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
 
@@ -75,16 +76,15 @@ export async function challenge(s: SignedRequest): Promise<AcmeReply> {
     return { json: challengeJson(s, current), headers: current.status === "processing" ? { ...up, "retry-after": "2" } : up };
   }
 
+  // Attempt 1 within the request; the later ones from the queue (patient.ts).
   const keyAuthorization = `${current.token}.${await accountThumbprint(s)}`;
-  let result: Awaited<ReturnType<typeof validateChallenge>>;
-  try {
-    result = await validateChallenge(s.ctx.env, { dnsResolver: s.cfg.dns_resolver }, type as "http-01" | "dns-01", found.authz.identifierValue, current.token, keyAuthorization);
-  } catch (e) {
-    // The validator never throws by contract; should it, the challenge fails rather than staying processing.
-    result = { ok: false, problem: problemBody("serverInternal", `${type}: validation failed: ${e instanceof Error ? e.message : String(e)}`) };
-  }
-  const now = Date.now();
-  const done: AcmeChallengeRow = result.ok ? { ...current, status: "valid", validatedAt: now, error: null } : { ...current, status: "invalid", error: { ...result.problem } };
-  await finishChallenge(s.ctx.db, s.ctx.mount.id, authzId, type, result.ok ? { valid: true, at: now } : { valid: false, error: { ...result.problem } });
-  return { json: challengeJson(s, done), headers: up };
+  const outcome = await tryValidation(s.ctx.env, s.cfg.dns_resolver, type, found.authz.identifierValue, current.token, keyAuthorization);
+  const status = await settleAttempt({ db: s.ctx.db, env: s.ctx.env, mountId: s.ctx.mount.id, authzId, type, attempt: 1 }, outcome);
+  const done: AcmeChallengeRow = {
+    ...current,
+    status,
+    attempts: 1,
+    ...(outcome.ok ? { validatedAt: Date.now(), error: null } : { error: { ...outcome.problem } }),
+  };
+  return { json: challengeJson(s, done), headers: status === "processing" ? { ...up, "retry-after": String(retryDelays(s.ctx.env)[0] ?? 1) } : up };
 }

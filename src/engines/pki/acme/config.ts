@@ -40,6 +40,8 @@ export interface AcmeConfig {
   eab_policy: EabPolicy;
   /** Seconds. */
   max_ttl: number;
+  /** ACME profiles (draft-aaron-acme-profiles): profile name → role of the mount. */
+  profiles: Record<string, string>;
 }
 
 export const ACME_CONFIG_DEFAULTS: Readonly<AcmeConfig> = {
@@ -51,6 +53,7 @@ export const ACME_CONFIG_DEFAULTS: Readonly<AcmeConfig> = {
   dns_resolver: "",
   eab_policy: "not-required",
   max_ttl: 90 * 24 * 3600,
+  profiles: {},
 };
 
 export const acmeConfigFields = defineFields({
@@ -62,6 +65,7 @@ export const acmeConfigFields = defineFields({
   dns_resolver: { type: "string", maxBytes: MAX_URL_BYTES, description: "Resolver for challenge lookups: <ip>:<port> (TCP) or a DNS-over-HTTPS URL; empty: Cloudflare's DoH." },
   eab_policy: { type: "string", description: "not-required, new-account-required or always-required." },
   max_ttl: { type: "duration", description: "Longest validity of an ACME certificate (default 90 days)." },
+  profiles: { type: "string-map", description: "ACME profiles offered by the directories without a role in their path: profile name → role name." },
 });
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -74,7 +78,11 @@ export function decodeAcmeConfig(stored: unknown): AcmeConfig {
   for (const [k, def] of Object.entries(ACME_CONFIG_DEFAULTS)) {
     const v = stored[k];
     if (v === undefined) continue;
-    const sameType = Array.isArray(def) ? Array.isArray(v) && v.every((x) => typeof x === "string") : typeof v === typeof def;
+    const sameType = Array.isArray(def)
+      ? Array.isArray(v) && v.every((x) => typeof x === "string")
+      : isObject(def)
+        ? isObject(v) && Object.values(v).every((x) => typeof x === "string")
+        : typeof v === typeof def;
     if (sameType) target[k] = v;
   }
   return out;
@@ -95,6 +103,24 @@ function checkList(field: "allowed_issuers" | "allowed_roles", list: string[]): 
   if (out.length === 0) throw badRequest(`${field}: must take a non-zero length value; use "*" to allow any`);
   const star = out.indexOf("*");
   if (star >= 0 && out.length > 1) throw badRequest(`${field}: cannot use '*' together with names (index ${star})`);
+  return out;
+}
+
+/** A profile name: a short token, as Let's Encrypt's ("classic", "shortlived", "tlsserver"). */
+const PROFILE_NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** profiles: each name a token, each role existing and allowed for ACME (400 naming the field). */
+async function checkProfiles(db: Db, mountId: string, cfg: AcmeConfig, profiles: Record<string, string>): Promise<Record<string, string>> {
+  const out: Record<string, string> = {};
+  const entries = Object.entries(profiles);
+  if (entries.length > 32) throw badRequest("profiles: at most 32 profiles");
+  for (const [name, rawRole] of entries) {
+    const role = rawRole.trim();
+    if (!PROFILE_NAME_RE.test(name)) throw badRequest(`profiles: profile name ${JSON.stringify(name.slice(0, 64))} must be letters, digits, '.', '_' or '-' (at most 64)`);
+    if (role === "" || !(await getRole(db, mountId, role))) throw badRequest(`profiles: profile ${name}: role ${JSON.stringify(role)} does not exist`);
+    if (!allows(cfg.allowed_roles, role)) throw badRequest(`profiles: profile ${name}: role ${role} is not in allowed_roles`);
+    out[name] = role;
+  }
   return out;
 }
 
@@ -137,6 +163,7 @@ export async function mergeAcmeConfig(req: Req, mountId: string, current: AcmeCo
   } else if (policy !== "sign-verbatim" && policy !== "forbid") {
     throw badRequest(`default_directory_policy: invalid value ${JSON.stringify(policy)}: use sign-verbatim, forbid or role:<name>`);
   }
+  if (req.has("profiles")) next.profiles = await checkProfiles(req.db, mountId, next, f.profiles ?? {});
   checkDnsResolver(req.env, next.dns_resolver);
   if (next.max_ttl < 0) throw badRequest("max_ttl: must not be negative");
   if (next.enabled && state.config.cluster.path === "") {

@@ -62,7 +62,12 @@ export type AuthMode = "jwk" | "kid" | "either";
 const newNonce = (): string => bytesToBase64Url(crypto.getRandomValues(new Uint8Array(16)));
 
 function linkIndex(dir: Directory | null): Record<string, string> {
-  return dir ? { link: `<${dir.base}/directory>;rel="index"` } : {};
+  return linkIndexOf(dir ? dir.base : null);
+}
+
+/** RFC 8555 §7.1: `Link: <directory>;rel="index"` for a directory base URL (none without one). */
+export function linkIndexOf(base: string | null): Record<string, string> {
+  return base ? { link: `<${base}/directory>;rel="index"` } : {};
 }
 
 export function render(reply: AcmeReply, dir: Directory, nonce: string | null): Response {
@@ -175,6 +180,10 @@ export function acmePost(handler: (s: SignedRequest) => Promise<AcmeReply>, auth
       if (!loaded.cfg.enabled) throw disabled();
       issued = fresh;
       dir = await resolveDirectory(req.db, mountOf(req).id, loaded.cfg, loaded.state, req.params);
+      // RFC 8555 §6.2: a POST body of another media type is refused with 415, as a problem.
+      if (req.contentType !== "application/jose+json") {
+        throw acmeError("malformed", `the request's Content-Type must be application/jose+json, not ${JSON.stringify(req.contentType.slice(0, 64))} (RFC 8555 §6.2)`, 415);
+      }
       if (!jws) throw parseError;
       const a = base(req, now, loaded, dir);
 

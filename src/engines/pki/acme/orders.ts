@@ -7,7 +7,8 @@
  *   `rejectedIdentifier` before anything is stored; sign-verbatim directories take any
  *   well-formed name. One authorization per identifier: http-01 and dns-01 for a DNS name,
  *   dns-01 only for a wildcard, http-01 for an IP (Vault offers tls-alpn-01 too; Lanyard's
- *   validator does not). Orders expire after 24 h (Vault's).
+ *   validator does not). Orders expire after 24 h (Vault's). A `profile` picks the role
+ *   (profiles.ts); `replaces` names the certificate the order renews (ari.ts, RFC 9773 §5).
  * - finalize: the CSR must name exactly the order's identifiers (`badCSR`), then the certificate
  *   is issued through the PKI's issue path (issuance/issue.ts issueLeaf, the one pipeline), so it
  *   is stored, listed, revocable and in CRLs and OCSP like any other. As in Vault's ACME: the
@@ -37,7 +38,9 @@ import {
   type AcmeOrderRow,
 } from "../storage/acme-store";
 import type { AcmeReply, AcmeRequest, SignedRequest } from "./context";
+import { checkReplaces, replacementConflict } from "./ari";
 import { acmeError, problemBody } from "./problem";
+import { orderRole, roleOfOrder } from "./profiles";
 
 const ORDER_LIFETIME_MS = 24 * 3600 * 1000;
 const MAX_IDENTIFIERS = 100;
@@ -69,6 +72,8 @@ export function orderJson(a: AcmeRequest, order: AcmeOrderRow, authzs: AcmeAuthz
     finalize: a.url(`order/${order.id}/finalize`),
     ...(status === "valid" ? { certificate: a.url(`order/${order.id}/cert`) } : {}),
     ...(order.error ? { error: order.error } : {}),
+    ...(order.profile ? { profile: order.profile } : {}),
+    ...(order.replaces ? { replaces: order.replaces } : {}),
   };
 }
 
@@ -136,9 +141,10 @@ export async function newOrder(s: SignedRequest): Promise<AcmeReply> {
     if (!seen.has(k)) ids.push(id);
     seen.add(k);
   }
-  const refused = ids.filter((id) => !identifierAllowed(s.dir.role, id));
+  const chosen = await orderRole(s, p.profile);
+  const refused = ids.filter((id) => !identifierAllowed(chosen.role, id));
   if (refused.length > 0) {
-    throw acmeError("rejectedIdentifier", `${refused.map((r) => r.value).join(", ")}: not allowed by role ${s.dir.roleName} of this ACME directory`);
+    throw acmeError("rejectedIdentifier", `${refused.map((r) => r.value).join(", ")}: not allowed by role ${chosen.roleName} of this ACME ${chosen.profile ? "profile" : "directory"}`);
   }
   if (p.notBefore !== undefined) throw acmeError("malformed", "'notBefore' is not supported");
   let notAfter = "";
@@ -151,6 +157,7 @@ export async function newOrder(s: SignedRequest): Promise<AcmeReply> {
   const { mount } = s.ctx;
   const account = s.account;
   if (!account) throw acmeError("accountDoesNotExist", "no account");
+  const replaces = p.replaces === undefined ? "" : await checkReplaces(s, p.replaces, (id) => orderFailed(s, id));
   const expiresAt = s.now + ORDER_LIFETIME_MS;
   const order: AcmeOrderRow = {
     mountId: mount.id,
@@ -160,7 +167,7 @@ export async function newOrder(s: SignedRequest): Promise<AcmeReply> {
     status: "pending",
     identifiers: ids,
     notAfter,
-    role: s.dir.roleName,
+    role: chosen.roleName,
     issuer: s.dir.issuer.id,
     expiresAt,
     certSerial: "",
@@ -168,6 +175,8 @@ export async function newOrder(s: SignedRequest): Promise<AcmeReply> {
     certExpiresAt: 0,
     error: null,
     createdAt: s.now,
+    profile: chosen.profile,
+    replaces,
   };
   const authzs: AcmeAuthzRow[] = [];
   const challenges: AcmeChallengeRow[] = [];
@@ -187,10 +196,12 @@ export async function newOrder(s: SignedRequest): Promise<AcmeReply> {
     };
     authzs.push(authz);
     for (const type of challengeTypes(id)) {
-      challenges.push({ mountId: mount.id, authzId: authz.id, type, token: randomHex(16), status: "pending", validatedAt: 0, error: null });
+      challenges.push({ mountId: mount.id, authzId: authz.id, type, token: randomHex(16), status: "pending", validatedAt: 0, error: null, attempts: 0 });
     }
   }
-  await insertOrder(s.ctx.db, order, authzs, challenges);
+  await insertOrder(s.ctx.db, order, authzs, challenges).catch((e: unknown) => {
+    throw replacementConflict(e, replaces);
+  });
   return { status: 201, json: orderJson(s, order, authzs), headers: { location: s.url(`order/${order.id}`) } };
 }
 
@@ -239,9 +250,15 @@ async function csrIdentifiers(csrField: unknown): Promise<{ pem: string; names: 
   return { pem, names, hasCn: cn !== "" };
 }
 
+/** Whether an order has failed (RFC 9773 §5: it no longer holds the certificate it meant to replace). */
+async function orderFailed(s: SignedRequest, id: string): Promise<boolean> {
+  const found = await getOrderWithAuthzs(s.ctx.db, s.ctx.mount.id, id);
+  return !found || orderStatus(found.order, found.authzs, s.now) === "invalid";
+}
+
 /** The role an ACME certificate is issued under (Vault's ACME overrides, see the top comment). */
-function issuingRole(a: AcmeRequest): Role {
-  const base: Role = a.dir.role ? structuredClone(a.dir.role) : { ...permissiveRole(defaultRole()), key_type: "any", key_bits: 0 };
+function issuingRole(a: AcmeRequest, orderRole: Role | null): Role {
+  const base: Role = orderRole ? structuredClone(orderRole) : { ...permissiveRole(defaultRole()), key_type: "any", key_bits: 0 };
   const role: Role = { ...base, use_csr_common_name: true, use_csr_sans: true, require_cn: false, no_store: false, generate_lease: false };
   if (!a.cfg.allow_role_ext_key_usage) {
     Object.assign(role, { server_flag: true, client_flag: false, code_signing_flag: false, email_protection_flag: false, ext_key_usage: [], ext_key_usage_oids: [] });
@@ -273,7 +290,7 @@ export async function finalize(s: SignedRequest): Promise<AcmeReply> {
   }
   if (!(await claimOrderForFinalize(s.ctx.db, s.ctx.mount.id, order.id))) throw acmeError("orderNotReady", "the order is already being finalized");
 
-  const role = issuingRole(s);
+  const role = issuingRole(s, await roleOfOrder(s, order));
   // Vault's ACME: an issuer set to refuse leaves beyond its own notAfter truncates instead.
   const state = { ...s.state, issuers: s.state.issuers.map((i) => (i.leafNotAfterBehavior === "err" ? { ...i, leafNotAfterBehavior: "truncate" } : i)) };
   const names: NameRequest = { common_name: "", alt_names: [], ip_sans: [], uri_sans: [], other_sans: [], serial_number: "", user_ids: [], exclude_cn_from_sans: false };

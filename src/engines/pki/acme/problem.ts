@@ -24,11 +24,15 @@ const STATUS = {
   rejectedIdentifier: 400,
   unsupportedContact: 400,
   unsupportedIdentifier: 400,
+  // draft-aaron-acme-profiles §4 (Let's Encrypt answers it with 400).
+  invalidProfile: 400,
   externalAccountRequired: 401,
   unauthorized: 401,
   userActionRequired: 401,
   caa: 403,
   orderNotReady: 403,
+  // RFC 9773 §7.4: the certificate named in `replaces` is already being replaced (409 as Let's Encrypt).
+  alreadyReplaced: 409,
   rateLimited: 429,
   connection: 500,
   dns: 500,

@@ -2,8 +2,10 @@
  * ACME revoke-cert (RFC 8555 §7.6): the certificate (base64url DER) is revoked when the request is
  * signed by the account that ordered it (`kid`), or by the certificate's own key (`jwk`). The
  * revocation itself is the PKI's (revocation/revoke.ts): the pki_revoked row, then the CRLs
- * rebuilt, so CRLs and OCSP show it like any other. Lanyard records no revocation reason, so
- * `reason` is only checked to be one RFC 5280 §5.3.1 allows (not 7, which is unused).
+ * rebuilt, so CRLs and OCSP show it like any other. The `reason` (RFC 5280 §5.3.1) is recorded
+ * and written in the CRL entry (reasonCode); absent, it is unspecified (RFC 8555 §7.6) and the
+ * entry has none. Refused (`badRevocationReason`): 7 (unused), 6 (certificateHold: an ACME
+ * revocation is final) and 8 (removeFromCRL: delta CRLs only).
  */
 import { importJWK, type JWK } from "jose";
 import { base64ToBytes, base64UrlToBytes } from "../../../core/encoding";
@@ -15,6 +17,8 @@ import { normalizeSerial } from "../x509/pem";
 import { parseCertificate, type CertInfo } from "../x509/x509";
 import type { AcmeReply, SignedRequest } from "./context";
 import { acmeError } from "./problem";
+
+const ALLOWED_REASONS: readonly number[] = [0, 1, 2, 3, 4, 5, 9, 10];
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
@@ -38,8 +42,8 @@ export async function revokeCert(s: SignedRequest): Promise<AcmeReply> {
   if (!p || typeof p.certificate !== "string" || !/^[A-Za-z0-9_-]+$/.test(p.certificate)) {
     throw acmeError("malformed", "'certificate' must be the base64url DER of the certificate to revoke");
   }
-  if (p.reason !== undefined && (typeof p.reason !== "number" || !Number.isInteger(p.reason) || p.reason < 0 || p.reason > 10 || p.reason === 7)) {
-    throw acmeError("badRevocationReason", "'reason' must be an RFC 5280 reason code (0-10, not 7)");
+  if (p.reason !== undefined && !ALLOWED_REASONS.includes(p.reason as number)) {
+    throw acmeError("badRevocationReason", `'reason' must be an RFC 5280 reason code this server accepts: ${ALLOWED_REASONS.join(", ")}`);
   }
   let cert: CertInfo;
   try {
@@ -59,7 +63,7 @@ export async function revokeCert(s: SignedRequest): Promise<AcmeReply> {
     throw acmeError("unauthorized", "the 'jwk' is not the certificate's public key");
   }
   if (await getRevoked(db, mount.id, serial)) throw acmeError("alreadyRevoked", `certificate ${serial} is already revoked`);
-  const reply = await revokeCertificate(s.ctx, { serialNumber: serial, certificate: undefined, privateKey: undefined, withKey: false });
+  const reply = await revokeCertificate(s.ctx, { serialNumber: serial, certificate: undefined, privateKey: undefined, withKey: false, reason: typeof p.reason === "number" ? p.reason : 0 });
   if (reply.data === null || reply.data === undefined) throw acmeError("unauthorized", (reply.warnings ?? []).join("; ") || `certificate ${serial} cannot be revoked`);
   return { status: 200 };
 }

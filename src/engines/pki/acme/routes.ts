@@ -20,6 +20,8 @@ import { finalize, getOrder, listOrders, newOrder, orderCert } from "./orders";
 import { AcmeError, problemResponse, toAcmeError } from "./problem";
 import type { ApiError } from "../../../core/errors";
 import { revokeCert } from "./revoke";
+import { renewalInfo, renewalMarkRoutes } from "./ari";
+import { profilesMeta } from "./profiles";
 
 const PREFIXES = ["acme", "issuer/:issuer_ref/acme", "roles/:role/acme", "issuer/:issuer_ref/roles/:role/acme"];
 
@@ -31,14 +33,22 @@ async function directory(a: AcmeRequest): Promise<AcmeReply> {
       newOrder: a.url("new-order"),
       revokeCert: a.url("revoke-cert"),
       keyChange: a.url("key-change"),
-      meta: { externalAccountRequired: a.cfg.eab_policy !== "not-required" },
+      // RFC 9773 §3: renewal information, unauthenticated GETs under this URL.
+      renewalInfo: a.url("renewal-info"),
+      meta: { externalAccountRequired: a.cfg.eab_policy !== "not-required", ...profilesEntry(a) },
     },
   };
 }
 
-/** RFC 8555 §7.2: GET new-nonce is 204 (HEAD 200), the nonce in Replay-Nonce. */
-async function nonce(): Promise<AcmeReply> {
-  return { status: 204 };
+/** draft-aaron-acme-profiles §3: meta.profiles, when the directory offers any. */
+function profilesEntry(a: AcmeRequest): { profiles?: Record<string, string> } {
+  const meta = profilesMeta(a);
+  return meta ? { profiles: meta } : {};
+}
+
+/** RFC 8555 §7.2: GET new-nonce is 204, HEAD 200; the nonce in Replay-Nonce, never cached. */
+async function nonce(a: AcmeRequest): Promise<AcmeReply> {
+  return { status: a.req.method === "HEAD" ? 200 : 204 };
 }
 
 type Handler = (req: Req) => Promise<Response>;
@@ -85,8 +95,10 @@ const acmeConfigRoute = route({
 export const acmeRoutes: RouteDef[] = [
   acmeConfigRoute,
   ...eabRoutes,
+  ...renewalMarkRoutes,
   ...resource("directory", { read: acmeGet(directory, { nonce: false }) }),
   ...resource("new-nonce", { read: acmeGet(nonce, { nonce: true }) }),
+  ...resource("renewal-info/:certid", { read: renewalInfo }),
   ...resource("new-account", { update: acmePost(newAccount, "jwk") }),
   ...resource("account/:kid/orders", { update: acmePost(listOrders, "kid") }),
   ...resource("account/:kid", { update: acmePost(accountUpdate, "kid") }),

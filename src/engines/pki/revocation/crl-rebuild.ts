@@ -38,6 +38,7 @@ import {
   getCrlDer,
   listCrlMeta,
   listRevokedEntries,
+  type RevokedEntry,
   maxRevokedSeq,
   putCrlStmts,
   runRevocationBatch,
@@ -140,7 +141,7 @@ async function addRevokedIssuers(issuers: IssuerRow[], targets: Target[]): Promi
   }
 }
 
-async function streamEntries(db: Db, mountId: string, afterSeq: number, uptoSeq: number, place: (e: { id: number; serial: string; issuerId: string; revocationTime: number }) => void): Promise<void> {
+async function streamEntries(db: Db, mountId: string, afterSeq: number, uptoSeq: number, place: (e: RevokedEntry) => void): Promise<void> {
   let after = afterSeq;
   for (;;) {
     const page = await listRevokedEntries(db, mountId, after, uptoSeq, PAGE);
@@ -286,7 +287,7 @@ export async function buildMountCrls(env: Env, mount: MountRow, req: CrlBuildReq
       const g = route(e.issuerId, e.serial);
       const t = g ? byGroup.get(g.id) : undefined;
       if (!t || (kind === "delta" && e.id <= t.baseSeq)) return;
-      t.writer.add(e.serial, e.revocationTime);
+      t.writer.add(e.serial, e.revocationTime, e.reason);
     });
     if (kind === "complete") await addRevokedIssuers(issuers, targets);
   }

@@ -112,8 +112,8 @@ async function statusOf(id: OcspCertId, signer: IssuerRow, rev: RevocationStatus
     const owner = issuers.get(rev.issuerId);
     if (!owner || !(await matchesIssuer(id, owner))) return { kind: "unknown" };
   }
-  // No reason codes are stored (pki_revoked), so the reason is unspecified (RFC 5280 §5.3.1).
-  return { kind: "revoked", revocationTime: new Date(rev.revocationTime * 1000), reason: CrlReason.unspecified };
+  // The recorded reason (ACME revoke-cert's; the Vault API records none: unspecified, RFC 5280 §5.3.1).
+  return { kind: "revoked", revocationTime: new Date(rev.revocationTime * 1000), reason: rev.reason || CrlReason.unspecified };
 }
 
 /**

@@ -27,6 +27,8 @@ export interface RevokeInput {
   /** Set on revoke-with-key only (undefined when the client sent none). */
   privateKey: string | undefined;
   withKey: boolean;
+  /** RFC 5280 §5.3.1 reason code (ACME revoke-cert's `reason`); absent: 0, unspecified. */
+  reason?: number;
 }
 
 /** The revocation answer (Vault API /pki/revoke): integer seconds, RFC 3339 and the state. */
@@ -192,6 +194,7 @@ export async function revokeCertificate(ctx: IssueContext, input: RevokeInput): 
     notAfter,
     der: bytesToBase64(cert.der),
     createdAt: nowMs,
+    reason: input.reason ?? 0,
   });
   // Without auto_rebuild the CRL is rotated before answering; with it, the row is the delta
   // bookkeeping and the schedule (or crl/rotate) picks it up (Vault API /pki/config/crl, auto_rebuild).

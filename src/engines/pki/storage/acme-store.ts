@@ -10,13 +10,15 @@
  * - one account per key: the unique (mount, thumbprint) index, inserts ON CONFLICT DO NOTHING;
  * - an EAB key is spent by the batch that creates the account: the insert only happens while the
  *   key exists and the same batch deletes it, so a key creates at most one account;
- * - a challenge is validated once (pending → processing is a conditional UPDATE … RETURNING), an
+ * - a challenge is claimed once (pending → processing is a conditional UPDATE … RETURNING), each
+ *   retry is recorded once (conditional on the attempt count) and only a processing challenge is
+ *   finished; an
  *   order is finalized once (pending → processing likewise), and key-change replaces the key
  *   only if it is still the one the request was signed with.
  */
 import { and, asc, eq, lt, sql } from "drizzle-orm";
 import type { Db } from "../../../core/db/client";
-import { pkiAcmeAccounts, pkiAcmeAuthzs, pkiAcmeChallenges, pkiAcmeConfig, pkiAcmeEab, pkiAcmeNonces, pkiAcmeOrders } from "../../../core/db/schema";
+import { pkiAcmeAccounts, pkiAcmeAuthzs, pkiAcmeChallenges, pkiAcmeConfig, pkiAcmeEab, pkiAcmeNonces, pkiAcmeOrders, pkiAcmeRenewalMarks } from "../../../core/db/schema";
 import type { Stmt } from "./store";
 
 export type AcmeAccountRow = typeof pkiAcmeAccounts.$inferSelect;
@@ -209,16 +211,31 @@ export async function claimChallenge(db: Db, mountId: string, authzId: string, t
   return rows.length === 1;
 }
 
-/** The outcome of a validation: the challenge and its authorization together (one batch). */
-export async function finishChallenge(db: Db, mountId: string, authzId: string, type: string, outcome: { valid: true; at: number } | { valid: false; error: Record<string, unknown> }): Promise<void> {
+/**
+ * A failed attempt that will be retried: the challenge stays processing with the failure in
+ * `error` and `attempts` counted. Conditional on the attempt before it, so of two deliveries of
+ * one retry message only one records it (and schedules the next); true for that one.
+ */
+export async function recordFailedAttempt(db: Db, mountId: string, authzId: string, type: string, attempt: number, error: Record<string, unknown>): Promise<boolean> {
+  const c = pkiAcmeChallenges;
+  const rows = await db
+    .update(c)
+    .set({ attempts: attempt, error })
+    .where(and(eq(c.mountId, mountId), eq(c.authzId, authzId), eq(c.type, type), eq(c.status, "processing"), eq(c.attempts, attempt - 1)))
+    .returning({ type: c.type });
+  return rows.length === 1;
+}
+
+/** The outcome of a validation: the challenge (while still processing) and its authorization together (one batch). */
+export async function finishChallenge(db: Db, mountId: string, authzId: string, type: string, outcome: { valid: true; at: number; attempt: number } | { valid: false; error: Record<string, unknown>; attempt: number }): Promise<void> {
   const c = pkiAcmeChallenges;
   const z = pkiAcmeAuthzs;
   const status = outcome.valid ? "valid" : "invalid";
   await db.batch([
     db
       .update(c)
-      .set(outcome.valid ? { status, validatedAt: outcome.at, error: null } : { status, error: outcome.error })
-      .where(and(eq(c.mountId, mountId), eq(c.authzId, authzId), eq(c.type, type))),
+      .set(outcome.valid ? { status, validatedAt: outcome.at, error: null, attempts: outcome.attempt } : { status, error: outcome.error, attempts: outcome.attempt })
+      .where(and(eq(c.mountId, mountId), eq(c.authzId, authzId), eq(c.type, type), eq(c.status, "processing"))),
     db
       .update(z)
       .set({ status })
@@ -268,5 +285,6 @@ export function purgeAcmeStmts(db: Db, mountId: string): Stmt[] {
     db.delete(pkiAcmeEab).where(eq(pkiAcmeEab.mountId, mountId)),
     db.delete(pkiAcmeNonces).where(eq(pkiAcmeNonces.mountId, mountId)),
     db.delete(pkiAcmeConfig).where(eq(pkiAcmeConfig.mountId, mountId)),
+    db.delete(pkiAcmeRenewalMarks).where(eq(pkiAcmeRenewalMarks.mountId, mountId)),
   ];
 }

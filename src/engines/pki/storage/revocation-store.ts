@@ -38,7 +38,7 @@ export async function getRevoked(db: Db, mountId: string, serial: string): Promi
 }
 
 /** What the OCSP responder needs of a revocation entry (RFC 6960 §2.2). */
-export type RevocationStatus = Pick<RevokedRow, "serial" | "issuerId" | "revocationTime">;
+export type RevocationStatus = Pick<RevokedRow, "serial" | "issuerId" | "revocationTime" | "reason">;
 
 /**
  * Revocation status per mount and serial, per isolate (area "pki": insertRevoked and
@@ -64,7 +64,7 @@ export async function revocationStatuses(db: Db, mountId: string, serials: strin
   const readAt = Date.now();
   const generation = generationOf("pki");
   const rows = await db
-    .select({ serial: pkiRevoked.serial, issuerId: pkiRevoked.issuerId, revocationTime: pkiRevoked.revocationTime })
+    .select({ serial: pkiRevoked.serial, issuerId: pkiRevoked.issuerId, revocationTime: pkiRevoked.revocationTime, reason: pkiRevoked.reason })
     .from(pkiRevoked)
     .where(and(eq(pkiRevoked.mountId, mountId), inArray(pkiRevoked.serial, missing)));
   const found = new Map(rows.map((r) => [r.serial, r]));
@@ -141,12 +141,13 @@ export interface RevokedEntry {
   serial: string;
   issuerId: string;
   revocationTime: number;
+  reason: number;
 }
 
 /** One page of revocations with afterId < id ≤ uptoId, in sequence order. */
 export function listRevokedEntries(db: Db, mountId: string, afterId: number, uptoId: number, limit: number): Promise<RevokedEntry[]> {
   return db
-    .select({ id: pkiRevoked.id, serial: pkiRevoked.serial, issuerId: pkiRevoked.issuerId, revocationTime: pkiRevoked.revocationTime })
+    .select({ id: pkiRevoked.id, serial: pkiRevoked.serial, issuerId: pkiRevoked.issuerId, revocationTime: pkiRevoked.revocationTime, reason: pkiRevoked.reason })
     .from(pkiRevoked)
     .where(and(eq(pkiRevoked.mountId, mountId), gt(pkiRevoked.id, afterId), lte(pkiRevoked.id, uptoId)))
     .orderBy(asc(pkiRevoked.id))

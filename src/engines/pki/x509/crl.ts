@@ -121,10 +121,19 @@ function hexDigit(c: number): number {
 
 /**
  * The revokedCertificates list (RFC 5280 §5.1.2.6): for each entry
- * `SEQUENCE { userCertificate INTEGER, revocationDate Time }` with no entry extensions (upstream
- * writes no reason codes). Serials and times are written digit by digit into
+ * `SEQUENCE { userCertificate INTEGER, revocationDate Time, crlEntryExtensions }`, the
+ * extensions only for a revocation with a reason other than unspecified: the non-critical
+ * reasonCode (RFC 5280 §5.3.1, which says to leave it out rather than write unspecified; Vault
+ * writes none since it records none). Serials and times are written digit by digit into
  * the buffer: this loop is the CRL's hot path (100,000 entries per rebuild).
  */
+/**
+ * `Extensions ::= SEQUENCE { Extension { extnID id-ce-cRLReasons (2.5.29.21), extnValue OCTET
+ * STRING { ENUMERATED reason } } }` (RFC 5280 §5.3.1), all but the reason's own octet.
+ */
+const REASON_EXTENSIONS_HEAD = new Uint8Array([0x30, 0x0c, 0x30, 0x0a, 0x06, 0x03, 0x55, 0x1d, 0x15, 0x04, 0x03, 0x0a, 0x01]);
+const REASON_EXTENSIONS_LEN = REASON_EXTENSIONS_HEAD.length + 1;
+
 export class RevokedListWriter {
   private readonly out = new ByteBuffer();
   private readonly serialBytes = new Uint8Array(20);
@@ -133,8 +142,8 @@ export class RevokedListWriter {
   private timeLen = 0;
   count = 0;
 
-  /** `serial` is colon-separated (or plain) hex; `revokedAt` Unix seconds. */
-  add(serial: string, revokedAt: number): void {
+  /** `serial` is colon-separated (or plain) hex; `revokedAt` Unix seconds; `reason` a CRLReason (0: none written). */
+  add(serial: string, revokedAt: number, reason = 0): void {
     const raw = this.serialBytes;
     // Parse from the end so an odd number of digits gets its implied leading zero.
     let n = 0;
@@ -166,14 +175,19 @@ export class RevokedListWriter {
     if (revokedAt !== this.lastSecond) this.encodeTime(revokedAt);
     // Every entry is shorter than 128 bytes (INTEGER ≤ 21 octets, GeneralizedTime 17), so both
     // lengths fit the short form.
+    const withReason = reason > 0 && reason <= 10 && reason !== 7;
     const o = this.out;
     o.byte(TAG.SEQUENCE);
-    o.byte(2 + intLen + this.timeLen);
+    o.byte(2 + intLen + this.timeLen + (withReason ? REASON_EXTENSIONS_LEN : 0));
     o.byte(TAG.INTEGER);
     o.byte(intLen);
     if (pad) o.byte(0);
     o.bytes(raw.subarray(start, 20));
     o.bytes(this.timeBytes.subarray(0, this.timeLen));
+    if (withReason) {
+      o.bytes(REASON_EXTENSIONS_HEAD);
+      o.byte(reason);
+    }
     this.count++;
   }
 
