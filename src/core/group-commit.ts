@@ -26,9 +26,8 @@
  * request waiting on nothing of its own is cancelled as hung; the guard also checks for a stale
  * lead). Where the flag is off (the Vitest Workers pool turns it off), the continuation would run
  * in the leader's request ("Cannot perform I/O on behalf of a different request"), so a waiter
- * looks at its result every POLL_MS on timers of its own instead. Those polls were the largest
- * part of the audit batcher's added CPU (a timer event a millisecond per waiting request):
- * docs/audit.md "What it costs".
+ * looks at its result every POLL_MS on timers of its own instead (a timer event a millisecond per
+ * waiting request, each a few microseconds of CPU: docs/audit.md "What it costs").
  */
 
 /** Poll period where a wake-up by another request would not run in the waiter's own. */
