@@ -3,7 +3,7 @@
  * (the leader) runs everything waiting in one go (one D1 batch, one Queue `sendBatch`), and every
  * request learns its own outcome. Used by the PKI's certificate rows
  * (src/engines/pki/issuance/cert-commit.ts) and the audit trail's Queue messages
- * (src/audit/batcher.ts); docs/architecture.md "Request path".
+ * (src/audit/batcher.ts); docs/architecture.md "Writes on the hot path".
  *
  * Invariants:
  * - **Done before the answer.** `submit` resolves only once the group holding its input has run,
@@ -19,37 +19,24 @@
  *   leader runs the group in its own request (kept open: its own input is in it) and hands it to
  *   waitUntil; a waiter's code only ever runs in its own request (below).
  *
- * How a waiter wakes. workerd delivers a promise settled by another request to the request that
- * made it when the `handle_cross_request_promise_resolution` compatibility flag is on (the default
- * for recent compatibility dates: https://developers.cloudflare.com/workers/configuration/compatibility-flags/),
- * so there a waiter sleeps on a promise the leader resolves, plus a guard timer of its own (a
- * request waiting on nothing of its own is cancelled as hung; the guard also checks for a stale
- * lead). Where the flag is off (the Vitest Workers pool turns it off), the continuation would run
- * in the leader's request ("Cannot perform I/O on behalf of a different request"), so a waiter
- * looks at its result every POLL_MS on timers of its own instead (a timer event a millisecond per
- * waiting request, each a few microseconds of CPU: docs/audit.md "What it costs").
+ * How a waiter wakes: it looks at its result every POLL_MS on timers of its own request (a timer
+ * event, a few microseconds of CPU, per waiting request per millisecond). Not a promise the
+ * leader resolves, tried twice: without workerd's `handle_cross_request_promise_resolution` (the
+ * Vitest Workers pool turns it off) the woken waiter ran in the leader's request ("Cannot
+ * perform I/O on behalf of a different request"); with it (the default for this Worker's
+ * compatibility date, https://developers.cloudflare.com/workers/configuration/compatibility-flags/),
+ * 200 concurrent issues under `wrangler dev` had a request cancelled as hung ("the Workers
+ * runtime canceled this request because it detected that your Worker's code had hung"), even
+ * with the 1 ms poll kept beside the promise (docs/audit.md "What it costs").
  */
 
-/** Poll period where a wake-up by another request would not run in the waiter's own. */
+/** How often a waiter looks at its result: the bound on how late it notices it. */
 const POLL_MS = 1;
-/** A waiter's guard timer when woken by promise: keeps its request alive, checks for a stale lead. */
-const GUARD_MS = 1_000;
-
-/** The runtime's flags (workerd's `Cloudflare.compatibilityFlags`); absent outside workerd. */
-const runtimeFlags = (globalThis as { Cloudflare?: { compatibilityFlags?: Record<string, boolean> } }).Cloudflare?.compatibilityFlags;
-
-/**
- * Whether a promise another request settles wakes its waiter in the waiter's own request: the
- * flag in workerd; outside workerd (Node, the unit tests) there are no request contexts.
- */
-const crossWake = runtimeFlags ? runtimeFlags.handle_cross_request_promise_resolution === true : true;
 
 interface Waiter<I, O> {
   input: I;
   /** Set by the leader of the waiter's group. */
   result: { value: O } | null;
-  /** Resolves the waiter's current sleep (set while it sleeps on a promise). */
-  wake: (() => void) | null;
 }
 
 export interface GroupCommitOptions<I, O, C> {
@@ -76,7 +63,7 @@ export class GroupCommit<I, O, C> {
 
   /** Runs `input` in a group with the concurrent callers' inputs; resolves with its own result. */
   async submit(ctx: C, input: I, waitUntil?: (p: Promise<unknown>) => void): Promise<O> {
-    const me: Waiter<I, O> = { input, result: null, wake: null };
+    const me: Waiter<I, O> = { input, result: null };
     this.waiting.push(me);
     if (!this.leader) this.giveLead(me);
     for (;;) {
@@ -91,11 +78,10 @@ export class GroupCommit<I, O, C> {
     }
   }
 
-  /** Waits until the waiter has its result or the lead: woken by the leader, or on its own timers. */
+  /** Waits until the waiter has its result or the lead, looking on timers of its own request. */
   private async settled(me: Waiter<I, O>): Promise<void> {
     while (!me.result && this.leader !== me) {
-      if (crossWake) await sleepOrWake(me);
-      else await sleep(POLL_MS);
+      await sleep(POLL_MS);
       if (!me.result && this.leader !== me && Date.now() - this.leadSince > this.opts.staleLeadMs && this.firstWaiter() === me) this.giveLead(me);
     }
   }
@@ -132,7 +118,6 @@ export class GroupCommit<I, O, C> {
   private giveLead(w: Waiter<I, O>): void {
     this.leader = w;
     this.leadSince = Date.now();
-    wakeUp(w);
   }
 
   /** `me` and the inputs waiting after it, in arrival order, at most maxGroup. */
@@ -145,24 +130,6 @@ export class GroupCommit<I, O, C> {
 
 function settle<I, O>(w: Waiter<I, O>, result: { value: O }): void {
   w.result = result;
-  wakeUp(w);
-}
-
-function wakeUp<I, O>(w: Waiter<I, O>): void {
-  const wake = w.wake;
-  w.wake = null;
-  wake?.();
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/** One sleep of a waiter: until the leader wakes it or its own guard timer fires. */
-async function sleepOrWake<I, O>(me: Waiter<I, O>): Promise<void> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  await new Promise<void>((resolve) => {
-    me.wake = resolve;
-    timer = setTimeout(resolve, GUARD_MS);
-  });
-  me.wake = null;
-  clearTimeout(timer);
-}
