@@ -25,6 +25,7 @@ const NODE_UNIT_TESTS = [
   "duration",
   "fields",
   "glob",
+  "group-commit",
   "ip",
   "ip-agreement",
   "json-limits",

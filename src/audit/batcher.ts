@@ -1,8 +1,9 @@
 /**
  * Group commit of audit entries to the Queue: the entries of concurrent requests in one isolate
- * share Queue messages and one `sendBatch` per flush, as the PKI group-commits certificate rows
- * (src/engines/pki/issuance/cert-commit.ts). Entries arrive HMAC'd and serialized (enqueue.ts),
- * one JSON text each, and are never parsed again here.
+ * share Queue messages and one `sendBatch` per flush, through the group commit the PKI's
+ * certificate rows use too (src/core/group-commit.ts: leader, hand-over, stale lead, wake-up).
+ * Entries arrive HMAC'd and serialized (enqueue.ts), one JSON text each, and are never parsed
+ * again here.
  *
  * Invariants:
  * - **Durable before the answer.** `queueEntries` resolves only after the `sendBatch` holding
@@ -12,18 +13,19 @@
  *   timer tick (a lone request waits about a millisecond at most) it takes everything waiting and
  *   sends it. Callers arriving meanwhile wait; when the flush ends, the lead passes to the first
  *   waiter, which flushes everything waiting by then. Under load a flush thus carries the entries
- *   of every request that arrived during the previous one.
+ *   of every request that arrived during the previous one. A lead not flushed within
+ *   STALE_LEAD_MS (its request cancelled) is taken over by the first waiter.
  * - **Within the Queue's limits** (https://developers.cloudflare.com/queues/platform/limits/):
  *   a message holds one device's entries, at most MAX_AUDIT_MESSAGE_BYTES (the limit is 128 KB);
  *   a `sendBatch` at most MAX_BATCH_MESSAGES messages and MAX_BATCH_BYTES (100 and 256 KB). A
  *   flush larger than one `sendBatch` sends several, concurrently.
  * - **A failed send fails only what it carried**: each (request, device) whose entries were in a
  *   failed `sendBatch` is reported failed to that request; the others stand.
- * - **Nothing crosses requests but data.** workerd ties I/O and promise continuations to the
- *   request that made them, so waiters hand over strings and look at their outcome on timers of
- *   their own; the leader sends in its own request (kept open: its entries are in the flush) and
- *   hands the send to waitUntil.
+ * - **Nothing crosses requests but data.** workerd ties I/O to the request that made it, so
+ *   waiters hand over strings; the leader sends in its own request (kept open: its entries are in
+ *   the flush) and hands the send to waitUntil.
  */
+import { GroupCommit } from "../core/group-commit";
 import { utf8Length } from "../core/text";
 import { MAX_AUDIT_MESSAGE_BYTES, type AuditDevice, type AuditQueueMessage } from "./types";
 
@@ -32,8 +34,6 @@ export const MAX_BATCH_MESSAGES = 100;
 export const MAX_BATCH_BYTES = 250_000;
 /** Requests taken into one flush at most (a bound on one flush's work, not on throughput). */
 const MAX_GROUP = 512;
-/** How often a waiter looks at its outcome (cert-commit.ts: a few microseconds a look). */
-const POLL_MS = 1;
 
 /** One device's part of a request: its entries as JSON texts, in order. */
 export interface DevicePart {
@@ -44,11 +44,9 @@ export interface DevicePart {
 /** Device id → the error of a device whose entries could not be queued. */
 export type SendFailures = Map<string, unknown>;
 
-type Outcome = { kind: "lead" } | { kind: "done"; failed: SendFailures };
-
+/** One request's parts, as the group commit carries them. */
 interface Waiter {
   parts: DevicePart[];
-  outcome: Outcome | null;
 }
 
 /** A Queue message being built: its body text, size, and whose entries it carries. */
@@ -66,63 +64,25 @@ export function setBatchSendForTests(fn: QueueSend | null): void {
   sendOverride = fn;
 }
 
-const waiting: Waiter[] = [];
-let inFlight = false;
-/** When the current lead was given (a lead older than STALE_LEAD_MS is taken over). */
-let leadSince = 0;
 /**
  * A leader whose request was cancelled (the client went away before its flush was handed to
  * waitUntil) would hold the lead for ever; the first waiter takes it over after this long. Longer
  * than any Queue send, so at worst two flushes overlap.
  */
-const STALE_LEAD_MS = 15_000;
+export const STALE_LEAD_MS = 15_000;
+
+const commit = new GroupCommit<Waiter, SendFailures, Queue>({
+  maxGroup: MAX_GROUP,
+  staleLeadMs: STALE_LEAD_MS,
+  // One tick for company: the requests of this turn join the flush.
+  gather: () => new Promise((r) => setTimeout(r, 0)),
+  run: flush,
+  lost: (w) => new Map(w.parts.map((p) => [p.device.id, new Error("audit entries were not queued")])),
+});
 
 /** Queues the parts with those of concurrent requests; resolves once sent, with the devices that failed. */
 export async function queueEntries(queue: Queue, parts: DevicePart[], waitUntil?: (p: Promise<unknown>) => void): Promise<SendFailures> {
-  const me: Waiter = { parts, outcome: null };
-  waiting.push(me);
-  if (!inFlight) {
-    inFlight = true;
-    leadSince = Date.now();
-    me.outcome = { kind: "lead" };
-  }
-  let outcome = me.outcome ?? (await settled(me));
-  if (outcome.kind === "lead") {
-    // One tick for company: the requests of this turn join the flush.
-    await new Promise((r) => setTimeout(r, 0));
-    me.outcome = null;
-    await lead(queue, waitUntil);
-    outcome = me.outcome ?? { kind: "done", failed: new Map() };
-  }
-  return outcome.kind === "done" ? outcome.failed : new Map();
-}
-
-async function settled(me: Waiter): Promise<Outcome> {
-  while (!me.outcome) {
-    await new Promise((r) => setTimeout(r, POLL_MS));
-    if (!me.outcome && waiting[0] === me && Date.now() - leadSince > STALE_LEAD_MS) {
-      leadSince = Date.now();
-      me.outcome = { kind: "lead" };
-    }
-  }
-  return me.outcome;
-}
-
-/** Flushes what is waiting, settles every waiter of the flush (the leader too), passes the lead on. */
-async function lead(queue: Queue, waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
-  const group = waiting.splice(0, MAX_GROUP);
-  const run = flush(queue, group);
-  waitUntil?.(run);
-  try {
-    const failures = await run;
-    for (const w of group) w.outcome = { kind: "done", failed: failures.get(w) ?? new Map() };
-  } finally {
-    const next = waiting[0];
-    if (next) {
-      leadSince = Date.now();
-      next.outcome = { kind: "lead" };
-    } else inFlight = false;
-  }
+  return commit.submit(queue, { parts }, waitUntil);
 }
 
 const head = (d: AuditDevice): string => `{"v":1,"device":${JSON.stringify({ id: d.id, path: d.path, type: d.type === "r2" ? "r2" : "http" })},"entries":[`;
@@ -174,8 +134,8 @@ function chunks(messages: Built[]): Built[][] {
   return out;
 }
 
-/** Sends the group's messages; never rejects: per waiter, the devices whose messages failed. */
-async function flush(queue: Queue, group: Waiter[]): Promise<Map<Waiter, SendFailures>> {
+/** Sends the group's messages; never rejects: per waiter, in order, the devices whose messages failed. */
+async function flush(queue: Queue, group: Waiter[]): Promise<SendFailures[]> {
   const failures = new Map<Waiter, SendFailures>();
   const fail = (sent: Built[], error: unknown) => {
     for (const m of sent) {
@@ -198,7 +158,7 @@ async function flush(queue: Queue, group: Waiter[]): Promise<Map<Waiter, SendFai
       }
     }),
   );
-  return failures;
+  return group.map((w) => failures.get(w) ?? new Map());
 }
 
 /** The test seam sees one device's messages per call, as a per-device queue would. */

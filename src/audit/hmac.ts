@@ -20,13 +20,14 @@ import { bytesToHex } from "../core/encoding";
 import type { AuditAuth, AuditDevice, AuditEntry } from "./types";
 
 const PREFIX = "hmac-sha256:";
+const utf8 = new TextEncoder();
 
 // Imported keys by salt, per isolate. A key is a pure function of its salt, so it never goes
 // stale; bounded because devices come and go.
 const keys = new BoundedCache<CryptoKey>("audit.hmacKeys", 64);
 
 async function importKey(salt: string): Promise<CryptoKey> {
-  const k = await crypto.subtle.importKey("raw", new TextEncoder().encode(salt), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
+  const k = await crypto.subtle.importKey("raw", utf8.encode(salt), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   keys.set(salt, k);
   return k;
 }
@@ -69,7 +70,7 @@ function once<T>(part: object, device: string, make: () => Promise<T>): Promise<
 /** `hmac-sha256:<hex>` of one string with a device's salt (also sys/audit-hash). */
 export async function hmacValue(salt: string, value: string): Promise<string> {
   const key = keys.get(salt) ?? (await importKey(salt));
-  const mac = await crypto.subtle.sign("HMAC", key, new TextEncoder().encode(value));
+  const mac = await crypto.subtle.sign("HMAC", key, utf8.encode(value));
   return PREFIX + bytesToHex(new Uint8Array(mac));
 }
 

@@ -13,117 +13,51 @@
  * - **A failed batch fails no innocent row.** A D1 batch is one transaction (all or nothing), so
  *   after a failure nothing of it is stored: each row is then retried alone, and only the rows
  *   that fail alone fail, each with its own error (a duplicate serial, a mount being disabled).
- * - **Nothing crosses requests but data.** workerd ties I/O, statements and promise continuations
- *   to the request that made them. So a waiter hands over its rows as data (the leader prepares
- *   the statements) and learns its outcome by looking at a field on timers of its own
- *   (`settled`); the leader only writes that field. The leader runs the batch inside
- *   its own request, which it keeps open until the batch ends, since its own row is in it; the
- *   batch is also handed to waitUntil so a client going away cannot cut it short.
+ * - **Nothing crosses requests but data.** A waiter hands over its rows as data (the leader
+ *   prepares the statements: a D1 statement belongs to the request that prepared it, "Cannot
+ *   perform I/O on behalf of a different request"); the leader runs the batch through its own
+ *   database handle, inside its own request, which it keeps open until the batch ends (its own
+ *   row is in it); the batch is also handed to waitUntil so a client going away cannot cut it
+ *   short. Leader, hand-over, wake-up and a stale lead's takeover are src/core/group-commit.ts.
  */
 import type { Db } from "../../../core/db/client";
+import { GroupCommit } from "../../../core/group-commit";
 import { insertCertRowsStmts, insertCertsBatch, type CertInsert } from "../storage/store";
 
 /** Rows per batch: well under D1's statement limits, and a bounded wait for the last joiner. */
 const MAX_GROUP = 64;
 
-/** A leader with fewer than COMPANY rows waiting waits up to COMPANY_TICKS polls for more. */
+/** A leader with fewer than COMPANY rows waiting waits up to COMPANY_TICKS ticks of TICK_MS for more. */
 const COMPANY = 4;
 const COMPANY_TICKS = 3;
+const TICK_MS = 1;
 
-type Outcome = { kind: "committed" } | { kind: "failed"; error: unknown } | { kind: "lead" };
+/** Longer than any D1 batch: a lead this old (its request cancelled) is taken over. */
+const STALE_LEAD_MS = 15_000;
 
-interface Waiter {
-  /** The caller's handle; the batch runs on its leader's (runGroup). */
-  db: Db;
-  /**
-   * Rows as data, not statements: a D1 statement belongs to the request that prepared it
-   * ("Cannot perform I/O on behalf of a different request"), so the leader prepares them.
-   */
-  rows: CertInsert[];
-  /** Set by whoever settles it (the leader of its batch, or the leader handing over). */
-  outcome: Outcome | null;
-}
+type Outcome = { kind: "committed" } | { kind: "failed"; error: unknown };
 
-const waiting: Waiter[] = [];
-let inFlight = false;
+const commit = new GroupCommit<CertInsert[], Outcome, Db>({
+  maxGroup: MAX_GROUP,
+  staleLeadMs: STALE_LEAD_MS,
+  // A leader with little company waits a few ticks for more: at c=8 one tick took a stored
+  // issue's CPU from 4.0x to 3.3x cfssl's and its rate from 0.17x to 0.28x (npm run bench);
+  // up to three ticks for four rows, with multi-row INSERTs, to ~3.2x / 0.29x. Six for six
+  // measured no better within the machine's noise.
+  gather: async (waiting) => {
+    for (let tick = 0; tick < COMPANY_TICKS && waiting() < COMPANY; tick++) await new Promise((r) => setTimeout(r, TICK_MS));
+  },
+  run: runGroup,
+  lost: () => ({ kind: "failed", error: new Error("certificate row was not committed") }),
+});
 
 /**
  * Stores `rows` (one certificate's) in a D1 batch shared with the concurrent callers of this
  * isolate; resolves once committed, rejects with the row's own error.
  */
 export async function commitCertificate(db: Db, rows: CertInsert[], waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
-  const me: Waiter = { db, rows, outcome: null };
-  waiting.push(me);
-  if (!inFlight) {
-    inFlight = true;
-    me.outcome = { kind: "lead" };
-  }
-  const outcome = await settled(me);
-  if (outcome.kind === "lead") {
-    // A leader with little company waits a few ticks for more: at c=8 one tick took a stored
-    // issue's CPU from 4.0x to 3.3x cfssl's and its rate from 0.17x to 0.28x (npm run bench);
-    // up to three ticks for four rows, with multi-row INSERTs, to ~3.2x / 0.29x. Six for six
-    // measured no better within the machine's noise.
-    for (let tick = 0; tick < COMPANY_TICKS && waiting.length < COMPANY; tick++) await new Promise((r) => setTimeout(r, POLL_MS));
-    return lead(me, waitUntil);
-  }
+  const outcome = await commit.submit(db, rows, waitUntil);
   if (outcome.kind === "failed") throw outcome.error;
-}
-
-/**
- * How often a waiter looks at its outcome: the bound on how late it notices it. Each look is a
- * timer event of the waiter's request (a few microseconds of CPU).
- */
-const POLL_MS = 1;
-
-/**
- * Waits for the waiter's outcome by looking at it on timers of this request's own. Not a promise
- * the leader resolves: tried, a waiter handed the lead that way ran its D1 batch in the resolving
- * request's context ("Cannot perform I/O on behalf of a different request"), and a request
- * waiting on such a promise alone was cancelled as hung ("the Workers runtime canceled this
- * request because it detected that your Worker's code had hung").
- */
-async function settled(me: Waiter): Promise<Outcome> {
-  while (!me.outcome) await new Promise((r) => setTimeout(r, POLL_MS));
-  return me.outcome;
-}
-
-/** Runs one batch of what is waiting (`me` first), settles the others and passes the lead on. */
-async function lead(me: Waiter, waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
-  const group = takeGroup(me);
-  const run = runGroup(me.db, group);
-  waitUntil?.(run);
-  let results: Map<Waiter, Outcome>;
-  try {
-    results = await run;
-  } finally {
-    handOver();
-  }
-  const lost = (): Outcome => ({ kind: "failed", error: new Error("certificate row was not committed") });
-  for (const w of group) if (w !== me) w.outcome = results.get(w) ?? lost();
-  const own = results.get(me) ?? lost();
-  if (own.kind === "failed") throw own.error;
-}
-
-function takeGroup(me: Waiter): Waiter[] {
-  const group: Waiter[] = [me];
-  for (let i = 0; i < waiting.length && group.length < MAX_GROUP; ) {
-    const w = waiting[i];
-    if (w && w !== me) {
-      group.push(w);
-      waiting.splice(i, 1);
-    } else i++;
-  }
-  const mine = waiting.indexOf(me);
-  if (mine >= 0) waiting.splice(mine, 1);
-  return group;
-}
-
-/** The next waiter leads the next batch; with none waiting the isolate is idle again. */
-function handOver(): void {
-  const next = waiting[0];
-  if (next) next.outcome = { kind: "lead" };
-  else inFlight = false;
 }
 
 /**
@@ -131,30 +65,22 @@ function handOver(): void {
  * Worker's one D1 binding, and a statement runs on whichever handle's batch it is put in. Never
  * rejects: each waiter gets its outcome.
  */
-async function runGroup(db: Db, group: Waiter[]): Promise<Map<Waiter, Outcome>> {
-  const out = new Map<Waiter, Outcome>();
-  const [first] = group;
-  if (!first) return out;
+async function runGroup(db: Db, group: CertInsert[][]): Promise<Outcome[]> {
   try {
-    await insertCertsBatch(db, insertCertRowsStmts(db, group.flatMap((w) => w.rows)));
-    for (const w of group) out.set(w, { kind: "committed" });
-    return out;
+    await insertCertsBatch(db, insertCertRowsStmts(db, group.flat()));
+    return group.map(() => ({ kind: "committed" }));
   } catch (e) {
-    if (group.length === 1) {
-      out.set(first, { kind: "failed", error: e });
-      return out;
-    }
+    if (group.length === 1) return [{ kind: "failed", error: e }];
   }
   // The transaction stored nothing: each row alone, so one bad row fails only itself.
-  await Promise.all(
-    group.map(async (w) => {
+  return Promise.all(
+    group.map(async (rows): Promise<Outcome> => {
       try {
-        await insertCertsBatch(db, insertCertRowsStmts(db, w.rows));
-        out.set(w, { kind: "committed" });
+        await insertCertsBatch(db, insertCertRowsStmts(db, rows));
+        return { kind: "committed" };
       } catch (error) {
-        out.set(w, { kind: "failed", error });
+        return { kind: "failed", error };
       }
     }),
   );
-  return out;
 }

@@ -1,0 +1,135 @@
+/**
+ * Group commit within one isolate: concurrent requests hand their work over as data, one of them
+ * (the leader) runs everything waiting in one go (one D1 batch, one Queue `sendBatch`), and every
+ * request learns its own outcome. Used by the PKI's certificate rows
+ * (src/engines/pki/issuance/cert-commit.ts) and the audit trail's Queue messages
+ * (src/audit/batcher.ts); docs/architecture.md "Writes on the hot path".
+ *
+ * Invariants:
+ * - **Done before the answer.** `submit` resolves only once the group holding its input has run,
+ *   with that input's own outcome. No request answers from a group still in flight.
+ * - **One group in flight per committer.** The first caller with nothing in flight leads: it
+ *   waits for company (`gather`), takes what is waiting (itself first, at most `maxGroup`, in
+ *   arrival order) and runs it. Callers arriving meanwhile wait; when the group ends, its leader
+ *   hands the lead to the first waiter, which runs everything waiting by then.
+ * - **A stale lead is taken over.** A leader whose request was cancelled before its group was
+ *   handed to waitUntil would hold the lead for ever; the first waiter takes it over once the lead
+ *   is `staleLeadMs` old (longer than any group runs, so at worst two groups overlap).
+ * - **Nothing crosses requests but data.** workerd ties I/O to the request that made it, so the
+ *   leader runs the group in its own request (kept open: its own input is in it) and hands it to
+ *   waitUntil; a waiter's code only ever runs in its own request (below).
+ *
+ * How a waiter wakes: it looks at its result every POLL_MS on timers of its own request (a timer
+ * event, a few microseconds of CPU, per waiting request per millisecond). Not a promise the
+ * leader resolves, tried twice: without workerd's `handle_cross_request_promise_resolution` (the
+ * Vitest Workers pool turns it off) the woken waiter ran in the leader's request ("Cannot
+ * perform I/O on behalf of a different request"); with it (the default for this Worker's
+ * compatibility date, https://developers.cloudflare.com/workers/configuration/compatibility-flags/),
+ * 200 concurrent issues under `wrangler dev` had a request cancelled as hung ("the Workers
+ * runtime canceled this request because it detected that your Worker's code had hung"), even
+ * with the 1 ms poll kept beside the promise (docs/audit.md "What it costs").
+ */
+
+/** How often a waiter looks at its result: the bound on how late it notices it. */
+const POLL_MS = 1;
+
+interface Waiter<I, O> {
+  input: I;
+  /** Set by the leader of the waiter's group. */
+  result: { value: O } | null;
+}
+
+export interface GroupCommitOptions<I, O, C> {
+  /** Inputs in one group at most (a bound on one group's work, not on throughput). */
+  maxGroup: number;
+  /** A lead older than this is taken over by the first waiter. */
+  staleLeadMs: number;
+  /** The leader's wait for company before it takes the group; `waiting()` counts the inputs waiting. */
+  gather(waiting: () => number): Promise<void>;
+  /** Runs a group with the leader's context (its database handle, its Queue binding); one result per input, in order; never rejects. */
+  run(ctx: C, inputs: I[]): Promise<O[]>;
+  /** The result of an input whose group ended without one (run broke its promise). */
+  lost(input: I): O;
+}
+
+export class GroupCommit<I, O, C> {
+  private readonly waiting: Waiter<I, O>[] = [];
+  /** Who holds the lead (null: nothing in flight). */
+  private leader: Waiter<I, O> | null = null;
+  /** When the current lead was given. */
+  private leadSince = 0;
+
+  constructor(private readonly opts: GroupCommitOptions<I, O, C>) {}
+
+  /** Runs `input` in a group with the concurrent callers' inputs; resolves with its own result. */
+  async submit(ctx: C, input: I, waitUntil?: (p: Promise<unknown>) => void): Promise<O> {
+    const me: Waiter<I, O> = { input, result: null };
+    this.waiting.push(me);
+    if (!this.leader) this.giveLead(me);
+    for (;;) {
+      if (me.result) return me.result.value;
+      if (this.leader !== me) {
+        await this.settled(me);
+        continue;
+      }
+      await this.opts.gather(() => this.waiting.length);
+      // Taken over while gathering (a stale lead): the new leader runs this input.
+      if (this.leader === me && !me.result) await this.lead(me, ctx, waitUntil);
+    }
+  }
+
+  /** Waits until the waiter has its result or the lead, looking on timers of its own request. */
+  private async settled(me: Waiter<I, O>): Promise<void> {
+    while (!me.result && this.leader !== me) {
+      await sleep(POLL_MS);
+      if (!me.result && this.leader !== me && Date.now() - this.leadSince > this.opts.staleLeadMs && this.firstWaiter() === me) this.giveLead(me);
+    }
+  }
+
+  /** The longest-waiting caller that does not hold the lead. */
+  private firstWaiter(): Waiter<I, O> | undefined {
+    return this.waiting.find((w) => w !== this.leader);
+  }
+
+  /** Runs what is waiting (`me` first), gives every waiter of the group its result (`me` too), passes the lead on. */
+  private async lead(me: Waiter<I, O>, ctx: C, waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
+    const group = this.take(me);
+    const run = this.opts.run(
+      ctx,
+      group.map((w) => w.input),
+    );
+    waitUntil?.(run);
+    let results: O[] = [];
+    try {
+      results = await run;
+    } catch {
+      // `run` never rejects; if it did, every input of the group is lost().
+    } finally {
+      for (const [i, w] of group.entries()) settle(w, { value: i < results.length ? (results[i] as O) : this.opts.lost(w.input) });
+      // A lead taken over meanwhile is no longer this one's to pass.
+      if (this.leader === me) {
+        const next = this.waiting[0];
+        if (next) this.giveLead(next);
+        else this.leader = null;
+      }
+    }
+  }
+
+  private giveLead(w: Waiter<I, O>): void {
+    this.leader = w;
+    this.leadSince = Date.now();
+  }
+
+  /** `me` and the inputs waiting after it, in arrival order, at most maxGroup. */
+  private take(me: Waiter<I, O>): Waiter<I, O>[] {
+    const mine = this.waiting.indexOf(me);
+    if (mine >= 0) this.waiting.splice(mine, 1);
+    return [me, ...this.waiting.splice(0, this.opts.maxGroup - 1)];
+  }
+}
+
+function settle<I, O>(w: Waiter<I, O>, result: { value: O }): void {
+  w.result = result;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,70 @@
+/**
+ * The group commit under the audit batcher and the certificate rows (src/core/group-commit.ts),
+ * driven directly with a `run` that records its groups: concurrent inputs share a group in
+ * arrival order and each gets its own result, within milliseconds of their group's end; and a lead that never runs its group (its request cancelled) is taken over
+ * by the first waiter once stale, the stale leader's input included, nothing run twice.
+ */
+import { describe, expect, it } from "vitest";
+import { GroupCommit } from "../../src/core/group-commit";
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** Settles with "timeout" if `p` has not settled within `ms`. */
+const within = <T>(p: Promise<T>, ms: number): Promise<T | "timeout"> => Promise.race([p, sleep(ms).then(() => "timeout" as const)]);
+
+describe("group commit", () => {
+  it("concurrent inputs share a group, in arrival order, each with its own result; waiters learn it as their group ends", async () => {
+    const groups: string[][] = [];
+    const commit = new GroupCommit<string, string, null>({
+      maxGroup: 100,
+      staleLeadMs: 15_000,
+      gather: () => sleep(0),
+      run: async (_ctx, inputs) => {
+        groups.push(inputs);
+        await sleep(20);
+        return inputs.map((i) => `done ${i}`);
+      },
+      lost: (i) => `lost ${i}`,
+    });
+    const started = Date.now();
+    const inputs = Array.from({ length: 20 }, (_, i) => `in${i}`);
+    const results = await Promise.all(inputs.map((i) => commit.submit(null, i)));
+    const took = Date.now() - started;
+    expect(results).toEqual(inputs.map((i) => `done ${i}`));
+    // The first caller leads alone-ish; the rest arrived during its group and share the next.
+    expect(groups.flat()).toEqual(inputs);
+    expect(groups.length).toBeLessThanOrEqual(2);
+    // Two groups of 20 ms, each waiter noticing its result on its next 1 ms look.
+    expect(took).toBeLessThan(800);
+  });
+
+  it("a lead that never runs its group is taken over by the first waiter once stale, the stale leader's input included", async () => {
+    const groups: string[][] = [];
+    let gathers = 0;
+    const commit = new GroupCommit<string, string, null>({
+      maxGroup: 100,
+      staleLeadMs: 50,
+      // The first leader's request is "cancelled" while it gathers: it never comes back.
+      gather: () => (gathers++ === 0 ? new Promise<void>(() => {}) : sleep(0)),
+      run: async (_ctx, inputs) => {
+        groups.push(inputs);
+        return inputs.map((i) => `done ${i}`);
+      },
+      lost: (i) => `lost ${i}`,
+    });
+    const stuck = commit.submit(null, "stale-leader");
+    await sleep(5);
+    const waiter = commit.submit(null, "waiter");
+    const late = commit.submit(null, "late");
+    // Without the takeover the waiter would wait for ever.
+    expect(await within(waiter, 5_000)).toBe("done waiter");
+    expect(await within(late, 5_000)).toBe("done late");
+    // The stale leader's input went with the taking-over group (its own request being gone,
+    // `stuck` never returns: it still waits on its gather); nothing ran twice.
+    expect(await within(stuck, 50)).toBe("timeout");
+    expect(groups.flat().sort()).toEqual(["late", "stale-leader", "waiter"]);
+    expect(groups[0]?.[0]).toBe("waiter");
+    // The lead passed on normally afterwards.
+    expect(await within(commit.submit(null, "after"), 5_000)).toBe("done after");
+  });
+});
