@@ -13,23 +13,15 @@ import { env } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AsnConvert } from "@peculiar/asn1-schema";
 import { AuthorityKeyIdentifier, Certificate, id_ce_authorityKeyIdentifier } from "@peculiar/asn1-x509";
-import { DNS_TYPE, decodeDnsMessage, encodeDnsMessage, encodeTxtRdata } from "../../src/engines/pki/acme/validate-dns-wire";
 import { AcmeClient, b64url, fromB64url, pemBlocks, send, type AcmeResponse } from "../helpers/acme-client";
 import { read, tokenWithPolicy, write } from "../helpers/api";
+import { fakeDohResolver } from "../helpers/fake-doh";
 import { installFakes } from "../helpers/fake-router";
 import { makeCsr, pkiWithRoot, x509 } from "../helpers/pki";
 
 const DOH = "https://doh.ari.test/dns-query";
 const txt = new Map<string, string[]>();
-const fakeDoh = {
-  async handle(req: Request): Promise<Response> {
-    const q = decodeDnsMessage(new Uint8Array(await req.arrayBuffer()));
-    const question = q.questions[0];
-    const name = question?.name.replace(/\.$/, "").toLowerCase() ?? "";
-    const answers = (question?.type === DNS_TYPE.TXT ? (txt.get(name) ?? []) : []).map((v) => ({ name, type: DNS_TYPE.TXT, class: 1, ttl: 60, rdata: encodeTxtRdata([v]) }));
-    return new Response(encodeDnsMessage({ id: q.id, response: true, questions: q.questions, answers, rcode: answers.length ? 0 : 3 }), { headers: { "content-type": "application/dns-message" } });
-  },
-};
+const fakeDoh = fakeDohResolver(txt);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const digest = async (s: string) => b64url(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s))));

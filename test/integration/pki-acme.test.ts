@@ -8,9 +8,9 @@
  */
 import { SELF, env } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DNS_TYPE, decodeDnsMessage, encodeDnsMessage, encodeTxtRdata } from "../../src/engines/pki/acme/validate-dns-wire";
 import { AcmeClient, b64url, eabJws, keyFromPair, newKey, pemBlocks, send, signJws, signedByEcCa, type AcmeResponse } from "../helpers/acme-client";
 import { del, list, read, write } from "../helpers/api";
+import { fakeDohResolver } from "../helpers/fake-doh";
 import { installFakes } from "../helpers/fake-router";
 import { parseResponse, requestFor } from "../helpers/ocsp";
 import { makeCsr, parseCert, pkiWithRoot, sans, x509 } from "../helpers/pki";
@@ -19,16 +19,7 @@ const DOH = "https://doh.acme.test/dns-query";
 /** TXT records the fake resolver answers, by name. */
 const txt = new Map<string, string[]>();
 
-const fakeDoh = {
-  async handle(req: Request): Promise<Response> {
-    const q = decodeDnsMessage(new Uint8Array(await req.arrayBuffer()));
-    const question = q.questions[0];
-    const name = question?.name.replace(/\.$/, "").toLowerCase() ?? "";
-    const answers = (question?.type === DNS_TYPE.TXT ? (txt.get(name) ?? []) : []).map((v) => ({ name, type: DNS_TYPE.TXT, class: 1, ttl: 60, rdata: encodeTxtRdata([v]) }));
-    const body = encodeDnsMessage({ id: q.id, response: true, questions: q.questions, answers, rcode: answers.length ? 0 : 3 });
-    return new Response(body, { headers: { "content-type": "application/dns-message" } });
-  },
-};
+const fakeDoh = fakeDohResolver(txt);
 
 async function dnsDigest(keyAuthorization: string): Promise<string> {
   return b64url(new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(keyAuthorization))));
