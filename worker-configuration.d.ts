@@ -11,6 +11,7 @@ declare namespace Cloudflare {
 		DB: D1Database;
 		SYNC_QUEUE: Queue;
 		AUDIT_QUEUE: Queue;
+		NOTIFY_QUEUE: Queue;
 		ENVIRONMENT: string;
 		ADMIN_NAMESPACE: string;
 		MAX_REQUEST_BYTES: string;
