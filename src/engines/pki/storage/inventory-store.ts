@@ -60,7 +60,7 @@ type Bind = string | number;
 const likePattern = (s: string): string => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
 /** The WHERE clause of a filter. State is left out when `withState` is false (counts). */
-export function whereOf(mountId: string, f: InventoryFilter, now: number, withState = true): { sql: string; binds: Bind[] } {
+export function whereOf(mountId: string, f: InventoryFilter, now: number, withState = true): { clause: string; binds: Bind[] } {
   const parts = ["mount_id = ?"];
   const binds: Bind[] = [mountId];
   if (f.issuerId !== undefined) {
@@ -96,13 +96,13 @@ export function whereOf(mountId: string, f: InventoryFilter, now: number, withSt
     parts.push("sans LIKE ? ESCAPE '\\'");
     binds.push(likePattern(f.san));
   }
-  return { sql: parts.join(" AND "), binds };
+  return { clause: parts.join(" AND "), binds };
 }
 
 const PAGE_COLUMNS = "serial, common_name, sans, issuer_id, role, not_before, not_after, revoked_at, CASE WHEN not_before IS NULL THEN der END AS der";
 
 /** The statement of one page (exported for the query plans in docs/pki-inventory.md and the bench). */
-export function pageStatement(mountId: string, q: PageQuery): { sql: string; binds: Bind[] } {
+export function pageStatement(mountId: string, q: PageQuery): { query: string; binds: Bind[] } {
   const where = whereOf(mountId, q.filter, q.now);
   const binds = [...where.binds];
   const cmp = q.order === "asc" ? ">" : "<";
@@ -117,12 +117,12 @@ export function pageStatement(mountId: string, q: PageQuery): { sql: string; bin
   }
   const order = q.sort === "not_after" ? `not_after ${dir}, serial ${dir}` : `serial ${dir}`;
   binds.push(q.limit);
-  return { sql: `SELECT ${PAGE_COLUMNS} FROM pki_certs WHERE ${where.sql}${keyset} ORDER BY ${order} LIMIT ?`, binds };
+  return { query: `SELECT ${PAGE_COLUMNS} FROM pki_certs WHERE ${where.clause}${keyset} ORDER BY ${order} LIMIT ?`, binds };
 }
 
 export async function inventoryPage(db: Db, mountId: string, q: PageQuery): Promise<InventoryRow[]> {
   const s = pageStatement(mountId, q);
-  const res = await db.$client.prepare(s.sql).bind(...s.binds).all<InventoryRow>();
+  const res = await db.$client.prepare(s.query).bind(...s.binds).all<InventoryRow>();
   return res.results;
 }
 
@@ -146,7 +146,7 @@ export interface StateCounts {
  */
 export async function stateCounts(db: Db, mountId: string, f: InventoryFilter, now: number): Promise<StateCounts> {
   const w = whereOf(mountId, f, now, false);
-  const all = `SELECT count(*) AS n, coalesce(sum(not_after < ?), 0) AS past FROM pki_certs WHERE ${w.sql}`;
+  const all = `SELECT count(*) AS n, coalesce(sum(not_after < ?), 0) AS past FROM pki_certs WHERE ${w.clause}`;
   const [a, r] = await db.$client.batch<{ n: number; past: number }>([
     db.$client.prepare(all).bind(now, ...w.binds),
     db.$client.prepare(`${all} AND revoked_at IS NOT NULL`).bind(now, ...w.binds),
