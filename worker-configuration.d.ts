@@ -12,6 +12,7 @@ declare namespace Cloudflare {
 		SYNC_QUEUE: Queue;
 		ACME_QUEUE: Queue;
 		AUDIT_QUEUE: Queue;
+		NOTIFY_QUEUE: Queue;
 		ENVIRONMENT: string;
 		ADMIN_NAMESPACE: string;
 		MAX_REQUEST_BYTES: string;

@@ -1,12 +1,15 @@
 /**
  * The PKI engine's one face: the engine value the app registers (src/app/engines.ts) with its
- * routes, scheduled jobs (auto-tidy, CRL auto-rebuild), mount purge, the lease revoke hook
+ * routes, scheduled jobs (auto-tidy, CRL auto-rebuild, the inventory backfill, expiry notifications), mount purge, the lease revoke hook
  * (certificates of generate_lease roles) and the `Authority` Durable Object, one per mount.
  * Nothing outside src/engines/pki/ imports any other module of it.
  */
 import type { Engine } from "../../core/engine";
 import { ACME_QUEUE_NAME, handleAcmeValidationBatch } from "./acme/patient";
 import { Authority } from "./authority/authority";
+import { backfillInventory } from "./inventory/backfill";
+import { consumeNotifications } from "./notify/deliver";
+import { notifyScanJob } from "./notify/scan";
 import { purgePkiMount } from "./purge";
 import { pkiCrlAutoRebuildJob } from "./revocation/crl-cron";
 import { revokeCertLease } from "./revocation/lease";
@@ -25,11 +28,14 @@ export const pkiEngine = {
   cron: [
     { name: "pki-auto-tidy", run: (env) => pkiAutoTidyJob(env) },
     { name: "pki-crl-auto-rebuild", run: (env) => pkiCrlAutoRebuildJob(env) },
+    { name: "pki-inventory-backfill", run: async (env) => void (await backfillInventory(env)) },
+    { name: "pki-expiry-notify", run: async (env) => void (await notifyScanJob(env)) },
   ],
   // sys/leases/revoke and lease expiry revoke a generate_lease certificate as POST revoke does.
   revokeLease: ({ db, env }, mount, lease) => revokeCertLease({ db, env, mount }, lease),
-  // ACME challenge attempts after the first (acme/patient.ts).
-  queues: { [ACME_QUEUE_NAME]: handleAcmeValidationBatch },
+  // wrangler.toml [[queues.consumers]]: ACME challenge attempts after the first (acme/patient.ts);
+  // expiry notifications (docs/pki-notifications.md).
+  queues: { [ACME_QUEUE_NAME]: handleAcmeValidationBatch, "lanyard-notify": consumeNotifications },
   // wrangler.toml binds AUTHORITY to class_name "Authority": the name must not change.
   durableObjects: { Authority },
   // sys/metrics: certificates by expiry, revocations, issuer expiry, CRL age.

@@ -4,6 +4,7 @@
  * the key id as context, so a sealed key copied to another row does not open there.
  * Times are Unix milliseconds unless a column says otherwise.
  */
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const pkiKeys = sqliteTable(
@@ -105,10 +106,69 @@ export const pkiCerts = sqliteTable(
     createdAt: integer("created_at").notNull(),
     /** Sealed cert_metadata (spec "Issue": base64 value tied to the serial); null when none. */
     metadata: text("metadata"),
+    // The inventory's columns (docs/pki-inventory.md): written with the row; rows stored before
+    // them are filled by the inventory backfill job (not_before IS NULL marks one not yet done).
+    /** The subject's common name ("" when none). */
+    commonName: text("common_name"),
+    /** The SAN values (DNS, email, IP, URI), one per line. */
+    sans: text("sans"),
+    /** Unix seconds. */
+    notBefore: integer("not_before"),
+    /** The role that issued it; null for CA certificates, sign-verbatim without a role and older rows. */
+    role: text("role"),
+    /** pki_revoked.revocation_time, set by the trigger pki_certs_inv_revoked_mark; null while not revoked. */
+    revokedAt: integer("revoked_at"),
   },
-  // pki_certs_metrics covers sys/metrics' count by mount, issuer and time to expiry, so the count
-  // reads the index and never the rows' DER (docs/operations.md "Metrics").
-  (t) => [uniqueIndex("pki_certs_mount_serial").on(t.mountId, t.serial), index("pki_certs_metrics").on(t.mountId, t.issuerId, t.notAfter)],
+  (t) => [
+    uniqueIndex("pki_certs_mount_serial").on(t.mountId, t.serial),
+    index("pki_certs_inv_not_after").on(t.mountId, t.notAfter, t.serial),
+    index("pki_certs_inv_role").on(t.mountId, t.role, t.notAfter, t.serial),
+    // Also covers sys/metrics' count by mount, issuer and time to expiry: the count reads this
+    // index, never the rows' DER (docs/operations.md "Metrics").
+    index("pki_certs_inv_issuer").on(t.mountId, t.issuerId, t.notAfter, t.serial),
+    index("pki_certs_inv_revoked").on(t.mountId, t.notAfter, t.serial).where(sql`${t.revokedAt} IS NOT NULL`),
+    index("pki_certs_inv_pending").on(t.mountId, t.serial).where(sql`${t.notBefore} IS NULL`),
+  ],
+);
+
+/**
+ * Expiry notifications (docs/pki-notifications.md): one row per (certificate or issuer, threshold,
+ * target), written before its message is queued, so each is sent once. `serial` is the
+ * certificate's serial, or "issuer:<id>" for an issuer; `target` a hash of the target's format
+ * and URL. `state`: "pending" until the target answered 2xx, then "sent". The message's facts
+ * (mount path, common name, not_after) are copied here, so a tidied certificate is still told of.
+ */
+export const pkiNotifySent = sqliteTable(
+  "pki_notify_sent",
+  {
+    mountId: text("mount_id").notNull(),
+    serial: text("serial").notNull(),
+    threshold: text("threshold").notNull(),
+    target: text("target").notNull(),
+    kind: text("kind").notNull(),
+    mountPath: text("mount_path").notNull(),
+    commonName: text("common_name").notNull(),
+    notAfter: integer("not_after").notNull(),
+    state: text("state").notNull(),
+    attempts: integer("attempts").notNull(),
+    lastError: text("last_error"),
+    createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
+    sentAt: integer("sent_at"),
+  },
+  (t) => [primaryKey({ columns: [t.mountId, t.serial, t.threshold, t.target] }), index("pki_notify_sent_pending").on(t.updatedAt).where(sql`${t.state} = 'pending'`)],
+);
+
+/** How far each (mount, threshold) scan has come: the last (not_after, serial) it scheduled. */
+export const pkiNotifyMarks = sqliteTable(
+  "pki_notify_marks",
+  {
+    mountId: text("mount_id").notNull(),
+    threshold: text("threshold").notNull(),
+    notAfter: integer("not_after").notNull(),
+    serial: text("serial").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.mountId, t.threshold] })],
 );
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The PKI engine's gauges for sys/metrics (docs/operations.md "Metrics"), read with four aggregate
  * statements in one D1 batch: certificates by mount, issuer and time to expiry (a GROUP BY over
- * the covering index pki_certs_metrics, never the rows' DER), revocations by mount and issuer,
+ * the covering index pki_certs_inv_issuer, never the rows' DER), revocations by mount and issuer,
  * each issuer's notAfter, and each issuer's CRLs' thisUpdate. Nothing is scanned in JavaScript.
  */
 import type { Db } from "../../../core/db/client";
