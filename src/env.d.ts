@@ -17,6 +17,8 @@ declare namespace Cloudflare {
     AUTH_ALLOW_HTTP?: string;
     /** Development only: host:port every ACME http-01 validation connects to, still with Host: <identifier> (docs/pki-acme.md). */
     ACME_HTTP01_TARGET?: string;
+    /** Largest storage snapshot a restore accepts, in bytes as sent (default 100000000; docs/configuration.md). */
+    MAX_SNAPSHOT_BYTES?: string;
     /** Staleness bound of the hot-path read caches in ms (default 1000, 0 = off; src/core/read-cache.ts). */
     CACHE_TTL_MS?: string;
     /** "true" (benchmarks only): count D1 round trips per request and answer them in X-Lanyard-D1 (src/core/db/client.ts). */

@@ -9,6 +9,7 @@ import { leaseRoutes } from "./leases";
 import { mountRoutes } from "./mounts";
 import { namespaceRoutes } from "./namespaces";
 import { policyRoutes } from "./policies";
+import { snapshotRoutes } from "./snapshot-routes";
 import { uiMountRoutes } from "./ui-mounts";
 
-export const sysRoutes: RouteDef[] = [...mountRoutes, ...authRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...uiMountRoutes, ...activationFlagRoutes, ...leaseRoutes, ...auditRoutes, ...ENGINE_SYS_ROUTES];
+export const sysRoutes: RouteDef[] = [...mountRoutes, ...authRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...uiMountRoutes, ...activationFlagRoutes, ...leaseRoutes, ...auditRoutes, ...snapshotRoutes, ...ENGINE_SYS_ROUTES];
