@@ -143,9 +143,9 @@ describe("storage snapshots", () => {
     const gzFlipped = snap.slice();
     gzFlipped[Math.floor(snap.length / 2)] = (gzFlipped[Math.floor(snap.length / 2)] ?? 0) ^ 0xff;
     const foreign = await bytesOf(await snapshotStream(env.DB, { current: KEY_B }));
-    await env.DB.prepare("INSERT INTO d1_migrations (name, applied_at) VALUES ('9999_future.sql', CURRENT_TIMESTAMP)").run();
+    await env.DB.prepare("INSERT INTO d1_migrations (name, applied_at) VALUES ('9999_future_migration', CURRENT_TIMESTAMP)").run();
     const future = new Uint8Array(await (await save()).arrayBuffer());
-    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = '9999_future.sql'").run();
+    await env.DB.prepare("DELETE FROM d1_migrations WHERE name = '9999_future_migration'").run();
     const cases: [string, Uint8Array | string, RegExp][] = [
       ["a flipped byte", await gzip(flipped), /corrupt/],
       ["a flipped byte, plain", flipped, /corrupt/],
@@ -153,7 +153,7 @@ describe("storage snapshots", () => {
       ["truncated", snap.slice(0, Math.floor(snap.length * 0.6)), /truncated|corrupt/],
       ["truncated at a line", plain.slice(0, new TextDecoder().decode(plain).lastIndexOf('{"end"')), /truncated/],
       ["another seal key", foreign, /seal key this deployment does not have/],
-      ["another schema version", future, /schema version is 9999_future\.sql/],
+      ["another schema version", future, /schema version is 9999_future_migration/],
       ["not a snapshot", "hello", /not a Lanyard storage snapshot/],
       ["empty", "", /empty|not a Lanyard/],
     ];

@@ -25,7 +25,7 @@ export async function swapFromStaging(d1: D1Database, tables: readonly StagedTab
       const cols = t.columns.map(quoteIdent).join(", ");
       return d1.prepare(`INSERT INTO ${quoteIdent(t.name)} (${cols}) SELECT ${cols} FROM ${quoteIdent(t.staging)} ORDER BY rowid`);
     }),
-    ...triggers.map((t) => d1.prepare(t.sql)),
+    ...triggers.map((t) => d1.prepare(t.definition)),
     ...tables.map((t) => d1.prepare(`DROP TABLE ${quoteIdent(t.staging)}`)),
   ];
   await d1.batch(stmts);

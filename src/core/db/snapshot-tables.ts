@@ -50,10 +50,10 @@ export async function snapshotTables(d1: D1Database): Promise<{ schema: string; 
 }
 
 /** The triggers on the given tables, with the SQL that created them (a restore drops and re-creates them). */
-export async function triggersOn(d1: D1Database, tables: readonly string[]): Promise<{ name: string; sql: string }[]> {
-  const rows = await d1.prepare("SELECT name, tbl_name, sql FROM sqlite_master WHERE type = 'trigger' ORDER BY name").all<{ name: string; tbl_name: string; sql: string | null }>();
+export async function triggersOn(d1: D1Database, tables: readonly string[]): Promise<{ name: string; definition: string }[]> {
+  const rows = await d1.prepare("SELECT name, tbl_name, sql AS definition FROM sqlite_master WHERE type = 'trigger' ORDER BY name").all<{ name: string; tbl_name: string; definition: string | null }>();
   const wanted = new Set(tables);
-  return rows.results.filter((r) => wanted.has(r.tbl_name) && r.sql !== null).map((r) => ({ name: r.name, sql: r.sql as string }));
+  return rows.results.flatMap((r) => (wanted.has(r.tbl_name) && r.definition !== null ? [{ name: r.name, definition: r.definition }] : []));
 }
 
 /** This database's deployment identity, written on first use. */
