@@ -51,7 +51,13 @@ async function call(base: string, method: string, p: string, body?: unknown, tok
   if (body !== undefined) headers["content-type"] = method === "PATCH" ? "application/merge-patch+json" : "application/json";
   const res = await fetch(`${base}/v1/${p}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
   const text = await res.text();
-  return { status: res.status, text, body: text ? (JSON.parse(text) as any) : null };
+  let parsed: any = null;
+  try {
+    parsed = text ? JSON.parse(text) : null;
+  } catch {
+    parsed = text;
+  }
+  return { status: res.status, text, body: parsed };
 }
 
 async function ok(base: string, method: string, p: string, body?: unknown, status = 200) {
@@ -79,24 +85,24 @@ const DEST = `prod-${uid}`;
 
 async function populate(base: string) {
   await ok(base, "POST", `sys/mounts/${KV}`, { type: "kv", options: { version: "2" } }, 204);
-  for (const v of ["one", "two", "three"]) await ok(base, "POST", "secret/data/app", { data: { password: `pw-${v}` } });
-  await ok(base, "POST", "sys/policies/acl/app-read", { policy: 'path "secret/data/app" { capabilities = ["read"] }' }, 204);
-  const token = (await ok(base, "POST", "auth/token/create", { policies: ["app-read"], ttl: "24h" })).body.auth.client_token as string;
-  await ok(base, "POST", "sys/mounts/pki", { type: "pki" }, 204);
-  const root = (await ok(base, "POST", "pki/root/generate/internal", { common_name: "Snapshot Root", key_type: "ec", not_after: "2036-01-01T00:00:00Z" })).body.data.certificate as string;
-  await ok(base, "POST", "pki/roles/web", { allowed_domains: "example.com", allow_subdomains: true, max_ttl: "72h" });
+  for (const v of ["one", "two", "three"]) await ok(base, "POST", `${KV}/data/app`, { data: { password: `pw-${v}` } });
+  await ok(base, "POST", `sys/policies/acl/app-read-${uid}`, { policy: `path "${KV}/data/app" { capabilities = ["read"] }` }, 204);
+  const token = (await ok(base, "POST", "auth/token/create", { policies: [`app-read-${uid}`], ttl: "24h" })).body.auth.client_token as string;
+  await ok(base, "POST", `sys/mounts/${PKI}`, { type: "pki" }, 204);
+  const root = (await ok(base, "POST", `${PKI}/root/generate/internal`, { common_name: "Snapshot Root", key_type: "ec", not_after: "2036-01-01T00:00:00Z" })).body.data.certificate as string;
+  await ok(base, "POST", `${PKI}/roles/web`, { allowed_domains: "example.com", allow_subdomains: true, max_ttl: "72h" });
   const serials: string[] = [];
-  for (const cn of ["a", "b", "c"]) serials.push((await ok(base, "POST", "pki/issue/web", { common_name: `${cn}.example.com`, ttl: "1h" })).body.data.serial_number);
-  await ok(base, "POST", "pki/revoke", { serial_number: serials[0] });
-  await ok(base, "PATCH", "sys/sync/config", { disabled: true });
-  await ok(base, "POST", "sys/sync/destinations/cloudone-sm/prod", BODIES["cloudone-sm"]);
-  await ok(base, "POST", "sys/sync/destinations/cloudone-sm/prod/associations/set", { mount: "secret", secret_name: "app" });
-  await ok(base, "POST", "sys/audit/log", { type: "stdout" }, 204);
+  for (const cn of ["a", "b", "c"]) serials.push((await ok(base, "POST", `${PKI}/issue/web`, { common_name: `${cn}.example.com`, ttl: "1h" })).body.data.serial_number);
+  await ok(base, "POST", `${PKI}/revoke`, { serial_number: serials[0] });
+  await ok(base, "POST", `sys/sync/destinations/cloudone-sm/${DEST}`, BODIES["cloudone-sm"]);
+  await ok(base, "POST", `sys/sync/destinations/cloudone-sm/${DEST}/associations/set`, { mount: KV, secret_name: "app" });
+  await ok(base, "POST", `sys/audit/log-${uid}`, { type: "stdout" }, 204);
   return { token, root, serials };
 }
 
+/** The CRL's number (RFC 5280 §5.2.3), from its DER: the extension's value is an INTEGER. */
 const crlNumber = async (base: string) => {
-  const der = await (await fetch(`${base}/v1/pki/crl`)).arrayBuffer();
+  const der = await (await fetch(`${base}/v1/${PKI}/crl`)).arrayBuffer();
   const crl = new x509.X509Crl(der);
   const ext = crl.getExtension("2.5.29.20");
   return ext ? BigInt(`0x${Buffer.from(ext.value).toString("hex").slice(4)}`) : -1n;
@@ -108,7 +114,7 @@ function load(base: string, workers: number, stop: () => boolean) {
   const loops = Array.from({ length: workers }, async (_, w) => {
     for (let i = 0; i < 400 && !stop(); i++) {
       const key = `load-${w}-${i}`;
-      const r = await call(base, "POST", `secret/data/${key}`, { data: { n: i } });
+      const r = await call(base, "POST", `${KV}/data/${key}`, { data: { n: i } });
       if (r.status === 200) done.push({ key, at: Date.now() });
     }
   });
@@ -126,6 +132,7 @@ it("the Snapshots section: save under load, restore into a fresh instance, refus
   stopping = true;
   await writes.finished;
   expect(saved.code, saved.out).toBe(0);
+  await ok(a, "DELETE", `sys/audit/log-${uid}`, undefined, 204);
   const before = writes.done.filter((w) => w.at < startedAt);
   expect(before.length).toBeGreaterThan(10);
 
@@ -136,21 +143,21 @@ it("the Snapshots section: save under load, restore into a fresh instance, refus
   const forced = await runBlock("snapshot-restore-force", b.url);
   expect(forced.code, forced.out).toBe(0);
 
-  const kv = await ok(b.url, "GET", "secret/metadata/app");
+  const kv = await ok(b.url, "GET", `${KV}/metadata/app`);
   expect(Object.keys(kv.body.data.versions)).toEqual(["1", "2", "3"]);
-  for (const [v, pw] of [["1", "pw-one"], ["3", "pw-three"]]) expect((await ok(b.url, "GET", `secret/data/app?version=${v}`)).body.data.data.password).toBe(pw);
-  for (const w of before) expect((await call(b.url, "GET", `secret/data/${w.key}`)).status, w.key).toBe(200);
-  expect((await call(b.url, "GET", "secret/data/app", undefined, fx.token)).status).toBe(200);
-  expect((await call(b.url, "GET", "secret/metadata/app", undefined, fx.token)).status).toBe(403);
-  expect((await ok(b.url, "GET", "pki/ca/pem")).text.trim()).toBe(fx.root.trim());
-  expect((await ok(b.url, "GET", "pki/certs/revoked?list=true")).body.data.keys).toContain(fx.serials[0]);
-  expect(Object.keys((await ok(b.url, "GET", "sys/sync/destinations/cloudone-sm/prod/associations")).body.data.associated_secrets)).toHaveLength(1);
-  expect((await ok(b.url, "GET", "sys/audit")).body.data["log/"]).toMatchObject({ type: "stdout" });
+  for (const [v, pw] of [["1", "pw-one"], ["3", "pw-three"]]) expect((await ok(b.url, "GET", `${KV}/data/app?version=${v}`)).body.data.data.password).toBe(pw);
+  for (const w of before) expect((await call(b.url, "GET", `${KV}/data/${w.key}`)).status, w.key).toBe(200);
+  expect((await call(b.url, "GET", `${KV}/data/app`, undefined, fx.token)).status).toBe(200);
+  expect((await call(b.url, "GET", `${KV}/metadata/app`, undefined, fx.token)).status).toBe(403);
+  expect((await ok(b.url, "GET", `${PKI}/ca/pem`)).text.trim()).toBe(fx.root.trim());
+  expect((await ok(b.url, "GET", `${PKI}/certs/revoked?list=true`)).body.data.keys).toContain(fx.serials[0]);
+  expect(Object.keys((await ok(b.url, "GET", `sys/sync/destinations/cloudone-sm/${DEST}/associations`)).body.data.associated_secrets)).toHaveLength(1);
+  expect((await ok(b.url, "GET", "sys/audit")).body.data[`log-${uid}/`]).toMatchObject({ type: "stdout" });
 
   // The CA keeps working: a new certificate from the restored root, a revocation, a higher CRL number.
-  const fresh = (await ok(b.url, "POST", "pki/issue/web", { common_name: "d.example.com", ttl: "1h" })).body.data;
+  const fresh = (await ok(b.url, "POST", `${PKI}/issue/web`, { common_name: "d.example.com", ttl: "1h" })).body.data;
   expect(await new x509.X509Certificate(fresh.certificate).verify({ publicKey: new x509.X509Certificate(fx.root).publicKey, signatureOnly: true })).toBe(true);
-  await ok(b.url, "POST", "pki/revoke", { serial_number: fx.serials[1] });
+  await ok(b.url, "POST", `${PKI}/revoke`, { serial_number: fx.serials[1] });
   expect(await crlNumber(b.url)).toBeGreaterThan(crlBefore);
 
   // hvac, as users run it: save from B, restore into B; force into C (another seal key) is refused.
@@ -174,6 +181,6 @@ except hvac.exceptions.InvalidRequest as e:
   const wrong = await runBlock("snapshot-restore-force", c.url);
   expect(wrong.code).not.toBe(0);
   expect(wrong.out).toMatch(/"errors".*seal key this deployment does not have/);
-  expect((await call(c.url, "GET", "secret/data/app")).status).toBe(404);
+  expect((await call(c.url, "GET", `${KV}/data/app`)).status).toBe(404);
   expect((await ok(c.url, "GET", "sys/health")).body.sealed).toBe(false);
 }, 300_000);
