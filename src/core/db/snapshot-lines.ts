@@ -38,7 +38,18 @@ function capped(limit: number, message: string, overrun: Overrun): TransformStre
  * side, where the reader sees it (an unread rejection would be reported as uncaught).
  */
 function through(source: ReadableStream<Uint8Array>, transform: { writable: WritableStream<Uint8Array>; readable: ReadableStream<Uint8Array> }): ReadableStream<Uint8Array> {
-  source.pipeTo(transform.writable).catch(() => undefined);
+  const pump = async () => {
+    const reader = source.getReader();
+    const writer = transform.writable.getWriter();
+    try {
+      for (let next = await reader.read(); !next.done; next = await reader.read()) await writer.write(next.value);
+      await writer.close();
+    } catch (e) {
+      await writer.abort(e).catch(() => undefined);
+      await reader.cancel(e).catch(() => undefined);
+    }
+  };
+  pump().catch(() => undefined);
   return transform.readable;
 }
 
