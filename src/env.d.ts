@@ -21,6 +21,8 @@ declare namespace Cloudflare {
     ACME_HTTP01_TARGET?: string;
     /** Development only: comma-separated seconds replacing the ACME validation retry delays (docs/pki-acme.md "Patient validation"). */
     ACME_RETRY_DELAYS_S?: string;
+    /** Largest storage snapshot a restore accepts, in bytes as sent (default 100000000; docs/configuration.md). */
+    MAX_SNAPSHOT_BYTES?: string;
     /** Staleness bound of the hot-path read caches in ms (default 1000, 0 = off; src/core/read-cache.ts). */
     CACHE_TTL_MS?: string;
     /** "true" (benchmarks only): count D1 round trips per request and answer them in X-Lanyard-D1 (src/core/db/client.ts). */

@@ -50,6 +50,8 @@ interface AuditKnown {
   data?: Record<string, unknown>;
   /** A raw body (ACME JWS, OCSP DER) instead of `data`: logged as Vault logs raw bodies. */
   raw?: { bytes: Uint8Array; contentType: string };
+  /** A streamed body (RouteDef.streamBody: a storage snapshot): no body is logged, either way. */
+  opaque?: boolean;
 }
 
 /**
@@ -100,6 +102,11 @@ export class AuditTrail {
     k.op = op;
   }
 
+  /** The route streams its bodies (a storage snapshot): log neither, only content type and status. */
+  knowOpaque(): void {
+    this.known.opaque = true;
+  }
+
   /** The request's data, once read: decoded fields, or a raw body (see AuditKnown.raw). */
   knowBody(data: Record<string, unknown> | undefined, raw?: AuditKnown["raw"]): void {
     if (raw) this.known.raw = raw;
@@ -136,7 +143,7 @@ export class AuditTrail {
   async answered(answer: Answer): Promise<void> {
     if (!this.active || !this.devices || this.refusedByAudit) return;
     const status = answer === null ? 204 : answer instanceof Response ? answer.status : (answer.status ?? 200);
-    const response = answer instanceof Response ? await responseOf(answer) : replyOf(answer, status);
+    const response = answer instanceof Response ? (this.known.opaque ? opaqueOf(answer) : await responseOf(answer)) : replyOf(answer, status);
     const unavailable = await this.record(this.responseEntry(response));
     if (!unavailable) return;
     // A refusal rendered as a response (RouteDef.renderError) never reached the work: its log
@@ -346,6 +353,11 @@ async function responseOf(res: Response): Promise<AuditResponse> {
   }
   out.data = { ...rawData(bytes, type), http_status_code: res.status };
   return out;
+}
+
+/** A streamed answer (a storage snapshot): its content type and status, never its bytes. */
+function opaqueOf(res: Response): AuditResponse {
+  return { status_code: res.status, data: { http_content_type: res.headers.get("content-type") ?? "", http_status_code: res.status } };
 }
 
 /** A raw body as data: text as is, anything else base64 (then HMAC'd like every string). */

@@ -160,7 +160,9 @@ async function handle(call: Call): Promise<Answer> {
   if (op === null) throw new ApiError(405, "unsupported operation");
   refuseWrapping(request.headers);
 
-  const input = inputOf(request.headers, url.searchParams, await readBody(request, cfg.maxBodyBytes), def, op);
+  // A streamed body (RouteDef.streamBody) is left for the handler, under its own bound, and never audited.
+  const input = inputOf(request.headers, url.searchParams, def?.streamBody ? new Uint8Array(0) : await readBody(request, cfg.maxBodyBytes), def, op);
+  if (def?.streamBody) trail.knowOpaque();
   trail.knowBody(input.body, def?.rawBody && isWrite(op) ? { bytes: input.rawBody, contentType: input.contentType } : undefined);
   // Only here, where an existing namespace meets its ACL check: a missing one must answer every
   // earlier check (405, 413, 415, a malformed body) exactly as an existing one does.
@@ -220,7 +222,7 @@ function inputOf(headers: Headers, query: URLSearchParams, rawBody: Uint8Array<A
     throw new ApiError(415, `PATCH requires Content-Type of application/merge-patch+json, provided ${contentType || "none"}`);
   }
   const write = isWrite(op);
-  const body = def?.rawBody && write ? {} : write ? decodeJsonObject(rawBody) : queryData(query);
+  const body = (def?.rawBody || def?.streamBody) && write ? {} : write ? decodeJsonObject(rawBody) : queryData(query);
   return { rawBody, contentType, body };
 }
 
@@ -252,6 +254,7 @@ function requestFor(call: Call, at: Resolved, ns: NamespaceRef, op: Operation, t
     has: () => false,
     body: input.body,
     rawBody: input.rawBody,
+    bodyStream: at.def?.streamBody ? request.body : null,
     contentType: input.contentType,
     query: url.searchParams,
     headers: request.headers,

@@ -61,6 +61,13 @@ export function generationOf(area: CacheArea): number {
   return generations.get(area) ?? 0;
 }
 
+const AREAS: readonly CacheArea[] = ["tokens", "policies", "namespaces", "mounts", "pki", "audit"];
+
+/** Forgets everything this isolate cached, in every area (after a storage snapshot was restored). */
+export function invalidateAll(): void {
+  for (const area of AREAS) invalidate(area);
+}
+
 /** Forgets everything this isolate cached for `area` (after a write to its tables). */
 export function invalidate(area: CacheArea): void {
   generations.set(area, generationOf(area) + 1);

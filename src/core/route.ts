@@ -30,6 +30,8 @@ export interface Req<F extends FieldSchema = FieldSchema> {
   /** The decoded JSON body (or query data for reads), before coercion. */
   body: Record<string, unknown>;
   rawBody: Uint8Array<ArrayBuffer>;
+  /** The unread body, on routes with `streamBody` only (else null or absent). */
+  bodyStream?: ReadableStream<Uint8Array> | null;
   contentType: string;
   query: URLSearchParams;
   headers: Headers;
@@ -127,6 +129,12 @@ export interface RouteDef<F extends FieldSchema = FieldSchema> {
   renderError?(err: ApiError, requestId: string): Response;
   /** Keep the raw body (no JSON parsing), e.g. OCSP requests. */
   rawBody?: boolean;
+  /**
+   * The pipeline does not read the body (MAX_REQUEST_BYTES does not apply): the handler reads
+   * `req.bodyStream` under its own bound. Neither that body nor the body of a Response the route
+   * returns is written to the audit trail (only the content type and status): a storage snapshot.
+   */
+  streamBody?: boolean;
   /**
    * The `*rest` parameter is opaque data, not a path: empty segments are allowed in it and its
    * trailing slashes are kept (OCSP GET carries base64, where "//" and a final "/" occur).

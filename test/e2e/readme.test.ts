@@ -23,32 +23,14 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { FakeTokenReview, projectedJwt } from "../helpers/fake-tokenreview";
 import { serveTokenReview, type ServedTokenReview } from "../helpers/fake-tokenreview-serve";
 import { freePort } from "./acme-clients";
+import { fencedBlocks, type Block } from "./doc-blocks";
 import { startLanyardWorker, type StartedWorker } from "./worker";
 
 const run = promisify(execFile);
 const REPO = path.resolve(import.meta.dirname, "../..");
 
-interface Block {
-  line: number;
-  lang: string;
-  body: string;
-  /** From the comment above it: "skip" or "needs <tool>", and why. */
-  marker?: { kind: string; why: string };
-}
-
 /** Every fenced block of the README, with the readme-e2e marker in the text just above it. */
-function blocks(readme: string): Block[] {
-  const out: Block[] = [];
-  const fence = /^```(\w*)\n([\s\S]*?)^```$/gm;
-  let last = 0;
-  for (let m = fence.exec(readme); m; m = fence.exec(readme)) {
-    const above = readme.slice(last, m.index);
-    const mark = /<!--\s*readme-e2e:\s*(skip|needs \w+):\s*([^>]*?)\s*-->\s*(<!--[^>]*-->\s*)*$/.exec(above);
-    out.push({ line: readme.slice(0, m.index).split("\n").length, lang: m[1] ?? "", body: m[2] ?? "", marker: mark ? { kind: mark[1] ?? "", why: mark[2] ?? "" } : undefined });
-    last = m.index + m[0].length;
-  }
-  return out;
-}
+const blocks = (readme: string): Block[] => fencedBlocks(readme, "readme-e2e");
 
 const onPath = async (cmd: string) => run("bash", ["-c", `command -v ${cmd}`]).then(() => true, () => false);
 

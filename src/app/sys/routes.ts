@@ -10,6 +10,7 @@ import { metricsRoutes } from "./metrics";
 import { mountRoutes } from "./mounts";
 import { namespaceRoutes } from "./namespaces";
 import { policyRoutes } from "./policies";
+import { snapshotRoutes } from "./snapshot-routes";
 import { uiMountRoutes } from "./ui-mounts";
 
-export const sysRoutes: RouteDef[] = [authTuneViaMountsRoute, ...mountRoutes, ...authRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...uiMountRoutes, ...activationFlagRoutes, ...leaseRoutes, ...auditRoutes, ...metricsRoutes, ...ENGINE_SYS_ROUTES];
+export const sysRoutes: RouteDef[] = [authTuneViaMountsRoute, ...mountRoutes, ...authRoutes, ...policyRoutes, ...namespaceRoutes, ...capabilityRoutes, ...uiMountRoutes, ...activationFlagRoutes, ...leaseRoutes, ...auditRoutes, ...metricsRoutes, ...snapshotRoutes, ...ENGINE_SYS_ROUTES];

@@ -74,11 +74,18 @@ export function forgetSealVerdict(): void {
 // as the layers above declare them (setSealedColumns, called once by the engine registry).
 // Each sealed value starts `v1:<key id>:` (./seal.ts).
 let sampleSql: string | null = null;
+let declared: readonly { table: string; column: string }[] = [];
+
+/** The sealed columns the layers above declared, and the canary's own (a restore checks their key ids). */
+export function sealedColumns(): readonly { table: string; column: string }[] {
+  return [...declared, { table: "seal_canary", column: "sealed" }];
+}
 
 /** The sealed columns to sample; names are checked, since they are spliced into SQL. */
 export function setSealedColumns(columns: readonly { table: string; column: string }[]): void {
   const ident = /^[a-z][a-z0-9_]*$/;
   for (const c of columns) if (!ident.test(c.table) || !ident.test(c.column)) throw new Error(`sealed column ${c.table}.${c.column}: not a plain identifier`);
+  declared = [...columns];
   sampleSql = columns.length === 0 ? null : columns.map((c) => `SELECT s FROM (SELECT ${c.column} AS s FROM ${c.table} WHERE ${c.column} IS NOT NULL LIMIT 1)`).join(" UNION ALL ");
 }
 

@@ -125,3 +125,15 @@ export const sealCanary = sqliteTable("seal_canary", {
   sealed: text("sealed").notNull(),
   updatedAt: integer("updated_at").notNull(),
 });
+
+/**
+ * One row (id 1): this database's deployment identity, a random id written the first time a
+ * snapshot is taken or restored (src/core/db/snapshot-tables.ts, the door of this table). A
+ * snapshot names the deployment it came from; a plain restore refuses another deployment's
+ * (`snapshot-force` does not). Never copied by a snapshot: a restore keeps the target's identity.
+ */
+export const deploymentIdentity = sqliteTable("deployment_identity", {
+  id: integer("id").primaryKey(),
+  deploymentId: text("deployment_id").notNull(),
+  createdAt: integer("created_at").notNull(),
+});
