@@ -1,4 +1,4 @@
-// The certificate inventory of a PKI mount: LIST <mount>/certs/detailed (docs/pki-inventory.md)
+// The certificate inventory of a PKI mount: LIST <mount>/certs/detailed (OpenBao's path)
 // page by page, ordered by expiry. The search box matches the common name or a SAN: two filtered
 // lists (common_name=…, san=…) merged in the same order, each with its own cursor, so paging
 // stays exact without asking the server for an OR.

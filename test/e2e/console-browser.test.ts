@@ -66,7 +66,7 @@ async function signIn(token: string, ns: string) {
 }
 
 async function tableRows(): Promise<string[][]> {
-  return page.locator("section[aria-label=Certificates] tbody tr").evaluateAll((rows) => rows.map((r) => Array.from(r.querySelectorAll("td"), (td) => td.textContent ?? "")));
+  return page.locator("section[aria-label=Certificates] tbody tr").evaluateAll((rows: { querySelectorAll(s: string): ArrayLike<{ textContent: string | null }> }[]) => rows.map((r) => Array.from(r.querySelectorAll("td"), (td) => td.textContent ?? "")));
 }
 
 it("walks docs/console.md in Chromium: every page, every action, the pictures", async () => {
@@ -81,7 +81,7 @@ it("walks docs/console.md in Chromium: every page, every action, the pictures", 
   await kvStep();
   await limitedStep();
   // Nothing ran, nothing left for another host; the doc shows these pictures in this order.
-  expect(await page.evaluate(() => (window as unknown as { __injected?: number }).__injected)).toBeUndefined();
+  expect(await page.evaluate(() => (globalThis as { __injected?: number }).__injected)).toBeUndefined();
   expect(dialogs).toEqual([]);
   expect(foreignRequests).toEqual([]);
   const doc = await readFile(path.join(ROOT_DIR, "docs/console.md"), "utf8");

@@ -11,6 +11,11 @@ import { describe, expect, it } from "vitest";
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 const BASE = "http://lanyard.test";
 
+async function gzipSize(text: string): Promise<number> {
+  const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"));
+  return (await new Response(stream).arrayBuffer()).byteLength;
+}
+
 function expectSecurityHeaders(res: Response) {
   expect(res.headers.get("content-security-policy")).toBe(CSP);
   expect(res.headers.get("x-content-type-options")).toBe("nosniff");
@@ -35,6 +40,7 @@ describe("the console at /ui/", () => {
     const queue = [...html.matchAll(/(?:src|href)="(\/ui\/[^"]+)"/g)].map((m) => m[1] ?? "");
     expect(queue.length).toBeGreaterThanOrEqual(2);
     const seen = new Set<string>();
+    let gzipped = 0;
     while (queue.length > 0) {
       const path = queue.shift() ?? "";
       if (seen.has(path)) continue;
@@ -43,6 +49,7 @@ describe("the console at /ui/", () => {
       expect(res.status, path).toBe(200);
       expectSecurityHeaders(res);
       const body = await res.text();
+      gzipped += await gzipSize(body);
       if (path.endsWith(".js")) {
         expect(res.headers.get("content-type"), path).toMatch(/javascript/);
         // Module imports are followed, so every module of the console is checked.
@@ -55,6 +62,8 @@ describe("the console at /ui/", () => {
       expect(body, path).not.toMatch(/innerHTML|outerHTML|insertAdjacentHTML|document\.write|eval\(|new Function/);
     }
     expect(seen.size).toBeGreaterThanOrEqual(5);
+    // Small enough for a phone: docs/console.md "Size" gives the figure; this is its ceiling.
+    expect(gzipped).toBeLessThan(32 * 1024);
   });
 
   it("answers a missing file 404 and a write 405, with the headers; /v1 is unaffected", async () => {
