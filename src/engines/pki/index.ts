@@ -1,11 +1,12 @@
 /**
  * The PKI engine's one face: the engine value the app registers (src/app/engines.ts) with its
- * routes, scheduled jobs (auto-tidy, CRL auto-rebuild), mount purge, the lease revoke hook
+ * routes, scheduled jobs (auto-tidy, CRL auto-rebuild, the inventory backfill, expiry notifications), mount purge, the lease revoke hook
  * (certificates of generate_lease roles) and the `Authority` Durable Object, one per mount.
  * Nothing outside src/engines/pki/ imports any other module of it.
  */
 import type { Engine } from "../../core/engine";
 import { Authority } from "./authority/authority";
+import { backfillInventory } from "./inventory/backfill";
 import { purgePkiMount } from "./purge";
 import { pkiCrlAutoRebuildJob } from "./revocation/crl-cron";
 import { revokeCertLease } from "./revocation/lease";
@@ -23,6 +24,7 @@ export const pkiEngine = {
   cron: [
     { name: "pki-auto-tidy", run: (env) => pkiAutoTidyJob(env) },
     { name: "pki-crl-auto-rebuild", run: (env) => pkiCrlAutoRebuildJob(env) },
+    { name: "pki-inventory-backfill", run: async (env) => void (await backfillInventory(env)) },
   ],
   // sys/leases/revoke and lease expiry revoke a generate_lease certificate as POST revoke does.
   revokeLease: ({ db, env }, mount, lease) => revokeCertLease({ db, env, mount }, lease),

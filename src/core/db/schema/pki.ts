@@ -4,6 +4,7 @@
  * the key id as context, so a sealed key copied to another row does not open there.
  * Times are Unix milliseconds unless a column says otherwise.
  */
+import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
 
 export const pkiKeys = sqliteTable(
@@ -105,8 +106,50 @@ export const pkiCerts = sqliteTable(
     createdAt: integer("created_at").notNull(),
     /** Sealed cert_metadata (spec "Issue": base64 value tied to the serial); null when none. */
     metadata: text("metadata"),
+    // The inventory's columns (docs/pki-inventory.md): written with the row; rows stored before
+    // them are filled by the inventory backfill job (not_before IS NULL marks one not yet done).
+    /** The subject's common name ("" when none). */
+    commonName: text("common_name"),
+    /** The SAN values (DNS, email, IP, URI), one per line. */
+    sans: text("sans"),
+    /** Unix seconds. */
+    notBefore: integer("not_before"),
+    /** The role that issued it; null for CA certificates, sign-verbatim without a role and older rows. */
+    role: text("role"),
+    /** pki_revoked.revocation_time, set by the trigger pki_certs_inv_revoked_mark; null while not revoked. */
+    revokedAt: integer("revoked_at"),
   },
-  (t) => [uniqueIndex("pki_certs_mount_serial").on(t.mountId, t.serial)],
+  (t) => [
+    uniqueIndex("pki_certs_mount_serial").on(t.mountId, t.serial),
+    index("pki_certs_inv_not_after").on(t.mountId, t.notAfter, t.serial),
+    index("pki_certs_inv_role").on(t.mountId, t.role, t.notAfter, t.serial),
+    index("pki_certs_inv_issuer").on(t.mountId, t.issuerId, t.notAfter, t.serial),
+    index("pki_certs_inv_revoked").on(t.mountId, t.notAfter, t.serial).where(sql`${t.revokedAt} IS NOT NULL`),
+    index("pki_certs_inv_pending").on(t.mountId, t.serial).where(sql`${t.notBefore} IS NULL`),
+  ],
+);
+
+/**
+ * Expiry notifications (docs/pki-notifications.md): one row per (certificate or issuer, threshold,
+ * target), written before the message is queued, so each is sent once. `serial` is the
+ * certificate's serial, or "issuer:<id>" for an issuer; `target` the target's index-free key (a
+ * hash of its URL and format). `state`: pending until the target answered 2xx, then sent.
+ */
+export const pkiNotifySent = sqliteTable(
+  "pki_notify_sent",
+  {
+    mountId: text("mount_id").notNull(),
+    serial: text("serial").notNull(),
+    threshold: text("threshold").notNull(),
+    target: text("target").notNull(),
+    kind: text("kind").notNull(),
+    state: text("state").notNull(),
+    attempts: integer("attempts").notNull(),
+    lastError: text("last_error"),
+    createdAt: integer("created_at").notNull(),
+    sentAt: integer("sent_at"),
+  },
+  (t) => [primaryKey({ columns: [t.mountId, t.serial, t.threshold, t.target] }), index("pki_notify_sent_pending").on(t.state, t.createdAt).where(sql`${t.state} = 'pending'`)],
 );
 
 /**

@@ -102,6 +102,7 @@ export async function issueLeaf(ctx: IssueContext, state: IssuanceState, r: Leaf
     await storeCertificate(ctx, signed, {
       issuerId: issuer.id,
       createdAt: now,
+      role: r.roleName ?? null,
       metadata: metadata === null ? null : { role: r.roleName ?? "", value: metadata },
     });
   }

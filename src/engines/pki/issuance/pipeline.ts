@@ -46,6 +46,7 @@ import { sealMetadata } from "./cert-metadata";
 import { certOutput, encodeCert, formatPrivateKey, responseChain, type CertFormat } from "./format";
 import { reserveSerial } from "./serials";
 import { commitCertificate } from "./cert-commit";
+import { inventoryColumns } from "../inventory/columns";
 import { computeValidity, type LeafNotAfterBehavior, type Validity } from "./ttl";
 
 /** What every PKI operation of a request works with: the database, the Worker env, the mount. */
@@ -259,6 +260,8 @@ export interface CertRecord {
   /** The signing issuer's id (for a new root: the id its issuer row will get). */
   issuerId: string;
   createdAt: number;
+  /** The role it was issued under, for the inventory (docs/pki-inventory.md); none for CA certificates. */
+  role?: string | null;
 }
 
 /**
@@ -279,6 +282,8 @@ function certificateRow(ctx: IssueContext, signed: SignedCertificate, r: CertRec
     notAfter: signed.notAfterSec,
     createdAt: r.createdAt,
     metadata: sealedMetadata,
+    ...inventoryColumns(signed.der),
+    role: r.role ?? null,
   };
 }
 

@@ -164,6 +164,7 @@ export async function signVerbatim(ctx: IssueContext, f: FieldValues<typeof sign
     await storeCertificate(ctx, signed, {
       issuerId: issuer.id,
       createdAt: now,
+      role: opts.roleName || null,
       metadata: metadata === null ? null : { role: opts.roleName, value: metadata },
     });
   }

@@ -18,6 +18,7 @@ import { certDerFromPem, issuerView, resolveIssuerIn } from "../ca/issuers";
 import { checkKeySize } from "../x509/keytypes";
 import { decodePemBlocks, normalizeSerial } from "../x509/pem";
 import { getRevoked, insertRevoked, type RevokedRow } from "../storage/revocation-store";
+import { inventoryColumns } from "../inventory/columns";
 import { getAllConfig, getCert, insertCertStmt, listIssuers, runBatch, updateIssuerStmt, type IssuerRow } from "../storage/store";
 import { X509Error, isSignedBy, keyMatchesPublicKey, parseCertificate, type CertInfo } from "../x509/x509";
 
@@ -179,7 +180,7 @@ export async function revokeCertificate(ctx: IssueContext, input: RevokeInput): 
   const notAfter = Math.floor(cert.notAfter.getTime() / 1000);
   if (located.store) {
     // Upstream keeps a PEM-revoked certificate it had not stored, so reads and CRLs find it.
-    await runBatch(db, [insertCertStmt(db, { mountId: mount.id, serial, der: bytesToBase64(cert.der), issuerId: located.issuerId, notAfter, createdAt: nowMs })]);
+    await runBatch(db, [insertCertStmt(db, { mountId: mount.id, serial, der: bytesToBase64(cert.der), issuerId: located.issuerId, notAfter, createdAt: nowMs, ...inventoryColumns(cert.der) })]);
   }
   // The stored association may name an issuer deleted since; re-derive it then (as upstream).
   let issuerId = located.issuerId;

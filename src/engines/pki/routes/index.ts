@@ -7,6 +7,7 @@ import { crlRoutes } from "./crl";
 import { revokeRoutes } from "./revoke";
 import { externalPolicyRoutes } from "./external-policy";
 import { generateRoutes } from "./generate";
+import { inventoryRoutes } from "./inventory";
 import { issueRoutes } from "./issue";
 import { issuerRoutes } from "./issuers";
 import { keyRoutes } from "./keys";
@@ -15,4 +16,4 @@ import { roleRoutes } from "./roles";
 import { signPrivilegedRoutes } from "./sign-privileged";
 import { tidyRoutes } from "./tidy";
 
-export const pkiRoutes: RouteDef[] = [...acmeRoutes, ...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...signPrivilegedRoutes, ...certMetadataRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...revokeRoutes, ...crlRoutes, ...certRoutes, ...tidyRoutes, ...ocspRoutes];
+export const pkiRoutes: RouteDef[] = [...acmeRoutes, ...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...signPrivilegedRoutes, ...certMetadataRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...revokeRoutes, ...inventoryRoutes, ...crlRoutes, ...certRoutes, ...tidyRoutes, ...ocspRoutes];
