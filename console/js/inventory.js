@@ -104,6 +104,9 @@ export function inventory(mount) {
 
   const show = async () => {
     const before = snapshot(streams);
+    info.textContent = "Loading…";
+    prev.disabled = true;
+    next.disabled = true;
     try {
       const { page, more } = await nextPage(mount, streams);
       history[pageNo] = before;

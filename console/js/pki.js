@@ -1,7 +1,7 @@
 // A PKI mount: its issuers as a tree (root → intermediates, matched by the issuer name of each
 // certificate against the subjects of the others, RFC 5280 §6.1), its roles, the expiry chart
 // and the certificate inventory (./inventory.js).
-import { h, link, relative, when } from "./dom.js";
+import { h, relative, when } from "./dom.js";
 import { get, list, p } from "./api.js";
 import { parseCertificate } from "./der.js";
 import { section } from "./ui.js";
@@ -86,8 +86,11 @@ export function histogramDays(data, days) {
 
 function chartSection(mount) {
   return section("Expiring in the next 90 days", async () => {
-    const data = (await get(p(mount, "certs", "expiry-histogram"), { days: "90" })).data;
-    return expiryChart(histogramDays(data, 90));
+    const [data, counts] = await Promise.all([get(p(mount, "certs", "expiry-histogram"), { days: "90" }), get(p(mount, "certs", "counts"))]);
+    const c = counts.data;
+    return h("div", {},
+      h("p", {}, `${c.total} stored certificate${c.total === 1 ? "" : "s"}: ${c.valid} valid, ${c.expired} expired, ${c.revoked} revoked (certificates issued with no_store are never stored, so never counted).`),
+      expiryChart(histogramDays(data.data, 90)));
   });
 }
 
