@@ -20,7 +20,7 @@ export function expiryChart(days) {
     d.count === 0 ? null : svg("rect", { x: (PAD.left + i * bw + 0.5).toFixed(1), y: y(d.count).toFixed(1), width: Math.max(1, bw - 1).toFixed(1), height: (H - PAD.bottom - y(d.count)).toFixed(1), class: "bar" }, svg("title", {}, `${d.date}: ${d.count}`)),
   );
   const ticks = [0, Math.ceil(max / 2), max].filter((v, i, a) => a.indexOf(v) === i);
-  const labels = [0, 30, 60, days.length - 1].filter((i) => days[i]).map((i) => svg("text", { x: PAD.left + i * bw, y: H - 8, class: "axis" }, days[i].date.slice(5)));
+  const labels = [0, 30, 60, days.length - 1].filter((i) => days[i]).map((i) => svg("text", { x: PAD.left + (i + 0.5) * bw, y: H - 8, class: "axis", "text-anchor": i === 0 ? "start" : i === days.length - 1 ? "end" : "middle" }, days[i].date.slice(5)));
   const chart = svg(
     "svg",
     { role: "img", "aria-label": "Certificates expiring per day", "aria-describedby": "chart-summary", viewBox: `0 0 ${W} ${H}`, class: "chart" },

@@ -62,10 +62,12 @@ function filtersForm(onChange) {
   const before = h("input", { id: "cert-before", type: "date" });
   const after = h("input", { id: "cert-after", type: "date" });
   const role = h("input", { id: "cert-role", type: "text", autocomplete: "off", size: 10 });
+  const issuer = h("input", { id: "cert-issuer", type: "text", autocomplete: "off", size: 10, placeholder: "id or name" });
   const values = () => ({
     q: search.value.trim(),
     state: state.value,
     role: role.value.trim(),
+    issuer_ref: issuer.value.trim(),
     expires_before: before.value ? `${before.value}T00:00:00Z` : "",
     expires_after: after.value ? `${after.value}T00:00:00Z` : "",
   });
@@ -75,6 +77,7 @@ function filtersForm(onChange) {
     h("label", { for: "cert-search" }, "Search certificates"), search,
     h("label", { for: "cert-state" }, "Status"), state,
     h("label", { for: "cert-role" }, "Role"), role,
+    h("label", { for: "cert-issuer" }, "Issuer"), issuer,
     h("label", { for: "cert-after" }, "Expires after"), after,
     h("label", { for: "cert-before" }, "Expires before"), before,
     h("button", { type: "submit" }, "Search"),
@@ -88,7 +91,7 @@ function filtersForm(onChange) {
 }
 
 function streamsFor(v) {
-  const base = { state: v.state, role: v.role, expires_before: v.expires_before, expires_after: v.expires_after };
+  const base = { state: v.state, role: v.role, issuer_ref: v.issuer_ref, expires_before: v.expires_before, expires_after: v.expires_after };
   if (!v.q) return [stream(base)];
   return [stream({ ...base, common_name: v.q }), stream({ ...base, san: v.q })];
 }

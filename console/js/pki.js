@@ -48,7 +48,7 @@ function issuerItem(i, children) {
     "li",
     {},
     h("span", { class: "issuer" }, h("strong", {}, i.name || i.id), i.isDefault ? h("span", { class: "badge" }, "default") : null, " ", f ? f.subject : "", " · ", f ? f.key : "", " · ", h("span", { class: f && f.notAfter < Date.now() + 30 * 86400e3 ? "warn" : "" }, expiry)),
-    h("div", { class: "muted small" }, `id ${i.id}`),
+    i.name ? h("div", { class: "muted small" }, `id ${i.id}`) : null,
     kids.length > 0 ? h("ul", {}, kids.map((k) => issuerItem(k, children))) : null,
   );
 }

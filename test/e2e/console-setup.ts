@@ -77,7 +77,7 @@ export async function seed(): Promise<Seeded> {
   const leaves = new Map<string, string>();
   // Spread over the next 90 days so the chart has a shape: certificate i expires in ~(i % 90) days.
   const jobs = Array.from({ length: CERT_COUNT }, (_, i) => i);
-  await pool(jobs, 8, async (i) => {
+  await pool(jobs, 16, async (i) => {
     const cn = `host-${String(i).padStart(3, "0")}.demo.example`;
     const hours = 24 * (1 + ((i * 37) % 88)) + 1;
     const r = await must("POST", `${PKI}/issue/web`, { common_name: cn, ttl: `${hours}h`, alt_names: `${cn},alias-${i}.demo.example` });
