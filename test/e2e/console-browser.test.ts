@@ -22,6 +22,9 @@ const ROOT_DIR = path.resolve(import.meta.dirname, "../..");
 const SHOTS = path.join(ROOT_DIR, "docs/console");
 const CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
+/** expect.poll with room for a loaded CI machine (Vitest's default gives up after 1 s). */
+const poll = <T>(fn: () => T | Promise<T>, opts: { timeout?: number } = {}) => expect.poll(fn, { timeout: opts.timeout ?? 15_000, interval: 50 });
+
 let browser: Browser;
 let page: Page;
 let data: Seeded;
@@ -62,7 +65,7 @@ async function signIn(token: string, ns: string) {
   await page.getByLabel("Token").fill(token);
   await page.getByLabel("Namespace (optional)").fill(ns);
   await page.getByRole("button", { name: "Sign in" }).click();
-  await expect.poll(() => page.getByRole("button", { name: "Sign out" }).count()).toBe(1);
+  await poll(() => page.getByRole("button", { name: "Sign out" }).count()).toBe(1);
 }
 
 async function tableRows(): Promise<string[][]> {
@@ -91,12 +94,12 @@ async function signInStep() {
   const res = await page.goto(ui());
   expect(res?.headers()["content-security-policy"]).toBe(CSP);
   expect(res?.headers()["x-content-type-options"]).toBe("nosniff");
-  await expect.poll(() => page.getByLabel("Token").count()).toBe(1);
+  await poll(() => page.getByLabel("Token").count()).toBe(1);
   await shot("sign-in");
   await signIn(E2E_ROOT_TOKEN, NS);
-  await expect.poll(() => page.getByRole("heading", { name: "Overview" }).count()).toBe(1);
-  await expect.poll(() => page.locator("section[aria-label='Secrets engines'] tbody tr").count()).toBeGreaterThanOrEqual(3);
-  await expect.poll(() => page.getByText("Unsealed").count()).toBe(1);
+  await poll(() => page.getByRole("heading", { name: "Overview" }).count()).toBe(1);
+  await poll(() => page.locator("section[aria-label='Secrets engines'] tbody tr").count()).toBeGreaterThanOrEqual(3);
+  await poll(() => page.getByText("Unsealed").count()).toBe(1);
   await shot("overview");
 }
 
@@ -104,15 +107,15 @@ async function signInStep() {
 async function pkiStep() {
   await page.getByRole("link", { name: `PKI: ${PKI}`, exact: true }).click();
   const tree = page.getByRole("list", { name: "Issuer hierarchy" });
-  await expect.poll(() => tree.locator(":scope > li > ul > li").count()).toBe(1);
+  await poll(() => tree.locator(":scope > li > ul > li").count()).toBe(1);
   expect(await tree.locator(":scope > li > .issuer").textContent()).toContain("CN=Console Demo Root");
   expect(await tree.locator(":scope > li > ul > li .issuer").textContent()).toContain("CN=Console Demo Root Issuing CA");
   const chart = page.getByRole("img", { name: "Certificates expiring per day" });
-  await expect.poll(() => chart.count()).toBe(1);
-  await expect.poll(() => chart.locator("rect").count()).toBeGreaterThan(30);
+  await poll(() => chart.count()).toBe(1);
+  await poll(() => chart.locator("rect").count()).toBeGreaterThan(30);
   const headers = await page.locator("section[aria-label=Certificates] thead th").allTextContents();
   expect(headers).toEqual(["Common name", "Serial", "Not after", "Status"]);
-  await expect.poll(async () => (await tableRows()).length).toBe(50);
+  await poll(async () => (await tableRows()).length).toBe(50);
   await shot("pki-mount");
 }
 
@@ -121,14 +124,14 @@ async function searchStep() {
   const search = page.getByLabel("Search certificates");
   await search.fill("host-042");
   await search.press("Enter");
-  await expect.poll(async () => (await tableRows()).map((r) => r[0])).toEqual([expect.stringContaining("host-042.demo.example")]);
+  await poll(async () => (await tableRows()).map((r) => r[0])).toEqual([expect.stringContaining("host-042.demo.example")]);
   await search.fill(data.sanOnly.san);
   await search.press("Enter");
-  await expect.poll(async () => (await tableRows()).map((r) => r[1])).toEqual([data.sanOnly.serial]);
+  await poll(async () => (await tableRows()).map((r) => r[1])).toEqual([data.sanOnly.serial]);
   // alias-24 and alias-240 … alias-249: SANs only.
   await search.fill("alias-24");
   await search.press("Enter");
-  await expect.poll(async () => (await tableRows()).length).toBe(11);
+  await poll(async () => (await tableRows()).length).toBe(11);
   await page.locator("section[aria-label=Certificates] h2").evaluate((el: { scrollIntoView(): void }) => el.scrollIntoView());
   await shot("search");
 }
@@ -141,7 +144,7 @@ async function pagingStep() {
   const seen = new Set<string>();
   let pages = 0;
   for (; pages < 10; pages++) {
-    await expect.poll(async () => page.getByRole("status").filter({ hasText: `Page ${pages + 1}:` }).count()).toBe(1);
+    await poll(async () => page.getByRole("status").filter({ hasText: `Page ${pages + 1}:` }).count()).toBe(1);
     for (const r of await tableRows()) seen.add(r[1] ?? "");
     const next = page.getByRole("button", { name: "Next" });
     if (await next.isDisabled()) break;
@@ -155,7 +158,7 @@ async function pagingStep() {
   expect(seen.size).toBe(total);
   for (const serial of [...data.leaves.keys(), data.scriptSerial, data.sanOnly.serial]) expect(seen.has(serial), serial).toBe(true);
   await page.getByRole("button", { name: "Previous" }).click();
-  await expect.poll(async () => page.getByRole("status").filter({ hasText: `Page ${pages}:` }).count()).toBe(1);
+  await poll(async () => page.getByRole("status").filter({ hasText: `Page ${pages}:` }).count()).toBe(1);
 }
 
 /** The certificate with a script in its common name: shown as text; revoked from the UI; OCSP agrees. */
@@ -163,10 +166,10 @@ async function certStep() {
   const search = page.getByLabel("Search certificates");
   await search.fill("script.demo.example");
   await search.press("Enter");
-  await expect.poll(async () => (await tableRows()).map((r) => r[1])).toEqual([data.scriptSerial]);
+  await poll(async () => (await tableRows()).map((r) => r[1])).toEqual([data.scriptSerial]);
   expect((await tableRows())[0]?.[0]).toContain(SCRIPT_CN);
   await page.locator("section[aria-label=Certificates] tbody a").first().click();
-  await expect.poll(() => page.getByText(`CN=${SCRIPT_CN}`, { exact: true }).count()).toBe(1);
+  await poll(() => page.getByText(`CN=${SCRIPT_CN}`, { exact: true }).count()).toBe(1);
   await revokeFromUi(data.scriptSerial, true);
   await expectOcspRevoked(data.scriptSerial);
 }
@@ -177,26 +180,26 @@ async function limitedStep() {
   await signIn(data.limitedToken, NS);
   const navLinks = await page.getByRole("navigation", { name: "Main" }).getByRole("link").allTextContents();
   expect(navLinks).toEqual(["Overview", `PKI: ${PKI}`]);
-  await expect.poll(() => page.getByText("No access.").count()).toBeGreaterThanOrEqual(3);
+  await poll(() => page.getByText("No access.").count()).toBeGreaterThanOrEqual(3);
   await shot("limited-token");
   await page.getByRole("link", { name: `PKI: ${PKI}`, exact: true }).click();
-  await expect.poll(async () => (await tableRows()).length).toBe(50);
+  await poll(async () => (await tableRows()).length).toBe(50);
   expect(await page.getByText(OTHER_PKI).count()).toBe(0);
 }
 
 async function revokeFromUi(serial: string, takeShots: boolean) {
-  await expect.poll(() => page.getByRole("button", { name: "Revoke" }).count()).toBe(1);
+  await poll(() => page.getByRole("button", { name: "Revoke" }).count()).toBe(1);
   if (takeShots) await shot("certificate");
   // Cancel first: nothing happens.
   await page.getByRole("button", { name: "Revoke", exact: true }).click();
   const dialog = page.getByRole("dialog", { name: "Revoke this certificate?" });
-  await expect.poll(() => dialog.count()).toBe(1);
+  await poll(() => dialog.count()).toBe(1);
   if (takeShots) await shot("revoke-confirm");
   await dialog.getByRole("button", { name: "Cancel" }).click();
   expect((await must("GET", `${PKI}/cert/${serial}`)).body.data.revocation_time).toBe(0);
   await page.getByRole("button", { name: "Revoke", exact: true }).click();
   await dialog.getByRole("button", { name: "Revoke certificate" }).click();
-  await expect.poll(() => page.locator(".cert-status").textContent()).toMatch(/^Revoked /);
+  await poll(() => page.locator(".cert-status").textContent()).toMatch(/^Revoked /);
 }
 
 async function expectOcspRevoked(serial: string) {
@@ -214,31 +217,31 @@ async function syncStep() {
   // The provider throttles the next request and asks for 4 s of quiet: the first sync fails.
   await fetch(`${fake}/__fake/throttle`, { method: "POST", body: JSON.stringify({ throttle_next: 1, retry_after: 4 }) });
   await seedSync();
-  await expect.poll(associationStatus, { timeout: 15_000 }).toBe("EXTERNAL_SERVICE_ERROR");
+  await poll(associationStatus, { timeout: 15_000 }).toBe("EXTERNAL_SERVICE_ERROR");
   await page.getByRole("link", { name: "Secrets sync" }).click();
   const row = page.locator("section[aria-label=Associations] tbody tr").filter({ hasText: `${KV}/app/api` });
-  await expect.poll(() => row.locator("td").nth(2).textContent()).toBe("EXTERNAL_SERVICE_ERROR");
+  await poll(() => row.locator("td").nth(2).textContent()).toBe("EXTERNAL_SERVICE_ERROR");
   expect(await row.locator("td").nth(3).textContent()).toMatch(/Throttl/);
   await shot("sync-error");
   // The queue's retry after the provider's window: the page re-reads and shows SYNCED.
-  await expect.poll(() => row.locator("td").nth(2).textContent(), { timeout: 30_000 }).toBe("SYNCED");
+  await poll(() => row.locator("td").nth(2).textContent(), { timeout: 30_000 }).toBe("SYNCED");
   expect(await page.locator("section[aria-label=Associations] thead th").allTextContents()).toEqual(expect.arrayContaining(["Secret", "Destination", "Status"]));
   await shot("sync-synced");
 }
 
 async function kvStep() {
   await page.getByRole("link", { name: `KV: ${KV}`, exact: true }).click();
-  await expect.poll(() => page.getByRole("link", { name: SCRIPT_KV, exact: true }).count()).toBe(1);
+  await poll(() => page.getByRole("link", { name: SCRIPT_KV, exact: true }).count()).toBe(1);
   await page.getByRole("link", { name: "app/", exact: true }).click();
   await page.getByRole("link", { name: "db", exact: true }).click();
-  await expect.poll(() => page.getByRole("button", { name: "Show value of version 2" }).count()).toBe(1);
+  await poll(() => page.getByRole("button", { name: "Show value of version 2" }).count()).toBe(1);
   expect(await page.getByText("second-password").count()).toBe(0);
   await page.getByRole("button", { name: "Show value of version 2" }).click();
-  await expect.poll(() => page.getByText("second-password").count()).toBe(1);
+  await poll(() => page.getByText("second-password").count()).toBe(1);
   await shot("kv");
   await page.getByRole("link", { name: KV, exact: true }).click();
   await page.getByRole("link", { name: SCRIPT_KV, exact: true }).click();
   await page.getByRole("button", { name: /Show value/ }).first().click();
-  await expect.poll(() => page.getByText("<b>not bold</b>").count()).toBe(1);
+  await poll(() => page.getByText("<b>not bold</b>").count()).toBe(1);
   expect(await page.locator("main b").count()).toBe(0);
 }
