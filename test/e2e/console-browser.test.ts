@@ -68,6 +68,16 @@ async function signIn(token: string, ns: string) {
   await poll(() => page.getByRole("button", { name: "Sign out" }).count()).toBe(1);
 }
 
+/**
+ * Form controls and buttons of the page that have no accessible name (no label, no text, no
+ * aria-label), described by tag and id. Run as page script text: the DOM is the browser's.
+ */
+async function unnamedControls(): Promise<string[]> {
+  return page.evaluate(`Array.from(document.querySelectorAll("input, select, button, a, [role=img]"))
+    .filter((el) => !(el.labels && el.labels.length > 0) && !el.getAttribute("aria-label") && !(el.textContent || "").trim())
+    .map((el) => el.tagName + "#" + el.id)`);
+}
+
 async function tableRows(): Promise<string[][]> {
   return page.locator("section[aria-label=Certificates] tbody tr").evaluateAll((rows: { querySelectorAll(s: string): ArrayLike<{ textContent: string | null }> }[]) => rows.map((r) => Array.from(r.querySelectorAll("td"), (td) => td.textContent ?? "")));
 }
@@ -116,6 +126,7 @@ async function pkiStep() {
   const headers = await page.locator("section[aria-label=Certificates] thead th").allTextContents();
   expect(headers).toEqual(["Common name", "Serial", "Not after", "Status"]);
   await poll(async () => (await tableRows()).length).toBe(50);
+  expect(await unnamedControls()).toEqual([]);
   await shot("pki-mount");
 }
 
@@ -190,9 +201,16 @@ async function limitedStep() {
 async function revokeFromUi(serial: string, takeShots: boolean) {
   await poll(() => page.getByRole("button", { name: "Revoke" }).count()).toBe(1);
   if (takeShots) await shot("certificate");
-  // Cancel first: nothing happens.
-  await page.getByRole("button", { name: "Revoke", exact: true }).click();
+  // By keyboard: Enter on the button opens the dialog with the focus on Cancel, Escape closes it.
+  await page.getByRole("button", { name: "Revoke", exact: true }).focus();
+  await page.keyboard.press("Enter");
   const dialog = page.getByRole("dialog", { name: "Revoke this certificate?" });
+  await poll(() => dialog.count()).toBe(1);
+  expect(await page.evaluate("document.activeElement && document.activeElement.textContent")).toBe("Cancel");
+  await page.keyboard.press("Escape");
+  await poll(() => dialog.count()).toBe(0);
+  // Cancel: nothing happens.
+  await page.getByRole("button", { name: "Revoke", exact: true }).click();
   await poll(() => dialog.count()).toBe(1);
   if (takeShots) await shot("revoke-confirm");
   await dialog.getByRole("button", { name: "Cancel" }).click();
@@ -226,6 +244,7 @@ async function syncStep() {
   // The queue's retry after the provider's window: the page re-reads and shows SYNCED.
   await poll(() => row.locator("td").nth(2).textContent(), { timeout: 30_000 }).toBe("SYNCED");
   expect(await page.locator("section[aria-label=Associations] thead th").allTextContents()).toEqual(expect.arrayContaining(["Secret", "Destination", "Status"]));
+  expect(await unnamedControls()).toEqual([]);
   await shot("sync-synced");
 }
 
