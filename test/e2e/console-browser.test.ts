@@ -181,6 +181,11 @@ async function certStep() {
   expect((await tableRows())[0]?.[0]).toContain(SCRIPT_CN);
   await page.locator("section[aria-label=Certificates] tbody a").first().click();
   await poll(() => page.getByText(`CN=${SCRIPT_CN}`, { exact: true }).count()).toBe(1);
+  // The PEM download is the certificate the API holds.
+  const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("link", { name: "Download PEM" }).click()]);
+  const saved = await readFile(await download.path(), "utf8");
+  expect(saved).toBe((await must("GET", `${PKI}/cert/${data.scriptSerial}`)).body.data.certificate);
+  expect(download.suggestedFilename()).toBe(`${data.scriptSerial.replaceAll(":", "-")}.pem`);
   await revokeFromUi(data.scriptSerial, true);
   await expectOcspRevoked(data.scriptSerial);
 }
