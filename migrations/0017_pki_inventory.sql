@@ -21,11 +21,22 @@ CREATE TABLE `pki_notify_sent` (
 	`threshold` text NOT NULL,
 	`target` text NOT NULL,
 	`kind` text NOT NULL,
+	`mount_path` text NOT NULL,
+	`common_name` text NOT NULL,
+	`not_after` integer NOT NULL,
 	`state` text NOT NULL,
 	`attempts` integer NOT NULL,
 	`last_error` text,
 	`created_at` integer NOT NULL,
+	`updated_at` integer NOT NULL,
 	`sent_at` integer,
 	PRIMARY KEY(`mount_id`, `serial`, `threshold`, `target`)
 );--> statement-breakpoint
-CREATE INDEX `pki_notify_sent_pending` ON `pki_notify_sent` (`state`,`created_at`) WHERE `state` = 'pending';
+CREATE INDEX `pki_notify_sent_pending` ON `pki_notify_sent` (`updated_at`) WHERE `state` = 'pending';--> statement-breakpoint
+CREATE TABLE `pki_notify_marks` (
+	`mount_id` text NOT NULL,
+	`threshold` text NOT NULL,
+	`not_after` integer NOT NULL,
+	`serial` text NOT NULL,
+	PRIMARY KEY(`mount_id`, `threshold`)
+);

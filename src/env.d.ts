@@ -15,6 +15,8 @@ declare namespace Cloudflare {
     EXTERNAL_POLICY_ALLOW_HTTP?: string;
     /** "true" lets auth methods call plain http:// JWKS, discovery and TokenReview URLs (src/core/outbound-url.ts). */
     AUTH_ALLOW_HTTP?: string;
+    /** "true" allows plain http:// notification targets (docs/pki-notifications.md). */
+    NOTIFY_ALLOW_HTTP?: string;
     /** Development only: host:port every ACME http-01 validation connects to, still with Host: <identifier> (docs/pki-acme.md). */
     ACME_HTTP01_TARGET?: string;
     /** Staleness bound of the hot-path read caches in ms (default 1000, 0 = off; src/core/read-cache.ts). */

@@ -1,6 +1,6 @@
 /**
  * Which URLs the service may call out to (the external policy service, JWKS and OIDC discovery
- * documents, the Kubernetes TokenReview API). `https://` always. Plain `http://` only when the
+ * documents, the Kubernetes TokenReview API, PKI expiry notification targets). `https://` always. Plain `http://` only when the
  * operator opts in with the variable the caller names (e.g. EXTERNAL_POLICY_ALLOW_HTTP=true,
  * AUTH_ALLOW_HTTP=true), or, in development (ENVIRONMENT=development), to a loopback host (a
  * service on the same machine). Callers check when the configuration is written and again
@@ -20,7 +20,7 @@ export function isLoopbackHost(hostname: string): boolean {
 }
 
 /** The variables that allow plain http:// for one kind of outbound call. */
-export type AllowHttpVar = "EXTERNAL_POLICY_ALLOW_HTTP" | "AUTH_ALLOW_HTTP";
+export type AllowHttpVar = "EXTERNAL_POLICY_ALLOW_HTTP" | "AUTH_ALLOW_HTTP" | "NOTIFY_ALLOW_HTTP";
 
 export function checkOutboundUrl(env: Env, field: string, raw: string, allowVar: AllowHttpVar): URL {
   let url: URL;

@@ -7,6 +7,8 @@
 import type { Engine } from "../../core/engine";
 import { Authority } from "./authority/authority";
 import { backfillInventory } from "./inventory/backfill";
+import { consumeNotifications } from "./notify/deliver";
+import { notifyScanJob } from "./notify/scan";
 import { purgePkiMount } from "./purge";
 import { pkiCrlAutoRebuildJob } from "./revocation/crl-cron";
 import { revokeCertLease } from "./revocation/lease";
@@ -25,7 +27,10 @@ export const pkiEngine = {
     { name: "pki-auto-tidy", run: (env) => pkiAutoTidyJob(env) },
     { name: "pki-crl-auto-rebuild", run: (env) => pkiCrlAutoRebuildJob(env) },
     { name: "pki-inventory-backfill", run: async (env) => void (await backfillInventory(env)) },
+    { name: "pki-expiry-notify", run: async (env) => void (await notifyScanJob(env)) },
   ],
+  // wrangler.toml [[queues.consumers]] lanyard-notify: expiry notifications (docs/pki-notifications.md).
+  queues: { "lanyard-notify": consumeNotifications },
   // sys/leases/revoke and lease expiry revoke a generate_lease certificate as POST revoke does.
   revokeLease: ({ db, env }, mount, lease) => revokeCertLease({ db, env, mount }, lease),
   // wrangler.toml binds AUTHORITY to class_name "Authority": the name must not change.

@@ -131,9 +131,10 @@ export const pkiCerts = sqliteTable(
 
 /**
  * Expiry notifications (docs/pki-notifications.md): one row per (certificate or issuer, threshold,
- * target), written before the message is queued, so each is sent once. `serial` is the
- * certificate's serial, or "issuer:<id>" for an issuer; `target` the target's index-free key (a
- * hash of its URL and format). `state`: pending until the target answered 2xx, then sent.
+ * target), written before its message is queued, so each is sent once. `serial` is the
+ * certificate's serial, or "issuer:<id>" for an issuer; `target` a hash of the target's format
+ * and URL. `state`: "pending" until the target answered 2xx, then "sent". The message's facts
+ * (mount path, common name, not_after) are copied here, so a tidied certificate is still told of.
  */
 export const pkiNotifySent = sqliteTable(
   "pki_notify_sent",
@@ -143,13 +144,29 @@ export const pkiNotifySent = sqliteTable(
     threshold: text("threshold").notNull(),
     target: text("target").notNull(),
     kind: text("kind").notNull(),
+    mountPath: text("mount_path").notNull(),
+    commonName: text("common_name").notNull(),
+    notAfter: integer("not_after").notNull(),
     state: text("state").notNull(),
     attempts: integer("attempts").notNull(),
     lastError: text("last_error"),
     createdAt: integer("created_at").notNull(),
+    updatedAt: integer("updated_at").notNull(),
     sentAt: integer("sent_at"),
   },
-  (t) => [primaryKey({ columns: [t.mountId, t.serial, t.threshold, t.target] }), index("pki_notify_sent_pending").on(t.state, t.createdAt).where(sql`${t.state} = 'pending'`)],
+  (t) => [primaryKey({ columns: [t.mountId, t.serial, t.threshold, t.target] }), index("pki_notify_sent_pending").on(t.updatedAt).where(sql`${t.state} = 'pending'`)],
+);
+
+/** How far each (mount, threshold) scan has come: the last (not_after, serial) it scheduled. */
+export const pkiNotifyMarks = sqliteTable(
+  "pki_notify_marks",
+  {
+    mountId: text("mount_id").notNull(),
+    threshold: text("threshold").notNull(),
+    notAfter: integer("not_after").notNull(),
+    serial: text("serial").notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.mountId, t.threshold] })],
 );
 
 /**

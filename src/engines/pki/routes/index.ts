@@ -9,6 +9,7 @@ import { externalPolicyRoutes } from "./external-policy";
 import { generateRoutes } from "./generate";
 import { inventoryRoutes } from "./inventory";
 import { issueRoutes } from "./issue";
+import { notificationRoutes } from "./notifications";
 import { issuerRoutes } from "./issuers";
 import { keyRoutes } from "./keys";
 import { ocspRoutes } from "./ocsp";
@@ -16,4 +17,4 @@ import { roleRoutes } from "./roles";
 import { signPrivilegedRoutes } from "./sign-privileged";
 import { tidyRoutes } from "./tidy";
 
-export const pkiRoutes: RouteDef[] = [...acmeRoutes, ...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...signPrivilegedRoutes, ...certMetadataRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...revokeRoutes, ...inventoryRoutes, ...crlRoutes, ...certRoutes, ...tidyRoutes, ...ocspRoutes];
+export const pkiRoutes: RouteDef[] = [...acmeRoutes, ...externalPolicyRoutes, ...issueRoutes, ...generateRoutes, ...signPrivilegedRoutes, ...certMetadataRoutes, ...issuerRoutes, ...keyRoutes, ...roleRoutes, ...revokeRoutes, ...inventoryRoutes, ...notificationRoutes, ...crlRoutes, ...certRoutes, ...tidyRoutes, ...ocspRoutes];
