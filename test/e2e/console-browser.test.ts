@@ -236,7 +236,7 @@ async function expectOcspRevoked(serial: string) {
 }
 
 async function syncStep() {
-  const fake = inject("fakeEndpoints").CLOUDONE_ENDPOINT;
+  const fake = inject("fakeEndpoints").CLOUDTHREE_ENDPOINT;
   // The provider throttles the next request and asks for 4 s of quiet: the first sync fails.
   await fetch(`${fake}/__fake/throttle`, { method: "POST", body: JSON.stringify({ throttle_next: 1, retry_after: 4 }) });
   await seedSync();
@@ -244,7 +244,7 @@ async function syncStep() {
   await page.getByRole("link", { name: "Secrets sync" }).click();
   const row = page.locator("section[aria-label=Associations] tbody tr").filter({ hasText: `${KV}/app/api` });
   await poll(() => row.locator("td").nth(2).textContent()).toBe("EXTERNAL_SERVICE_ERROR");
-  expect(await row.locator("td").nth(3).textContent()).toMatch(/Throttl/);
+  expect(await row.locator("td").nth(3).textContent()).toMatch(/RESOURCE_EXHAUSTED|Quota exceeded/);
   await shot("sync-error");
   // The queue's retry after the provider's window: the page re-reads and shows SYNCED.
   await poll(() => row.locator("td").nth(2).textContent(), { timeout: 30_000 }).toBe("SYNCED");

@@ -3,7 +3,7 @@
  * public API in a namespace of its own so the pictures in docs/console.md show only it: a PKI
  * mount with a root and an intermediate issuer, 250 leaf certificates (one with a script in its
  * common name), a second PKI mount and a KV-v2 mount the limited token may not see, a secret
- * whose path holds markup, a sync destination at the fake cloudone provider, and a token that
+ * whose path holds markup, a sync destination at the fake cloudthree provider, and a token that
  * may read one PKI mount only.
  */
 import { expect, inject } from "vitest";
@@ -97,15 +97,19 @@ export async function seed(): Promise<Seeded> {
   return { limitedToken: t.body.auth.client_token, rootPem, leaves, scriptSerial: script.body.data.serial_number, sanOnly };
 }
 
-/** A destination at the fake cloudone provider and a secret associated with it. */
+/**
+ * A destination at the fake cloudthree provider (no other test of the shared e2e Worker uses that
+ * fake, so the throttling the browser test orders meets only this association) and a secret
+ * associated with it.
+ */
 export async function seedSync(): Promise<void> {
-  await must("POST", "sys/sync/destinations/cloudone-sm/aws-demo", BODIES["cloudone-sm"]);
+  await must("POST", "sys/sync/destinations/cloudthree-sm/gcp-demo", BODIES["cloudthree-sm"]);
   await must("POST", `${KV}/data/app/api`, { data: { key: "k1" } });
-  await must("POST", "sys/sync/destinations/cloudone-sm/aws-demo/associations/set", { mount: KV, secret_name: "app/api" });
+  await must("POST", "sys/sync/destinations/cloudthree-sm/gcp-demo/associations/set", { mount: KV, secret_name: "app/api" });
 }
 
 export async function associationStatus(): Promise<string> {
-  const r = await must("GET", "sys/sync/destinations/cloudone-sm/aws-demo/associations");
+  const r = await must("GET", "sys/sync/destinations/cloudthree-sm/gcp-demo/associations");
   const entries = Object.values(r.body.data.associated_secrets) as { sync_status: string }[];
   return entries.map((e) => e.sync_status).join(",");
 }
