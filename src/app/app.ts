@@ -1,5 +1,6 @@
 /**
- * The root Hono app: request id, configuration check, the /v1 pipeline and error rendering.
+ * The root Hono app: request id, configuration check, the /v1 pipeline, the console at /ui/
+ * (./console.ts) and error rendering.
  * Everything under /v1/ goes through one dispatcher so that authentication and the ACL check run
  * in one place (src/app/dispatch.ts).
  */
@@ -9,6 +10,7 @@ import { openDb, type D1Counter } from "../core/db/client";
 import { dispatch } from "./dispatch";
 import { errorReply, errorResponse } from "../core/envelope";
 import { healthResponse, leaderResponse, sealStatusResponse } from "./sys/status";
+import { serveConsole } from "./console";
 
 type AppEnv = { Bindings: Env; Variables: { requestId: string } };
 
@@ -51,6 +53,10 @@ app.all("/v1/*", async (c) => {
   counted.headers.set("x-lanyard-d1", String(counter.roundTrips));
   return counted;
 });
+
+// The operator's console (docs/console.md): static files with a strict CSP, a client of /v1 only.
+app.all("/ui", (c) => serveConsole(c.req.raw, c.env.ASSETS));
+app.all("/ui/*", (c) => serveConsole(c.req.raw, c.env.ASSETS));
 
 app.notFound((c) => errorResponse(404, ["unsupported path: paths start with /v1/"], c.get("requestId")));
 
