@@ -7,7 +7,8 @@
  * relay (./acme-http01-relay.ts) only 21 s after the client starts (it posts the challenge about
  * a second in); for dns-01 lego's `exec` hook returns at once and publishes the TXT record 20 s
  * later (lego posts the challenge right after the hook, `--dns.disable-cp`). openssl verifies
- * each certificate against the mount's chain.
+ * each certificate against the mount's chain. The three run concurrently (their own names, ports
+ * and directories), so the file waits the 20 s once, not three times.
  */
 import { chmod, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -44,7 +45,7 @@ async function lateResponder(name: string, port: number, cmd: string, args: stri
   return { ...r, ms: Date.now() - started };
 }
 
-it("lego, http-01: the responder appears 20 s after the challenge POST; the certificate is issued", async () => {
+it.concurrent("lego, http-01: the responder appears 20 s after the challenge POST; the certificate is issued", async () => {
   const name = `late-lego-${crypto.randomUUID().slice(0, 8)}.acme.test`;
   const port = await freePort();
   const r = await lateResponder(name, port, "/usr/bin/lego", ["--server", ca.directory, "--email", "x@example.com", "--accept-tos", "--domains", name, "--http", "--http.port", `:${port}`, "--path", path.join(dir, "lego"), "run"]);
@@ -53,7 +54,7 @@ it("lego, http-01: the responder appears 20 s after the challenge POST; the cert
   await expectChainVerifies(ca, await readFile(path.join(dir, "lego", "certificates", `${name}.crt`), "utf8"), name);
 }, 180_000);
 
-it("certbot, http-01: the responder appears 20 s after the challenge POST; the certificate is issued", async () => {
+it.concurrent("certbot, http-01: the responder appears 20 s after the challenge POST; the certificate is issued", async () => {
   const name = `late-certbot-${crypto.randomUUID().slice(0, 8)}.acme.test`;
   const port = await freePort();
   const dirs = ["--config-dir", path.join(dir, "certbot", "config"), "--work-dir", path.join(dir, "certbot", "work"), "--logs-dir", path.join(dir, "certbot", "logs")];
@@ -63,7 +64,7 @@ it("certbot, http-01: the responder appears 20 s after the challenge POST; the c
   await expectChainVerifies(ca, await readFile(path.join(dir, "certbot", "config", "live", name, "fullchain.pem"), "utf8"), name);
 }, 180_000);
 
-it("lego, dns-01: the TXT record appears 20 s after the challenge POST; the certificate is issued", async () => {
+it.concurrent("lego, dns-01: the TXT record appears 20 s after the challenge POST; the certificate is issued", async () => {
   const dnsCa = await acmeCa("acme-patient-dns");
   await ok("POST", `${dnsCa.mount}/config/acme`, { dns_resolver: dns.doh });
   const name = `late-dns-${crypto.randomUUID().slice(0, 8)}.acme.test`;
