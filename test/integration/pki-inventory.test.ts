@@ -77,7 +77,8 @@ describe("certs/detailed against the certificates", () => {
     expired = e.body.data.serial_number;
     issued.set(expired, e.body.data.certificate);
     await write(`${path}/issue/ephemeral`, { common_name: "never-stored.example.com", ttl: "1h" });
-    await new Promise((r) => setTimeout(r, 2500));
+    // Whole seconds: the 2 s certificate is past its not_after once a full second more has gone.
+    await new Promise((r) => setTimeout(r, 3500));
   });
 
   it("lists every stored certificate with the facts the certificate holds", async () => {
