@@ -8,9 +8,11 @@
 // test-only path in the service. Then each query is timed from Node over loopback (median of
 // BENCH_INVENTORY_REPEAT runs after one warm-up): an upper bound of the server time, which
 // includes local D1's query time. Finally `EXPLAIN QUERY PLAN` of each page statement.
-//   BENCH_INVENTORY_ROWS=1000000   BENCH_INVENTORY_REPEAT=7
+// BENCH_INVENTORY_DIR=<dir> keeps the seeded database there and reuses it on the next run
+// (seeding a million rows takes minutes); without it a temporary directory is removed after.
+//   BENCH_INVENTORY_ROWS=1000000   BENCH_INVENTORY_REPEAT=7   BENCH_INVENTORY_DIR=
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { unstable_startWorker } from "wrangler";
@@ -83,7 +85,12 @@ async function timed(base, p) {
 }
 
 async function main() {
-  const dir = mkdtempSync(path.join(tmpdir(), "lanyard-bench-inventory-"));
+  const keep = process.env.BENCH_INVENTORY_DIR;
+  const dir = keep ? path.resolve(keep) : mkdtempSync(path.join(tmpdir(), "lanyard-bench-inventory-"));
+  if (keep) mkdirSync(dir, { recursive: true });
+  const marker = path.join(dir, "seeded.json");
+  const seeded = existsSync(marker) ? JSON.parse(readFileSync(marker, "utf8")) : null;
+  if (seeded && seeded.rows !== ROWS) throw new Error(`${dir} holds ${seeded.rows} rows, not ${ROWS}: remove it or set BENCH_INVENTORY_ROWS`);
   execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir], { cwd: root, stdio: "ignore" });
   const opts = {
     config: path.join(root, "wrangler.toml"),
@@ -95,16 +102,25 @@ async function main() {
     dev: { persist: dir, server: { hostname: "127.0.0.1", port: 0 }, inspector: false, watch: false, logLevel: "error" },
   };
   try {
-    let { worker, base } = await start(opts);
-    await call(base, "POST", `sys/mounts/${MOUNT}`, { type: "pki" });
-    const rootGen = await call(base, "POST", `${MOUNT}/root/generate/internal`, { common_name: "Inventory Bench Root", key_type: "ec", not_after: "2036-01-01T00:00:00Z", issuer_name: "bench-root" });
-    const mountId = (await call(base, "GET", "sys/mounts")).data[`${MOUNT}/`].uuid;
-    await worker.dispose();
+    let worker;
+    let base;
+    let state = seeded;
+    if (!state) {
+      ({ worker, base } = await start(opts));
+      await call(base, "POST", `sys/mounts/${MOUNT}`, { type: "pki" });
+      const rootGen = await call(base, "POST", `${MOUNT}/root/generate/internal`, { common_name: "Inventory Bench Root", key_type: "ec", not_after: "2036-01-01T00:00:00Z", issuer_name: "bench-root" });
+      const mountId = (await call(base, "GET", "sys/mounts")).data[`${MOUNT}/`].uuid;
+      await worker.dispose();
+      state = { rows: ROWS, mountId, issuerId: rootGen.data.issuer_id, now: Math.floor(Date.now() / 1000) };
+      const t = performance.now();
+      seed(dir, state.mountId, state.issuerId, state.now);
+      console.log(`\nseeded ${ROWS.toLocaleString("en")} rows in ${((performance.now() - t) / 1000).toFixed(1)} s (one statement, five inventory indexes maintained)`);
+      d1(dir, "ANALYZE");
+      if (keep) writeFileSync(marker, JSON.stringify(state));
+    } else console.log(`\nreusing the ${ROWS.toLocaleString("en")} rows seeded in ${dir}`);
+    const { mountId } = state;
+    const rootGen = { data: { issuer_id: state.issuerId } };
     const now = Math.floor(Date.now() / 1000);
-    let t = performance.now();
-    seed(dir, mountId, rootGen.data.issuer_id, now);
-    console.log(`\nseeded ${ROWS.toLocaleString("en")} rows in ${((performance.now() - t) / 1000).toFixed(1)} s (one statement, five inventory indexes maintained)`);
-    d1(dir, "ANALYZE");
     ({ worker, base } = await start(opts));
     const midI = Math.floor(ROWS / 2);
     const mid = `${((midI * 2654435761) % 4294967296).toString(16).padStart(8, "0")}:${midI.toString(16).padStart(8, "0")}`;
@@ -142,7 +158,7 @@ async function main() {
     console.log("\nEXPLAIN QUERY PLAN of each page statement:");
     for (const p of plans) console.log(`- ${p.query.trim()}: ${p.plan}`);
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    if (!keep) rmSync(dir, { recursive: true, force: true });
   }
 }
 

@@ -32,6 +32,12 @@ export interface InventoryFilter {
 
 export interface PageQuery {
   filter: InventoryFilter;
+  /**
+   * With a substring filter (commonName, san): how many rows, in the page's order and passing
+   * the other filters, the page may read at most (the scan window, docs/pki-inventory.md
+   * "Substring search"). Absent: the page reads until it has `limit` rows.
+   */
+  window?: number;
   sort: "not_after" | "serial";
   order: "asc" | "desc";
   /** The previous page's last row (its not_after read back from the row). */
@@ -59,8 +65,15 @@ type Bind = string | number;
 /** `%…%` for LIKE with `\` as the escape character: the caller's `%`, `_` and `\` match themselves. */
 const likePattern = (s: string): string => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
 
-/** The WHERE clause of a filter. State is left out when `withState` is false (counts). */
-export function whereOf(mountId: string, f: InventoryFilter, now: number, withState = true): { clause: string; binds: Bind[] } {
+export const hasSubstring = (f: InventoryFilter): boolean => f.commonName !== undefined || f.san !== undefined;
+
+/**
+ * The WHERE clause of a filter. State is left out when `withState` is false (counts). A scan
+ * window's edge (windowStatement) is counted on `index` terms only: no substring test and, for
+ * valid/expired, only the not_after half of the state (revoked_at is not in the not_after index),
+ * so that counting the window reads index entries and no table rows.
+ */
+export function whereOf(mountId: string, f: InventoryFilter, now: number, withState = true, index = false): { clause: string; binds: Bind[] } {
   const parts = ["mount_id = ?"];
   const binds: Bind[] = [mountId];
   if (f.issuerId !== undefined) {
@@ -72,12 +85,13 @@ export function whereOf(mountId: string, f: InventoryFilter, now: number, withSt
     binds.push(f.role);
   }
   if (withState && f.state === "revoked") parts.push("revoked_at IS NOT NULL");
+  const live = index ? "" : "revoked_at IS NULL AND ";
   if (withState && f.state === "valid") {
-    parts.push("revoked_at IS NULL AND not_after >= ?");
+    parts.push(`${live}not_after >= ?`);
     binds.push(now);
   }
   if (withState && f.state === "expired") {
-    parts.push("revoked_at IS NULL AND not_after < ?");
+    parts.push(`${live}not_after < ?`);
     binds.push(now);
   }
   if (f.expiresBefore !== undefined) {
@@ -88,6 +102,7 @@ export function whereOf(mountId: string, f: InventoryFilter, now: number, withSt
     parts.push("not_after > ?");
     binds.push(f.expiresAfter);
   }
+  if (index) return { clause: parts.join(" AND "), binds };
   if (f.commonName !== undefined) {
     parts.push("common_name LIKE ? ESCAPE '\\'");
     binds.push(likePattern(f.commonName));
@@ -101,29 +116,72 @@ export function whereOf(mountId: string, f: InventoryFilter, now: number, withSt
 
 const PAGE_COLUMNS = "serial, common_name, sans, issuer_id, role, not_before, not_after, revoked_at, CASE WHEN not_before IS NULL THEN der END AS der";
 
-/** The statement of one page (exported for the query plans in docs/pki-inventory.md and the bench). */
-export function pageStatement(mountId: string, q: PageQuery): { query: string; binds: Bind[] } {
-  const where = whereOf(mountId, q.filter, q.now);
-  const binds = [...where.binds];
+/** The keyset term (rows strictly after `q.after` in the page's order) and the ORDER BY. */
+function keysetOf(q: PageQuery): { keyset: string; binds: Bind[]; order: string } {
   const cmp = q.order === "asc" ? ">" : "<";
   const dir = q.order === "asc" ? "ASC" : "DESC";
-  let keyset = "";
-  if (q.after && q.sort === "not_after") {
-    keyset = ` AND (not_after, serial) ${cmp} (?, ?)`;
-    binds.push(q.after.notAfter, q.after.serial);
-  } else if (q.after) {
-    keyset = ` AND serial ${cmp} ?`;
-    binds.push(q.after.serial);
-  }
   const order = q.sort === "not_after" ? `not_after ${dir}, serial ${dir}` : `serial ${dir}`;
-  binds.push(q.limit);
-  return { query: `SELECT ${PAGE_COLUMNS} FROM pki_certs WHERE ${where.clause}${keyset} ORDER BY ${order} LIMIT ?`, binds };
+  if (q.after && q.sort === "not_after") return { keyset: ` AND (not_after, serial) ${cmp} (?, ?)`, binds: [q.after.notAfter, q.after.serial], order };
+  if (q.after) return { keyset: ` AND serial ${cmp} ?`, binds: [q.after.serial], order };
+  return { keyset: "", binds: [], order };
 }
 
-export async function inventoryPage(db: Db, mountId: string, q: PageQuery): Promise<InventoryRow[]> {
+/** The statement of one page (exported for the query plans in docs/pki-inventory.md and the bench). */
+export function pageStatement(mountId: string, q: PageQuery): { query: string; binds: Bind[] } {
+  if (q.window !== undefined && hasSubstring(q.filter)) return windowStatement(mountId, q, q.window);
+  const where = whereOf(mountId, q.filter, q.now);
+  const k = keysetOf(q);
+  return { query: `SELECT ${PAGE_COLUMNS} FROM pki_certs WHERE ${where.clause}${k.keyset} ORDER BY ${k.order} LIMIT ?`, binds: [...where.binds, ...k.binds, q.limit] };
+}
+
+// Beyond the last possible key in each direction: an integer (not_after) sorts before any BLOB
+// and a TEXT serial before any BLOB; -2^63 and '' sort before every not_after and serial
+// (SQLite's ordering of storage classes, https://www.sqlite.org/datatype3.html §4.1).
+const PAST_END = { asc: ["X''", "X''"], desc: ["-9223372036854775808", "''"] } as const;
+
+/**
+ * A substring-filtered page that reads at most `window` rows (docs/pki-inventory.md "Substring
+ * search"). `edge` is the window's last row: the `window`-th row after the keyset position that
+ * passes the index terms of the filter (whereOf's `index`), an index-only walk; none when fewer
+ * rows are left. The page is the substring matches up to and including the edge (or to the end
+ * when there is none), at most `limit` of them, read along the same index range, which the edge
+ * bounds. One statement: its rows are the matches (`edge = 0`) and then the edge itself, if any
+ * (`edge = 1`, its serial and not_after only).
+ */
+function windowStatement(mountId: string, q: PageQuery, window: number): { query: string; binds: Bind[] } {
+  const all = whereOf(mountId, q.filter, q.now);
+  const idx = whereOf(mountId, q.filter, q.now, true, true);
+  const k = keysetOf(q);
+  const le = q.order === "asc" ? "<=" : ">=";
+  const [endA, endS] = PAST_END[q.order];
+  const bound =
+    q.sort === "not_after"
+      ? `(not_after, serial) ${le} ((SELECT coalesce((SELECT not_after FROM edge), ${endA})), (SELECT coalesce((SELECT serial FROM edge), ${endS})))`
+      : `serial ${le} (SELECT coalesce((SELECT serial FROM edge), ${endS}))`;
+  const nulls = "NULL AS common_name, NULL AS sans, NULL AS issuer_id, NULL AS role, NULL AS not_before";
+  const query =
+    `WITH edge AS (SELECT not_after, serial FROM pki_certs WHERE ${idx.clause}${k.keyset} ORDER BY ${k.order} LIMIT 1 OFFSET ?) ` +
+    `SELECT * FROM (SELECT 0 AS edge, ${PAGE_COLUMNS} FROM pki_certs WHERE ${all.clause}${k.keyset} AND ${bound} ORDER BY ${k.order} LIMIT ?) ` +
+    `UNION ALL SELECT 1 AS edge, serial, ${nulls}, not_after, NULL AS revoked_at, NULL AS der FROM edge`;
+  return { query, binds: [...idx.binds, ...k.binds, window - 1, ...all.binds, ...k.binds, q.limit] };
+}
+
+export interface WindowedPage {
+  rows: InventoryRow[];
+  /** The window's last row when the window was full (the scan stopped there); null when the scan reached the end. */
+  edge: { serial: string; notAfter: number } | null;
+}
+
+export async function inventoryPage(db: Db, mountId: string, q: PageQuery): Promise<WindowedPage> {
   const s = pageStatement(mountId, q);
-  const res = await db.$client.prepare(s.query).bind(...s.binds).all<InventoryRow>();
-  return res.results;
+  const res = await db.$client.prepare(s.query).bind(...s.binds).all<InventoryRow & { edge?: number }>();
+  const rows: InventoryRow[] = [];
+  let edge: WindowedPage["edge"] = null;
+  for (const { edge: isEdge, ...r } of res.results) {
+    if (isEdge === 1) edge = { serial: r.serial, notAfter: r.not_after };
+    else rows.push(r);
+  }
+  return { rows, edge };
 }
 
 /** The not_after of a stored certificate (a page's `after`), or null when there is none. */
