@@ -1,7 +1,10 @@
 // The certificate inventory of a PKI mount: LIST <mount>/certs/detailed (OpenBao's path)
 // page by page, ordered by expiry. The search box matches the common name or a SAN: two filtered
 // lists (common_name=…, san=…) merged in the same order, each with its own cursor, so paging
-// stays exact without asking the server for an OR.
+// stays exact without asking the server for an OR. A substring-filtered page reads a bounded
+// window of the inventory on the server and may hold fewer rows than asked while more follow
+// (`next_after`, docs/pki-inventory.md "Substring search"): the search follows the cursor until
+// it has a page or reaches the end, showing "Searching…" with a Stop button meanwhile.
 import { h, add, clear, link, when, parseTime } from "./dom.js";
 import { list, p } from "./api.js";
 import { section, failure } from "./ui.js";
@@ -22,25 +25,47 @@ const order = (a, b) => a.notAfter - b.notAfter || (a.serial < b.serial ? -1 : a
 
 /** One filtered stream: rows already fetched but not shown, and where the next fetch starts. */
 function stream(filters) {
-  return { filters, buffer: [], after: "", done: false };
+  return { filters, buffer: [], after: "", done: false, windowed: Boolean(filters.common_name || filters.san) };
 }
 
-async function fill(mount, s) {
-  if (s.done || s.buffer.length >= PAGE_SIZE) return;
+/**
+ * One request of a stream. A substring-filtered answer continues at `next_after` and ends only
+ * without one (a short page with a cursor is not the end); other answers are OpenBao's keyset
+ * pages, continued after their last key and ended by a short page.
+ */
+async function fetchOnce(mount, s) {
   const data = await list(p(mount, "certs", "detailed"), { ...s.filters, sort: "not_after", order: "asc", limit: String(PAGE_SIZE), after: s.after || undefined });
   const keys = (data.keys ?? []).map(String);
   s.buffer.push(...keys.map((k) => rowOf(k, data.key_info?.[k])));
-  const next = data.next_after ?? data.next ?? data.after;
-  s.after = typeof next === "string" && next ? next : (keys[keys.length - 1] ?? s.after);
-  if (keys.length < PAGE_SIZE || next === "" || next === null) s.done = true;
+  if (s.windowed) {
+    if (typeof data.next_after === "string" && data.next_after) s.after = data.next_after;
+    else s.done = true;
+  } else {
+    s.after = keys[keys.length - 1] ?? s.after;
+    if (keys.length < PAGE_SIZE) s.done = true;
+  }
 }
 
-/** The next page of the merged streams; the streams advance past what it shows. */
-async function nextPage(mount, streams) {
-  await Promise.all(streams.map((s) => fill(mount, s)));
+/** Fetches until the stream has a row to show, is done, or the search is stopped. */
+async function head(mount, s, ctl) {
+  while (s.buffer.length === 0 && !s.done && !ctl.stopped) {
+    await fetchOnce(mount, s);
+    ctl.requests += 1;
+    ctl.progress();
+  }
+}
+
+/**
+ * The next page of the merged streams; the streams advance past what it shows. A row is shown
+ * only once every stream that is not done has a row to compare it with, so a stopped search
+ * shows the rows known to come first and `Next` continues from there.
+ */
+async function nextPage(mount, streams, ctl) {
   const page = [];
   const seen = new Set();
   while (page.length < PAGE_SIZE) {
+    await Promise.all(streams.map((s) => head(mount, s, ctl)));
+    if (streams.some((s) => s.buffer.length === 0 && !s.done)) break;
     const heads = streams.filter((s) => s.buffer.length > 0);
     if (heads.length === 0) break;
     const best = heads.reduce((a, b) => (order(b.buffer[0], a.buffer[0]) < 0 ? b : a));
@@ -48,7 +73,6 @@ async function nextPage(mount, streams) {
     for (const s of streams) if (s !== best && s.buffer[0]?.serial === row.serial) s.buffer.shift();
     if (!seen.has(row.serial)) page.push(row);
     seen.add(row.serial);
-    if (best.buffer.length === 0 && !best.done) await fill(mount, best);
   }
   const more = streams.some((s) => s.buffer.length > 0 || !s.done);
   return { page, more };
@@ -56,7 +80,7 @@ async function nextPage(mount, streams) {
 
 const snapshot = (streams) => streams.map((s) => ({ ...s, buffer: [...s.buffer], filters: { ...s.filters } }));
 
-function filtersForm(onChange) {
+function filtersForm(onChange, stop) {
   const search = h("input", { id: "cert-search", type: "search", autocomplete: "off", placeholder: "common name or SAN" });
   const state = h("select", { id: "cert-state" }, ["", "valid", "expired", "revoked"].map((v) => h("option", { value: v }, v || "any")));
   const before = h("input", { id: "cert-before", type: "date" });
@@ -81,7 +105,15 @@ function filtersForm(onChange) {
     h("label", { for: "cert-after" }, "Expires after"), after,
     h("label", { for: "cert-before" }, "Expires before"), before,
     h("button", { type: "submit" }, "Search"),
+    stop,
   );
+  // Escape in the search box stops a search in progress, as the Stop button does.
+  search.addEventListener("keydown", (ev) => {
+    if (ev.key === "Escape" && !stop.hidden) {
+      ev.preventDefault();
+      stop.click();
+    }
+  });
   form.addEventListener("submit", (ev) => {
     ev.preventDefault();
     onChange(values());
@@ -104,23 +136,46 @@ export function inventory(mount) {
   let history = [];
   let streams = streamsFor({ q: "", state: "" });
   let pageNo = 0;
+  // The search in progress: Stop (or Escape in the search box) ends its fetching; a new search
+  // stops the one before, whose answer is then dropped.
+  let current = null;
+  const stop = h("button", { type: "button", hidden: true, "aria-controls": "cert-status" }, "Stop search");
+  info.id = "cert-status";
+  stop.addEventListener("click", () => {
+    if (current) current.stopped = true;
+  });
 
   const show = async () => {
+    if (current) current.stopped = true;
+    const ctl = { stopped: false, requests: 0, progress: () => {} };
+    current = ctl;
     const before = snapshot(streams);
     info.textContent = "Loading…";
+    ctl.progress = () => {
+      if (ctl !== current || ctl.requests <= streams.length) return;
+      stop.hidden = false;
+      info.textContent = `Searching… (${ctl.requests} requests so far)`;
+    };
     prev.disabled = true;
     next.disabled = true;
     try {
-      const { page, more } = await nextPage(mount, streams);
+      const { page, more } = await nextPage(mount, streams, ctl);
+      if (ctl !== current) return;
       history[pageNo] = before;
       clear(out);
       add(out, [pageTable(mount, page)]);
       prev.disabled = pageNo === 0;
       next.disabled = !more;
-      info.textContent = page.length === 0 ? "No certificate matches." : `Page ${pageNo + 1}: ${page.length} certificate${page.length === 1 ? "" : "s"}${more ? ", more on the next page" : ""}.`;
+      info.textContent = statusText(page.length, pageNo, more, ctl.stopped);
     } catch (e) {
+      if (ctl !== current) return;
       clear(out);
       add(out, [failure(e)]);
+    } finally {
+      if (ctl === current) {
+        stop.hidden = true;
+        current = null;
+      }
     }
   };
   next.addEventListener("click", async () => {
@@ -137,11 +192,18 @@ export function inventory(mount) {
     history = [];
     pageNo = 0;
     await show();
-  });
+  }, stop);
   return section("Certificates", async () => {
     await show();
     return h("div", {}, form, info, out, h("nav", { class: "pager", "aria-label": "Certificate pages" }, prev, next));
   });
+}
+
+function statusText(n, pageNo, more, stopped) {
+  const rows = `${n} certificate${n === 1 ? "" : "s"}`;
+  if (stopped) return `Search stopped: page ${pageNo + 1} shows ${rows} found so far; Next continues the search.`;
+  if (n === 0) return "No certificate matches.";
+  return `Page ${pageNo + 1}: ${rows}${more ? ", more on the next page" : ""}.`;
 }
 
 function pageTable(mount, rows) {

@@ -126,7 +126,7 @@ describe("substring pages read a bounded window", () => {
         const w = await walk(q, limit);
         expect(w.keys.length, q).toBe(expected.size);
         expect(new Set(w.keys), q).toEqual(expected);
-        // One row in 1,499 matches, about 13 a window: with 20 a page, windows end short of it.
+        // One row in 1,499 matches, fewer than 20 a window: with 20 a page, windows end short of it.
         if (limit === 20) expect(w.shortWithCursor, q).toBeGreaterThan(0);
         if (q.includes("sort=serial")) {
           const sorted = [...w.keys].sort();

@@ -26,7 +26,7 @@ type Params = Record<string, unknown>;
  * Rows a substring-filtered page reads at most. Chosen from the bench at a million certificates
  * (docs/pki-inventory.md "Bench"): a full window stays well under 50 ms of server time.
  */
-export const SCAN_WINDOW = 20_000;
+export const SCAN_WINDOW = 10_000;
 
 const rfc3339 = (sec: number): string => new Date(sec * 1000).toISOString().replace(".000Z", "Z");
 
