@@ -15,6 +15,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import * as esbuild from "esbuild";
 import { unstable_startWorker } from "wrangler";
 import { SEAL_KEY, TOKEN, call, root } from "./lib/bench-common.mjs";
 
@@ -52,10 +53,32 @@ function seed(dir, mountId, issuerId, now) {
   );
 }
 
-// The page statement of src/engines/pki/storage/inventory-store.ts (pageStatement), with literals.
-const COLS = "serial, common_name, sans, issuer_id, role, not_before, not_after, revoked_at, CASE WHEN not_before IS NULL THEN der END AS der";
-function pageSql(mountId, where, order = "not_after ASC, serial ASC", limit = 100) {
-  return `SELECT ${COLS} FROM pki_certs WHERE mount_id = '${mountId}'${where} ORDER BY ${order} LIMIT ${limit}`;
+// The service's own page statements (pageStatement of src/engines/pki/storage/inventory-store.ts,
+// bundled here by esbuild, wrangler's bundler), their binds written in as literals for the plans.
+const store = await esbuild.build({ entryPoints: [path.join(root, "src/engines/pki/storage/inventory-store.ts")], bundle: true, format: "esm", platform: "neutral", write: false });
+const { pageStatement, SCAN_WINDOW } = await import(`data:text/javascript;base64,${Buffer.from(store.outputFiles[0].text).toString("base64")}`);
+const literal = (v) => (typeof v === "number" ? String(v) : `'${String(v).replaceAll("'", "''")}'`);
+function inline({ query, binds }) {
+  let i = 0;
+  return query.replace(/\?/g, () => literal(binds[i++]));
+}
+
+/** Follows next_after from the first page to the end, timing each page (one request each). */
+async function walkCursors(base, p) {
+  const times = [];
+  let found = 0;
+  let after = "";
+  const t0 = performance.now();
+  for (;;) {
+    const t = performance.now();
+    const { body } = await timedOnce(base, `${p}${after ? `&after=${after}` : ""}`);
+    times.push(performance.now() - t);
+    found += body.data.keys.length;
+    if (body.data.next_after === undefined) break;
+    after = body.data.next_after;
+  }
+  const sorted = [...times].sort((a, b) => a - b);
+  return { pages: times.length, found, "median ms/page": +median(times).toFixed(1), "p90 ms/page": +sorted[Math.floor(sorted.length * 0.9)].toFixed(1), "max ms/page": +sorted.at(-1).toFixed(1), "total s": +((performance.now() - t0) / 1000).toFixed(2) };
 }
 
 async function start(opts) {
@@ -65,15 +88,23 @@ async function start(opts) {
   return { worker, base };
 }
 
-async function timed(base, p) {
+function urlOf(base, p) {
   const list = p.startsWith("LIST ");
   // LIST as GET ?list=true (wrangler's dev server refuses the LIST verb).
   const rel = list ? p.slice(5) : p;
-  const url = `${base}/v1/${rel}${list ? `${rel.includes("?") ? "&" : "?"}list=true` : ""}`;
-  const req = () => fetch(url, { headers: { "x-service-token": TOKEN } });
-  const first = await req();
-  const body = await first.json();
-  if (first.status !== 200) throw new Error(`${p}: ${first.status} ${JSON.stringify(body)}`);
+  return `${base}/v1/${rel}${list ? `${rel.includes("?") ? "&" : "?"}list=true` : ""}`;
+}
+
+async function timedOnce(base, p) {
+  const res = await fetch(urlOf(base, p), { headers: { "x-service-token": TOKEN } });
+  const body = await res.json();
+  if (res.status !== 200) throw new Error(`${p}: ${res.status} ${JSON.stringify(body)}`);
+  return { body };
+}
+
+async function timed(base, p) {
+  const req = () => fetch(urlOf(base, p), { headers: { "x-service-token": TOKEN } });
+  const { body } = await timedOnce(base, p);
   const times = [];
   for (let i = 0; i < REPEAT; i++) {
     const t = performance.now();
@@ -119,44 +150,60 @@ async function main() {
       if (keep) writeFileSync(marker, JSON.stringify(state));
     } else console.log(`\nreusing the ${ROWS.toLocaleString("en")} rows seeded in ${dir}`);
     const { mountId } = state;
-    const rootGen = { data: { issuer_id: state.issuerId } };
     const now = Math.floor(Date.now() / 1000);
     ({ worker, base } = await start(opts));
     const midI = Math.floor(ROWS / 2);
-    const mid = `${((midI * 2654435761) % 4294967296).toString(16).padStart(8, "0")}:${midI.toString(16).padStart(8, "0")}`;
+    const mid = { serial: `${((midI * 2654435761) % 4294967296).toString(16).padStart(8, "0")}:${midI.toString(16).padStart(8, "0")}`, notAfter: state.now - 30 * 86400 + ((midI * 7919) % (395 * 86400)) };
     const week = now + 7 * 86400;
+    const issuerId = state.issuerId;
+    const L = (q) => `LIST ${MOUNT}/certs/detailed${q ? `?${q}` : ""}`;
+    const pq = (filter, o = {}) => ({ filter, sort: "not_after", order: "asc", after: null, limit: 100, now, ...o });
+    const W = { window: SCAN_WINDOW };
+    // [name, request, the page statement's query (pageStatement's input), walk the cursors?]
     const cases = [
-      ["LIST certs/detailed (first page, sort not_after)", `LIST ${MOUNT}/certs/detailed`, ""],
-      ["  page after a middle row", `LIST ${MOUNT}/certs/detailed?after=${mid}`, ` AND (not_after, serial) > (${now}, '${mid}')`],
-      ["  state=valid", `LIST ${MOUNT}/certs/detailed?state=valid`, ` AND revoked_at IS NULL AND not_after >= ${now}`],
-      ["  state=revoked", `LIST ${MOUNT}/certs/detailed?state=revoked`, " AND revoked_at IS NOT NULL"],
-      ["  state=expired&order=desc", `LIST ${MOUNT}/certs/detailed?state=expired&order=desc`, ` AND revoked_at IS NULL AND not_after < ${now}`, "not_after DESC, serial DESC"],
-      ["  role=role3&state=valid", `LIST ${MOUNT}/certs/detailed?role=role3&state=valid`, ` AND role = 'role3' AND revoked_at IS NULL AND not_after >= ${now}`],
-      ["  issuer_ref=bench-root&expires_before=+7d", `LIST ${MOUNT}/certs/detailed?issuer_ref=bench-root&expires_before=${week}&state=valid`, ` AND issuer_id = '${rootGen.data.issuer_id}' AND revoked_at IS NULL AND not_after >= ${now} AND not_after < ${week}`],
-      ["  common_name=svc42 (substring, frequent)", `LIST ${MOUNT}/certs/detailed?common_name=svc42.`, " AND common_name LIKE '%svc42.%' ESCAPE '\\'"],
-      ["  common_name=host777777. (substring, one match)", `LIST ${MOUNT}/certs/detailed?common_name=host777777.`, " AND common_name LIKE '%host777777.%' ESCAPE '\\'"],
-      ["  san=alt123456. (substring, one match)", `LIST ${MOUNT}/certs/detailed?san=alt123456.`, " AND sans LIKE '%alt123456.%' ESCAPE '\\'"],
-      ["  sort=serial&limit=1000", `LIST ${MOUNT}/certs/detailed?sort=serial&limit=1000`, "", "serial ASC", 1000],
+      ["LIST certs/detailed (first page, sort not_after)", L(""), pq({})],
+      ["  page after a middle row", L(`after=${mid.serial}`), pq({}, { after: mid })],
+      ["  state=valid", L("state=valid"), pq({ state: "valid" })],
+      ["  state=revoked", L("state=revoked"), pq({ state: "revoked" })],
+      ["  state=expired&order=desc", L("state=expired&order=desc"), pq({ state: "expired" }, { order: "desc" })],
+      ["  role=role3&state=valid", L("role=role3&state=valid"), pq({ role: "role3", state: "valid" })],
+      ["  issuer_ref=bench-root&expires_before=+7d", L(`issuer_ref=bench-root&expires_before=${week}&state=valid`), pq({ issuerId, state: "valid", expiresBefore: week })],
+      ["  common_name=svc42. (substring, frequent)", L("common_name=svc42."), pq({ commonName: "svc42." }, W)],
+      ["  common_name=host777777. (substring, one match)", L("common_name=host777777."), pq({ commonName: "host777777." }, W), true],
+      ["  same, a page after a middle row", L(`common_name=host777777.&after=${mid.serial}`), pq({ commonName: "host777777." }, { ...W, after: mid })],
+      ["  san=alt123456. (substring, one match)", L("san=alt123456."), pq({ san: "alt123456." }, W), true],
+      ["  san=alt123456.&state=valid&sort=serial", L("san=alt123456.&state=valid&sort=serial"), pq({ san: "alt123456.", state: "valid" }, { ...W, sort: "serial" }), true],
+      ["  sort=serial&limit=1000", L("sort=serial&limit=1000"), pq({}, { sort: "serial", limit: 1000 })],
       ["GET certs/counts", `${MOUNT}/certs/counts`],
       ["GET certs/counts?role=role3", `${MOUNT}/certs/counts?role=role3`],
       ["GET certs/expiry-histogram?days=90", `${MOUNT}/certs/expiry-histogram?days=90`],
     ];
     const rows = [];
+    const walks = [];
     const plans = [];
-    for (const [name, p, where, order, limit] of cases) {
+    for (const [name, p, q, walk] of cases) {
       if (process.env.BENCH_VERBOSE) console.log(name);
       const { ms, body } = await timed(base, p);
-      const n = body.data.keys ? body.data.keys.length : body.data.total ?? body.data.histogram?.length;
-      rows.push({ query: name, "median ms": +ms.toFixed(1), answered: n });
-      if (where !== undefined) plans.push({ query: name, statement: pageSql(mountId, where, order, limit) });
+      const d = body.data;
+      const n = d.keys ? d.keys.length : d.total ?? d.histogram?.length;
+      const cursor = d.next_after === undefined ? "" : d.scan_incomplete ? "next_after (window ended)" : "next_after";
+      rows.push({ query: name, "median ms": +ms.toFixed(1), answered: n, cursor });
+      if (q) plans.push({ query: name, statement: inline(pageStatement(mountId, q)) });
+      if (walk) walks.push({ query: name, ...(await walkCursors(base, p)) });
     }
     await worker.dispose();
     // With the Worker stopped: two runtimes must not hold the local database at once.
-    for (const p of plans) p.plan = (d1(dir, `EXPLAIN QUERY PLAN ${p.statement}`, true)[0]?.results ?? []).map((r) => r.detail).join(" | ");
-    console.log(`\nLanyard inventory benchmark: ${ROWS.toLocaleString("en")} certificates on one mount (local workerd and D1, this machine; median of ${REPEAT}, loopback round trip)\n`);
+    const explained = d1(dir, plans.map((p) => `EXPLAIN QUERY PLAN ${p.statement};`).join("\n"), true);
+    plans.forEach((p, i) => (p.plan = (explained[i]?.results ?? []).map((r) => r.detail).join(" | ")));
+    const durations = d1(dir, plans.flatMap((p) => Array.from({ length: REPEAT }, () => `${p.statement};`)).join("\n"), true).map((r) => r.meta?.duration ?? NaN);
+    plans.forEach((p, i) => (rows.find((r) => r.query === p.query)["D1 SQL ms"] = median(durations.slice(i * REPEAT, (i + 1) * REPEAT))));
+    console.log(`\nLanyard inventory benchmark: ${ROWS.toLocaleString("en")} certificates on one mount (local workerd and D1, this machine; median of ${REPEAT}: loopback round trip, and the page statement's own time as local D1 reports it, whole ms)\n`);
     console.table(rows);
+    console.log(`\nFollowing next_after from the first page to the end (scan window ${SCAN_WINDOW.toLocaleString("en")} rows, limit 100; one request per page):\n`);
+    console.table(walks);
     console.log("\nEXPLAIN QUERY PLAN of each page statement:");
     for (const p of plans) console.log(`- ${p.query.trim()}: ${p.plan}`);
+    if (process.env.BENCH_VERBOSE) for (const p of plans) console.log(`\n${p.query.trim()}:\n${p.statement}`);
   } finally {
     if (!keep) rmSync(dir, { recursive: true, force: true });
   }

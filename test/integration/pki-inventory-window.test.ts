@@ -12,7 +12,7 @@
  */
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { SCAN_WINDOW } from "../../src/engines/pki/inventory/inventory";
+import { SCAN_WINDOW } from "../../src/engines/pki/storage/inventory-store";
 import { api, list, read, write } from "../helpers/api";
 import { parseCert, pkiWithRoot, x509 } from "../helpers/pki";
 

@@ -16,17 +16,12 @@ import type { Db } from "../../../core/db/client";
 import { resolveIssuerIn } from "../ca/issuers";
 import { normalizeSerial } from "../x509/pem";
 import { loadIssuanceState } from "../storage/store";
-import { expiryPerDay, hasSubstring, inventoryPage, notAfterOf, stateCounts, type CertState, type InventoryFilter, type InventoryRow, type StateCounts } from "../storage/inventory-store";
+import { expiryPerDay, hasSubstring, inventoryPage, notAfterOf, SCAN_WINDOW, stateCounts, type CertState, type InventoryFilter, type InventoryRow, type StateCounts } from "../storage/inventory-store";
 import { inventoryColumns, sanList } from "./columns";
 import { filterParams, intParam, MAX_HISTOGRAM_DAYS, pageParams } from "./query";
 
 type Params = Record<string, unknown>;
 
-/**
- * Rows a substring-filtered page reads at most. Chosen from the bench at a million certificates
- * (docs/pki-inventory.md "Bench"): a full window stays well under 50 ms of server time.
- */
-export const SCAN_WINDOW = 10_000;
 
 const rfc3339 = (sec: number): string => new Date(sec * 1000).toISOString().replace(".000Z", "Z");
 
