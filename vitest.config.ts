@@ -18,6 +18,7 @@ const NODE_UNIT_TESTS = [
   "auth-jwt",
   "auth-login",
   "caches-doc",
+  "console-search",
   "cidr",
   "code-size",
   "core-body",

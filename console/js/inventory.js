@@ -60,7 +60,7 @@ async function head(mount, s, ctl) {
  * only once every stream that is not done has a row to compare it with, so a stopped search
  * shows the rows known to come first and `Next` continues from there.
  */
-async function nextPage(mount, streams, ctl) {
+export async function nextPage(mount, streams, ctl) {
   const page = [];
   const seen = new Set();
   while (page.length < PAGE_SIZE) {
@@ -122,7 +122,7 @@ function filtersForm(onChange, stop) {
   return form;
 }
 
-function streamsFor(v) {
+export function streamsFor(v) {
   const base = { state: v.state, role: v.role, issuer_ref: v.issuer_ref, expires_before: v.expires_before, expires_after: v.expires_after };
   if (!v.q) return [stream(base)];
   return [stream({ ...base, common_name: v.q }), stream({ ...base, san: v.q })];
