@@ -147,9 +147,29 @@ export function pageStatement(mountId: string, q: PageQuery): { query: string; b
 const PAST_END = { asc: ["X''", "X''"], desc: ["-9223372036854775808", "''"] } as const;
 
 /**
+ * The terms a window's edge is counted on: those one index holds in the page's order, so that
+ * the edge is a walk of at most `window` entries of that index and no table row. Sorting by
+ * serial, only pki_certs_mount_serial's (mount_id, serial); by not_after, the not_after range
+ * (expiry window, valid/expired) plus one of role (pki_certs_inv_role), issuer
+ * (pki_certs_inv_issuer) or revoked (the partial pki_certs_inv_revoked), in that preference.
+ * The other filters are tested on the page's rows, inside the window.
+ */
+function edgeFilter(q: PageQuery): InventoryFilter {
+  if (q.sort === "serial") return {};
+  const f = q.filter;
+  const e: InventoryFilter = {};
+  if (f.expiresBefore !== undefined) e.expiresBefore = f.expiresBefore;
+  if (f.expiresAfter !== undefined) e.expiresAfter = f.expiresAfter;
+  if (f.role !== undefined) e.role = f.role;
+  else if (f.issuerId !== undefined) e.issuerId = f.issuerId;
+  if (f.state === "valid" || f.state === "expired" || (f.state === "revoked" && e.role === undefined && e.issuerId === undefined)) e.state = f.state;
+  return e;
+}
+
+/**
  * A substring-filtered page that reads at most `window` rows (docs/pki-inventory.md "Substring
  * search"). `edge` is the window's last row: the `window`-th row after the keyset position that
- * passes the index terms of the filter (whereOf's `index`), an index-only walk; none when fewer
+ * passes the index terms of the filter (edgeFilter, whereOf's `index`), an index-only walk; none when fewer
  * rows are left. The page is the substring matches up to and including the edge (or to the end
  * when there is none), at most `limit` of them, read along the same index range, which the edge
  * bounds. One statement: its rows are the matches (`edge = 0`) and then the edge itself, if any
@@ -157,7 +177,7 @@ const PAST_END = { asc: ["X''", "X''"], desc: ["-9223372036854775808", "''"] } a
  */
 function windowStatement(mountId: string, q: PageQuery, window: number): { query: string; binds: Bind[] } {
   const all = whereOf(mountId, q.filter, q.now);
-  const idx = whereOf(mountId, q.filter, q.now, true, true);
+  const idx = whereOf(mountId, edgeFilter(q), q.now, true, true);
   const k = keysetOf(q);
   const le = q.order === "asc" ? "<=" : ">=";
   const [endA, endS] = PAST_END[q.order];
