@@ -23,7 +23,7 @@ interface Page {
   scan_incomplete?: boolean;
 }
 
-const BULK = 2 * SCAN_WINDOW + 5000;
+const BULK = 2 * SCAN_WINDOW.not_after + 5000;
 /** Bulk row i's common name contains "multi" when i % MULTI_EVERY === 0. */
 const MULTI_EVERY = 1499;
 const DAY = 86400;
@@ -142,9 +142,20 @@ describe("substring pages read a bounded window", () => {
   });
 
   it("combines with the other filters", async () => {
-    const w = await walk("common_name=multi&role=bulk&state=valid", 50);
-    expect(w.keys.length).toBe(multi.size);
+    const now = Math.floor(Date.now() / 1000);
+    const expected = new Set([...multi].map(bulkSerial));
+    for (const q of [
+      "common_name=multi&role=bulk&state=valid",
+      `common_name=multi&issuer_ref=root-ca&role=bulk&expires_after=${now}`,
+      "common_name=multi&issuer_ref=root-ca&state=valid",
+      "common_name=multi&state=valid&sort=serial&order=desc",
+    ]) {
+      const w = await walk(q, 20);
+      expect(new Set(w.keys), q).toEqual(expected);
+      expect(w.keys.length, q).toBe(expected.size);
+    }
     expect((await walk("common_name=multi&role=web", 50)).keys).toEqual([]);
+    expect((await walk("common_name=multi&role=bulk&state=revoked", 50)).keys).toEqual([]);
   });
 
   it("a bad cursor is a 400 naming after", async () => {

@@ -5,7 +5,7 @@
  * no answer can include them; each answer says so (`excludes_no_store: true`).
  *
  * A page with a substring filter (common_name, san: Lanyard's extension) reads at most
- * SCAN_WINDOW rows and says where it stopped (`next_after`, `scan_incomplete`), so that a rare
+ * SCAN_WINDOW rows (per sort) and says where it stopped (`next_after`, `scan_incomplete`), so that a rare
  * substring costs a bounded time per page instead of one pass over the whole mount; pages without
  * one are OpenBao's keyset pages, unchanged (docs/pki-inventory.md "Substring search").
  */
@@ -105,7 +105,7 @@ export async function listDetailed(db: Db, mount: MountRow, p: Params, nowMs = D
   const now = Math.floor(nowMs / 1000);
   const after = await afterOf(db, mount.id, page.after, page.sort);
   const windowed = hasSubstring(filter);
-  const q = { filter, sort: page.sort, order: page.order, after, limit: page.limit, now, ...(windowed ? { window: SCAN_WINDOW } : {}) };
+  const q = { filter, sort: page.sort, order: page.order, after, limit: page.limit, now, ...(windowed ? { window: SCAN_WINDOW[page.sort] } : {}) };
   const { rows, edge } = await inventoryPage(db, mount.id, q);
   const key_info: Record<string, KeyInfo> = {};
   for (const r of rows) key_info[r.serial] = keyInfo(r, now);
