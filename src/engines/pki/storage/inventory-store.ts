@@ -33,8 +33,8 @@ export interface InventoryFilter {
 export interface PageQuery {
   filter: InventoryFilter;
   /**
-   * With a substring filter (commonName, san): how many rows, in the page's order and passing
-   * the other filters, the page may read at most (the scan window, docs/pki-inventory.md
+   * With a substring filter (commonName, san): how many entries of the index it walks, in the
+   * page's order, the page may read at most (the scan window, edgeFilter; docs/pki-inventory.md
    * "Substring search"). Absent: the page reads until it has `limit` rows.
    */
   window?: number;
@@ -68,10 +68,10 @@ const likePattern = (s: string): string => `%${s.replace(/[\\%_]/g, (c) => `\\${
 /**
  * Rows a substring-filtered page reads at most, per sort (docs/pki-inventory.md "Substring
  * search"), chosen from measurement at a million certificates so that a full window stays well
- * under 50 ms of server time (docs/pki-inventory.md "Bench"): about 12 ms for 10,000 rows in
- * not_after order, whose rows were stored in about that order (issued, then expiring, in turn),
- * but about 50 ms for 10,000 in serial order, where serials are random and each row is on its own
- * table page; 2,500 of those cost about 14 ms.
+ * under 50 ms of server time (docs/pki-inventory.md "Bench"): about 10 ms of CPU for 10,000
+ * rows in not_after order, where rows stored near each other expire near each other, but about
+ * 50 ms for 10,000 in serial order, where serials are random and each row is on a table page of
+ * its own; 2,500 of those cost about 12 ms.
  */
 export const SCAN_WINDOW = { not_after: 10_000, serial: 2_500 } as const;
 
