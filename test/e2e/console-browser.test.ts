@@ -262,7 +262,12 @@ async function kvStep() {
   expect(await page.getByText("second-password").count()).toBe(0);
   await page.getByRole("button", { name: "Show value of version 2" }).click();
   await poll(() => page.getByText("second-password").count()).toBe(1);
+  // While the value shows, its "Show value" button is hidden and "Hide value" takes it away again.
+  expect(await page.getByRole("button", { name: "Show value of version 2" }).count()).toBe(0);
   await shot("kv");
+  await page.getByRole("button", { name: "Hide value" }).click();
+  await poll(() => page.getByText("second-password").count()).toBe(0);
+  expect(await page.getByRole("button", { name: "Show value of version 2" }).count()).toBe(1);
   await page.getByRole("link", { name: KV, exact: true }).click();
   await page.getByRole("link", { name: SCRIPT_KV, exact: true }).click();
   await page.getByRole("button", { name: /Show value/ }).first().click();
