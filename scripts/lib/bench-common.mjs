@@ -103,7 +103,7 @@ export function cpuPerRequest(before, after, requests) {
 
 /**
  * The source tree to bundle: the checkout itself, or with BENCH_REV=<git revision> that
- * revision's wrangler.toml, src/ and migrations/ exported (git archive, read-only on the
+ * revision's wrangler.toml, src/, migrations/ and console/ (the static assets) exported (git archive, read-only on the
  * checkout) into `dir`, with the checkout's node_modules linked in. The latter measures a
  * committed state while src/ is being edited.
  */
@@ -112,7 +112,7 @@ function sourceTree(dir) {
   if (!rev) return root;
   const tree = path.join(dir, "tree");
   mkdirSync(tree);
-  const tar = execFileSync("git", ["archive", "--format=tar", rev, "wrangler.toml", "package.json", "tsconfig.json", "src", "migrations"], { cwd: root, maxBuffer: 1 << 28 });
+  const tar = execFileSync("git", ["archive", "--format=tar", rev, "wrangler.toml", "package.json", "tsconfig.json", "src", "migrations", "console"], { cwd: root, maxBuffer: 1 << 28 });
   execFileSync("tar", ["-x", "-C", tree], { input: tar });
   symlinkSync(path.join(root, "node_modules"), path.join(tree, "node_modules"));
   return tree;

@@ -3,7 +3,8 @@
  * share Queue messages and one `sendBatch` per flush, through the group commit the PKI's
  * certificate rows use too (src/core/group-commit.ts: leader, hand-over, stale lead, wake-up).
  * Entries arrive HMAC'd and serialized (enqueue.ts), one JSON text each, and are never parsed
- * again here.
+ * again: a message is a header line indexing its entries, then their texts as NDJSON lines
+ * (./message.ts), which the consumer hands to the sink as they are.
  *
  * Invariants:
  * - **Durable before the answer.** `queueEntries` resolves only after the `sendBatch` holding
@@ -27,7 +28,8 @@
  */
 import { GroupCommit } from "../core/group-commit";
 import { utf8Length } from "../core/text";
-import { MAX_AUDIT_MESSAGE_BYTES, type AuditDevice, type AuditQueueMessage } from "./types";
+import { encodeMessage, headerBytes, indexBytes, messageDevice, type QueuedEntry } from "./message";
+import { MAX_AUDIT_MESSAGE_BYTES, type AuditDevice } from "./types";
 
 /** Cloudflare Queues: at most 100 messages and 256 KB in one sendBatch (a margin kept). */
 export const MAX_BATCH_MESSAGES = 100;
@@ -35,10 +37,10 @@ export const MAX_BATCH_BYTES = 250_000;
 /** Requests taken into one flush at most (a bound on one flush's work, not on throughput). */
 const MAX_GROUP = 512;
 
-/** One device's part of a request: its entries as JSON texts, in order. */
+/** One device's part of a request: its entries (id, time, JSON text), in order. */
 export interface DevicePart {
   device: AuditDevice;
-  entries: string[];
+  entries: QueuedEntry[];
 }
 
 /** Device id → the error of a device whose entries could not be queued. */
@@ -49,17 +51,18 @@ interface Waiter {
   parts: DevicePart[];
 }
 
-/** A Queue message being built: its body text, size, and whose entries it carries. */
+/** A Queue message being built: its entries, size, whose entries it carries, then its text. */
 interface Built {
   device: AuditDevice;
-  body: string;
+  entries: QueuedEntry[];
   bytes: number;
   from: Set<Waiter>;
+  body: string;
 }
 
-type QueueSend = (device: AuditDevice, messages: AuditQueueMessage[]) => Promise<void>;
+type QueueSend = (device: AuditDevice, messages: string[]) => Promise<void>;
 let sendOverride: QueueSend | null = null;
-/** Test seam (enqueue.ts `setAuditQueueSendForTests`): per device, the messages as the Queue would carry them. */
+/** Test seam (enqueue.ts `setAuditQueueSendForTests`): per device, the message texts as the Queue would carry them. */
 export function setBatchSendForTests(fn: QueueSend | null): void {
   sendOverride = fn;
 }
@@ -85,9 +88,6 @@ export async function queueEntries(queue: Queue, parts: DevicePart[], waitUntil?
   return commit.submit(queue, { parts }, waitUntil);
 }
 
-const head = (d: AuditDevice): string => `{"v":1,"device":${JSON.stringify({ id: d.id, path: d.path, type: d.type === "r2" ? "r2" : "http" })},"entries":[`;
-const TAIL = "]}";
-
 /** The group's entries packed per device into messages within MAX_AUDIT_MESSAGE_BYTES, in order. */
 export function build(group: readonly Waiter[]): Built[] {
   const out: Built[] = [];
@@ -95,24 +95,22 @@ export function build(group: readonly Waiter[]): Built[] {
   for (const w of group) {
     for (const part of w.parts) {
       for (const entry of part.entries) {
-        const size = utf8Length(entry) + 1;
+        // Its line and newline, and its item in the header's index.
+        const size = utf8Length(entry.text) + 1 + indexBytes(entry);
         let m = open.get(part.device.id);
-        if (m && m.bytes + size + TAIL.length > MAX_AUDIT_MESSAGE_BYTES) {
-          m = undefined;
-        }
+        if (m && m.bytes + size > MAX_AUDIT_MESSAGE_BYTES) m = undefined;
         if (!m) {
-          const h = head(part.device);
-          m = { device: part.device, body: h, bytes: utf8Length(h), from: new Set() };
+          m = { device: part.device, entries: [], bytes: headerBytes(messageDevice(part.device)), from: new Set(), body: "" };
           open.set(part.device.id, m);
           out.push(m);
-        } else m.body += ",";
-        m.body += entry;
+        }
+        m.entries.push(entry);
         m.bytes += size;
         m.from.add(w);
       }
     }
   }
-  for (const m of out) m.body += TAIL;
+  for (const m of out) m.body = encodeMessage(messageDevice(m.device), m.entries);
   return out;
 }
 
@@ -151,7 +149,7 @@ async function flush(queue: Queue, group: Waiter[]): Promise<SendFailures[]> {
   await Promise.all(
     batches.map(async (batch) => {
       try {
-        if (sendOverride) await sendOverride(batch[0]?.device as AuditDevice, batch.map((m) => JSON.parse(m.body) as AuditQueueMessage));
+        if (sendOverride) await sendOverride(batch[0]?.device as AuditDevice, batch.map((m) => m.body));
         else await queue.sendBatch(batch.map((m) => ({ body: m.body, contentType: "text" as const })));
       } catch (e) {
         fail(batch, e);

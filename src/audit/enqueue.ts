@@ -18,13 +18,14 @@
 import { utf8Length } from "../core/text";
 import { queueEntries, setBatchSendForTests, type DevicePart } from "./batcher";
 import { hashEntry } from "./hmac";
-import { AuditUnavailableError, MAX_AUDIT_MESSAGE_BYTES, type AuditDevice, type AuditEntry, type AuditQueueMessage } from "./types";
+import type { QueuedEntry } from "./message";
+import { AuditUnavailableError, MAX_AUDIT_MESSAGE_BYTES, type AuditDevice, type AuditEntry } from "./types";
 
 /** Room for one entry in a message: the limit less the envelope (device id, path, type). */
 const ENTRY_ROOM = MAX_AUDIT_MESSAGE_BYTES - 512;
 
-/** Test seam: replaces the Queue send (capture messages, or make the send fail), per device. */
-export function setAuditQueueSendForTests(fn: ((device: AuditDevice, messages: AuditQueueMessage[]) => Promise<void>) | null): void {
+/** Test seam: replaces the Queue send (capture the message texts, or make the send fail), per device. */
+export function setAuditQueueSendForTests(fn: ((device: AuditDevice, messages: string[]) => Promise<void>) | null): void {
   setBatchSendForTests(fn);
 }
 
@@ -37,7 +38,7 @@ export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: 
       try {
         const texts = await Promise.all(entries.map(async (e) => serialized(device, await hashEntry(device, e))));
         if (device.type === "stdout") for (const t of texts) console.log(t);
-        else parts.push({ device, entries: texts });
+        else parts.push({ device, entries: texts.map((text, i) => queued(entries[i] as AuditEntry, text)) });
       } catch (e) {
         errors.set(device.id, e);
       }
@@ -53,6 +54,12 @@ export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: 
     if (e !== undefined) console.error(`audit: device ${d.path} could not record ${entries.length} entr${entries.length === 1 ? "y" : "ies"}:`, errorText(e));
   }
   if (errors.size === devices.length) throw new AuditUnavailableError(errors.values().next().value);
+}
+
+/** An entry as the batcher carries it: the message header indexes its id and time (./message.ts). */
+function queued(entry: AuditEntry, text: string): QueuedEntry {
+  const time = Date.parse(entry.time);
+  return { id: entry.id, time: Number.isNaN(time) ? 0 : time, text };
 }
 
 function errorText(e: unknown): string {

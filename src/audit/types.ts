@@ -6,7 +6,8 @@
  *
  * Contract with the delivery side (the consumer of queue `lanyard-audit`, binding AUDIT_QUEUE):
  *
- * - One message = one device's entries, `AuditQueueMessage` below, produced by `enqueueEntries`.
+ * - One message = one device's entries, as text (src/audit/message.ts: a header line naming the
+ *   device and indexing the entries, then the entries as NDJSON lines), produced by `enqueueEntries`.
  *   Only `http` and `r2` devices get messages; `stdout` entries are written to the Worker's log
  *   at enqueue time and never queued.
  * - `entries` are final: already HMAC'd with that device's salt (or raw when `log_raw`), ready to
@@ -132,14 +133,6 @@ export interface AuditEntry {
   response?: AuditResponse;
   /** The error text of a refused or failed request (Vault: not HMAC'd). */
   error?: string;
-}
-
-/** The body of one message on queue `lanyard-audit`. */
-export interface AuditQueueMessage {
-  v: 1;
-  device: { id: string; path: string; type: "http" | "r2" };
-  /** Final (HMAC'd) entries, in delivery order. */
-  entries: AuditEntry[];
 }
 
 /**

@@ -11,7 +11,8 @@
 import { createExecutionContext, createMessageBatch, env, getQueueResult } from "cloudflare:test";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setAuditQueueSendForTests } from "../../src/audit/enqueue";
-import type { AuditEntry, AuditQueueMessage } from "../../src/audit/types";
+import type { AuditEntry } from "../../src/audit/types";
+import { asQueued, type Queued } from "../helpers/audit-queue";
 import worker from "../../src/app/index";
 import { api, del, mount, read, write } from "../helpers/api";
 import { installFakes, type FakeProvider } from "../helpers/fake-router";
@@ -46,7 +47,7 @@ class Counter implements FakeProvider {
 const one = new Counter();
 const two = new Counter();
 let uninstall: () => void;
-const captured: AuditQueueMessage[] = [];
+const captured: Queued[] = [];
 /** Entry ids in the order their send returned (what is durably queued). */
 const queuedIds = new Set<string>();
 let seq = 0;
@@ -57,8 +58,9 @@ beforeAll(() => {
     { hosts: ["counter-two.test"], fake: two },
   ]);
   setAuditQueueSendForTests(async (_device, messages) => {
-    captured.push(...messages);
-    for (const m of messages) for (const e of m.entries) queuedIds.add(e.id);
+    const queued = messages.map(asQueued);
+    captured.push(...queued);
+    for (const m of queued) for (const e of m.entries) queuedIds.add(e.id);
   });
 });
 afterAll(() => {
@@ -71,15 +73,15 @@ async function disableAll(): Promise<void> {
 }
 
 /** Hands messages to the Worker's queue handler in batches of `size`, as the queue would, until none is left. */
-async function deliverAll(messages: AuditQueueMessage[], size = 100, down?: { counter: Counter; rounds: number }): Promise<void> {
-  type Pending = { body: AuditQueueMessage; attempts: number };
+async function deliverAll(messages: Queued[], size = 100, down?: { counter: Counter; rounds: number }): Promise<void> {
+  type Pending = { body: Queued; attempts: number };
   let backlog: Pending[] = messages.map((body) => ({ body, attempts: 1 }));
   for (let round = 0; backlog.length > 0; round++) {
     if (down) down.counter.up = round >= down.rounds;
     const part = backlog.slice(0, size);
     const batch = createMessageBatch(
       "lanyard-audit",
-      part.map((m) => ({ id: `b${++seq}`, timestamp: new Date(), attempts: m.attempts, body: JSON.stringify(m.body) })),
+      part.map((m) => ({ id: `b${++seq}`, timestamp: new Date(), attempts: m.attempts, body: m.body.text })),
     );
     const ctx = createExecutionContext();
     await (worker as ExportedHandler<Env>).queue?.(batch, env, ctx);
@@ -167,6 +169,27 @@ describe("audit batching: each entry once per device", () => {
       expect(one.byId.has(`${id}:request`) || one.byId.has(`${id}:response`), id).toBe(false);
     }
     two.expectOnce([written, ...reads, refused]);
+    await disableAll();
+  });
+
+  it("message text: a header line indexing the entries, then each entry as the NDJSON line the collector gets; a message of the earlier format (entries as JSON objects) is still delivered", async () => {
+    await disableAll();
+    await write("sys/audit/count-one", { type: "http", options: { address: "https://counter-one.test/in" } }, {}, 204);
+    captured.length = 0;
+    const id = (await read("sys/mounts")).body.request_id as string;
+    // The request entry was queued before the work, the response entry after it: one or two messages.
+    const msgs = captured.splice(0);
+    expect(msgs.flatMap((m) => m.entries.map((e) => e.id))).toEqual([`${id}:request`, `${id}:response`]);
+    for (const m of msgs) {
+      const [header, ...lines] = m.text.split("\n");
+      expect(JSON.parse(header as string)).toMatchObject({ v: 2, device: { path: "count-one/", type: "http" }, index: m.entries.map((e) => [e.id, Date.parse(e.time)]) });
+      expect(lines).toEqual([...m.entries.map((e) => JSON.stringify(e)), ""]);
+    }
+    const first = msgs[0] as Queued;
+    const old = JSON.stringify({ v: 1, device: first.device, entries: msgs.flatMap((m) => m.entries) });
+    const before = one.order.length;
+    await deliverAll([{ ...first, text: old }]);
+    expect(one.order.slice(before)).toEqual([`${id}:request`, `${id}:response`]);
     await disableAll();
   });
 });

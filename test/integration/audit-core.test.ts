@@ -12,7 +12,8 @@
 import { env } from "cloudflare:test";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { setAuditQueueSendForTests } from "../../src/audit/enqueue";
-import type { AuditEntry, AuditQueueMessage } from "../../src/audit/types";
+import type { AuditEntry } from "../../src/audit/types";
+import { asQueued, type Queued } from "../helpers/audit-queue";
 import { api, del, mount, read, ROOT, tokenWithPolicy, write } from "../helpers/api";
 import { pkiWithRoot } from "../helpers/pki";
 import { BODIES, SECRETS, uid } from "../helpers/sync-bodies";
@@ -21,8 +22,8 @@ import { RSA_PKCS8_PEM } from "../helpers/sync-fixtures";
 const HEADER_SECRET = "Bearer collector-secret-0123456789";
 
 /** Everything the devices recorded since the last reset. */
-const captured = { stdout: [] as AuditEntry[], queued: [] as AuditQueueMessage[] };
-let failSend: ((m: AuditQueueMessage) => boolean) | null = null;
+const captured = { stdout: [] as AuditEntry[], queued: [] as Queued[] };
+let failSend: ((m: Queued) => boolean) | null = null;
 let logSpy: ReturnType<typeof vi.spyOn>;
 
 beforeAll(() => {
@@ -36,10 +37,10 @@ beforeAll(() => {
     original(...args);
   });
   setAuditQueueSendForTests(async (_device, messages) => {
-    for (const m of messages) {
+    for (const text of messages) {
+      const m = asQueued(text);
       if (failSend?.(m)) throw new Error("queue unavailable (test)");
-      // What the Queue would carry: a JSON round trip.
-      captured.queued.push(JSON.parse(JSON.stringify(m)) as AuditQueueMessage);
+      captured.queued.push(m);
     }
   });
 });

@@ -13,7 +13,8 @@ import { deleteDevice, deviceAt, insertDevice } from "../../src/audit/audit-stor
 import { retryDelaySeconds } from "../../src/audit/delivery/consumer";
 import { enqueueEntries, setAuditQueueSendForTests } from "../../src/audit/enqueue";
 import { hmacValue } from "../../src/audit/hmac";
-import type { AuditDevice, AuditEntry, AuditQueueMessage } from "../../src/audit/types";
+import type { AuditDevice, AuditEntry } from "../../src/audit/types";
+import { asQueued, type Queued } from "../helpers/audit-queue";
 import worker from "../../src/app/index";
 import { loadConfig } from "../../src/core/config";
 import { openDb } from "../../src/core/db/client";
@@ -57,7 +58,7 @@ const a = new Collector();
 const b = new Collector();
 const e2e = new Collector();
 let uninstall: () => void;
-const captured: AuditQueueMessage[] = [];
+const captured: Queued[] = [];
 let seq = 0;
 
 beforeAll(() => {
@@ -68,7 +69,7 @@ beforeAll(() => {
     { hosts: CLOUDONE_HOSTS, fake: new FakeCloudone({ [SECRETS.awsKey]: SECRETS.awsSecret }) },
   ]);
   setAuditQueueSendForTests(async (_device, messages) => {
-    captured.push(...messages);
+    captured.push(...messages.map(asQueued));
   });
 });
 afterAll(() => {
@@ -87,10 +88,10 @@ async function enable(path: string, type: "http" | "r2", options: Record<string,
 }
 
 /** Takes every captured message (the queue's backlog). */
-const drain = (): AuditQueueMessage[] => captured.splice(0);
+const drain = (): Queued[] => captured.splice(0);
 
 interface Delivered {
-  body: AuditQueueMessage;
+  body: Queued;
   attempts: number;
 }
 
@@ -106,7 +107,7 @@ interface BatchResult {
 async function runBatch(messages: Delivered[], queue = "lanyard-audit"): Promise<BatchResult> {
   const batch = createMessageBatch(
     queue,
-    messages.map((m) => ({ id: `m${++seq}`, timestamp: new Date(), attempts: m.attempts, body: m.body })),
+    messages.map((m) => ({ id: `m${++seq}`, timestamp: new Date(), attempts: m.attempts, body: m.body.text })),
   );
   const delays: Record<string, number | undefined> = {};
   for (const m of batch.messages) {
@@ -234,7 +235,7 @@ describe("audit delivery: failures", () => {
     const before = a.entries.length;
     // The first request's entry fails; its response (and the next request) arrive first.
     a.up = false;
-    const first = await runBatch([{ body: queued[0] as AuditQueueMessage, attempts: 1 }]);
+    const first = await runBatch([{ body: queued[0] as Queued, attempts: 1 }]);
     expect(first.retried).toHaveLength(1);
     a.up = true;
     const newer = await runBatch(queued.slice(1).map((body) => ({ body, attempts: 1 })));
@@ -252,7 +253,7 @@ describe("audit delivery: failures", () => {
     await deleteDevice(db(), "gone-g/");
     const [aPosts, bPosts] = [a.posts.length, b.posts.length];
     const msgs = drain().map((body) => ({ body, attempts: 3 }));
-    const junk = { body: { v: 2, device: { id: "x" } } as unknown as AuditQueueMessage, attempts: 1 };
+    const junk = { body: { text: '{"v":3,"device":{"id":"x"}}\n', device: { id: "x", path: "x/", type: "http" }, entries: [] } as Queued, attempts: 1 };
     const r = await runBatch([...msgs, junk]);
     expect(r.explicitAcks).toHaveLength(4);
     expect(r.retried).toHaveLength(1);
@@ -440,7 +441,7 @@ describe("audit delivery: end to end through the dispatcher", () => {
       await del("sys/audit/live");
     } finally {
       setAuditQueueSendForTests(async (_device, messages) => {
-        captured.push(...messages);
+        captured.push(...messages.map(asQueued));
       });
     }
   });

@@ -1,7 +1,9 @@
 /**
  * The consumer of queue `lanyard-audit` (docs/audit.md): delivers each audit device's
- * queued entries to its sink, `http` (./http.ts) or `r2` (./r2.ts). The message format and the
- * producer are the core's (../types.ts `AuditQueueMessage`, ../enqueue.ts).
+ * queued entries to its sink, `http` (./http.ts) or `r2` (./r2.ts). The message format is
+ * ../message.ts (a header line indexing the entries, then the entries as NDJSON lines), the
+ * producer ../enqueue.ts and ../batcher.ts. Only the header is parsed: each entry's line goes to
+ * the sink as the request path wrote it.
  *
  * INVARIANTS
  * - Per device, never across devices: a batch's messages are grouped by `device.id`, each group
@@ -33,9 +35,9 @@
  *   Logs name the device path and the failure, never entries, addresses or headers.
  */
 import { deliveryTarget } from "../audit-store";
-import type { AuditEntry, AuditQueueMessage } from "../types";
-import { postEntries } from "./http";
-import { putEntries } from "./r2";
+import { decodeMessage, type DecodedMessage, type QueuedLine } from "../message";
+import { postNdjson } from "./http";
+import { putNdjson } from "./r2";
 
 /**
  * The dead-letter queue of `lanyard-audit` (wrangler.toml). The Worker consumes it with this same
@@ -53,29 +55,9 @@ export function retryDelaySeconds(attempts: number): number {
 /** Delay for messages this consumer cannot read: they wait for the dead-letter queue. */
 const UNREADABLE_DELAY_SECONDS = 60;
 
-/** The message body if it has the shape of ../types.ts `AuditQueueMessage`, else null. */
-export function parseAuditMessage(raw: unknown): AuditQueueMessage | null {
-  // The batcher sends its messages as text (entries serialized once, src/audit/batcher.ts).
-  let body = raw;
-  if (typeof raw === "string") {
-    try {
-      body = JSON.parse(raw) as unknown;
-    } catch {
-      return null;
-    }
-  }
-  if (typeof body !== "object" || body === null) return null;
-  const m = body as Partial<AuditQueueMessage>;
-  const d = m.device;
-  if (m.v !== 1 || typeof d !== "object" || d === null || typeof d.id !== "string" || typeof d.path !== "string") return null;
-  if (d.type !== "http" && d.type !== "r2") return null;
-  if (!Array.isArray(m.entries)) return null;
-  for (const e of m.entries as unknown[]) {
-    if (typeof e !== "object" || e === null) return null;
-    const entry = e as Partial<AuditEntry>;
-    if (typeof entry.id !== "string" || (entry.type !== "request" && entry.type !== "response") || typeof entry.request?.id !== "string") return null;
-  }
-  return m as AuditQueueMessage;
+/** The message body if this version can read it (../message.ts), else null. */
+export function parseAuditMessage(raw: unknown): DecodedMessage | null {
+  return decodeMessage(raw);
 }
 
 /**
@@ -83,26 +65,24 @@ export function parseAuditMessage(raw: unknown): AuditQueueMessage | null {
  * requests in the order of their first entry's time (ties: the order met), and within a request
  * its `request` entry before its `response` entry.
  */
-export function orderEntries(messages: readonly AuditQueueMessage[]): AuditEntry[] {
+export function orderEntries(messages: readonly DecodedMessage[]): QueuedLine[] {
   const seen = new Set<string>();
-  const byRequest = new Map<string, { first: number; order: number; entries: AuditEntry[] }>();
+  const byRequest = new Map<string, { first: number; order: number; entries: QueuedLine[] }>();
   for (const m of messages) {
-    for (const e of m.entries) {
+    for (const e of m.lines) {
       if (seen.has(e.id)) continue;
       seen.add(e.id);
-      const t = Date.parse(e.time);
-      let g = byRequest.get(e.request.id);
+      let g = byRequest.get(e.request);
       if (!g) {
-        g = { first: Number.isNaN(t) ? Number.POSITIVE_INFINITY : t, order: byRequest.size, entries: [] };
-        byRequest.set(e.request.id, g);
-      } else if (!Number.isNaN(t) && t < g.first) g.first = t;
+        g = { first: e.time, order: byRequest.size, entries: [] };
+        byRequest.set(e.request, g);
+      } else if (e.time < g.first) g.first = e.time;
       g.entries.push(e);
     }
   }
-  const rank = (e: AuditEntry) => (e.type === "request" ? 0 : 1);
   return [...byRequest.values()]
     .sort((a, b) => a.first - b.first || a.order - b.order)
-    .flatMap((g) => g.entries.sort((a, b) => rank(a) - rank(b)));
+    .flatMap((g) => g.entries.sort((a, b) => a.type - b.type));
 }
 
 /** How long a failed message is waited for before newer ones of its device go ahead anyway. */
@@ -111,7 +91,7 @@ export const HOLD_MAX_MS = 3 * MAX_RETRY_DELAY_SECONDS * 1000;
 interface Group {
   path: string;
   messages: Message<unknown>[];
-  bodies: AuditQueueMessage[];
+  bodies: DecodedMessage[];
 }
 
 /**
@@ -129,22 +109,19 @@ interface Undelivered {
 }
 const held = new Map<string, Map<string, Undelivered>>();
 
-const messageKey = (b: AuditQueueMessage): string => b.entries[0]?.id ?? "";
-function messageTime(b: AuditQueueMessage): number {
+const messageKey = (b: DecodedMessage): string => b.lines[0]?.id ?? "";
+function messageTime(b: DecodedMessage): number {
   let t = Number.POSITIVE_INFINITY;
-  for (const e of b.entries) {
-    const ms = Date.parse(e.time);
-    if (!Number.isNaN(ms) && ms < t) t = ms;
-  }
+  for (const e of b.lines) if (e.time < t) t = e.time;
   return t;
 }
 
 /** Remembers messages as undelivered (a failed delivery, or held behind one). */
-function hold(deviceId: string, bodies: readonly AuditQueueMessage[], delaySeconds: number, now: number, failed: boolean): void {
+function hold(deviceId: string, bodies: readonly DecodedMessage[], delaySeconds: number, now: number, failed: boolean): void {
   let h = held.get(deviceId);
   if (!h) held.set(deviceId, (h = new Map()));
   for (const b of bodies) {
-    const requests = new Set(b.entries.filter((e) => e.type === "request").map((e) => e.request.id));
+    const requests = new Set(b.lines.filter((e) => e.type === 0).map((e) => e.request));
     h.set(messageKey(b), { time: messageTime(b), due: now + delaySeconds * 1000, until: now + HOLD_MAX_MS, failed, requests });
   }
 }
@@ -153,10 +130,10 @@ function hold(deviceId: string, bodies: readonly AuditQueueMessage[], delaySecon
  * Whether `b` must wait for the undelivered `u`: `u` is older, or as old (clocks tie) and either
  * failed or holds the request entry of a response in `b`.
  */
-function mustWait(b: AuditQueueMessage, u: Undelivered): boolean {
+function mustWait(b: DecodedMessage, u: Undelivered): boolean {
   const t = messageTime(b);
   if (u.time !== t) return u.time < t;
-  return u.failed || b.entries.some((e) => e.type === "response" && u.requests.has(e.request.id));
+  return u.failed || b.lines.some((e) => e.type === 1 && u.requests.has(e.request));
 }
 
 /**
@@ -209,8 +186,11 @@ async function deliverNow(env: Env, deviceId: string, group: Group): Promise<voi
       return;
     }
     if (entries.length > 0) {
-      if (target.type === "http") await postEntries(target, entries);
-      else await putEntries(env.AUDIT_BUCKET, target, entries);
+      // The NDJSON body: the entries' lines as queued, joined (nothing parsed or re-serialized).
+      let text = "";
+      for (const e of entries) text += `${e.line}\n`;
+      if (target.type === "http") await postNdjson(target, text);
+      else await putNdjson(env.AUDIT_BUCKET, target, entries, text);
     }
     for (const m of messages) m.ack();
     const h = held.get(deviceId);

@@ -12,8 +12,8 @@
  * a URL nobody enabled. Error texts name the status or the failure kind, never the address (it
  * may hold credentials in its userinfo) nor a header value.
  */
-import type { AuditDeliveryTarget, AuditEntry } from "../types";
-import { NDJSON_CONTENT_TYPE, encodeEntries } from "./ndjson";
+import type { AuditDeliveryTarget } from "../types";
+import { NDJSON_CONTENT_TYPE, encodeBody } from "./ndjson";
 import { AuditDeliveryError } from "./errors";
 
 /** How long a collector has to answer one POST (entries reach a healthy collector within 10 s). */
@@ -22,8 +22,8 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
 /** Headers a device may not set: they describe the body this module builds. */
 const RESERVED = new Set(["content-type", "content-encoding", "content-length", "transfer-encoding"]);
 
-/** POSTs the entries to the device's collector; resolves on 2xx, throws AuditDeliveryError otherwise. */
-export async function postEntries(target: AuditDeliveryTarget, entries: readonly AuditEntry[]): Promise<void> {
+/** POSTs the entries (NDJSON text) to the device's collector; resolves on 2xx, throws AuditDeliveryError otherwise. */
+export async function postNdjson(target: AuditDeliveryTarget, ndjson: string): Promise<void> {
   if (!target.address) throw new AuditDeliveryError("the device has no address");
   const compress = target.compress === true;
   const headers = new Headers();
@@ -32,7 +32,7 @@ export async function postEntries(target: AuditDeliveryTarget, entries: readonly
   }
   headers.set("content-type", NDJSON_CONTENT_TYPE);
   if (compress) headers.set("content-encoding", "gzip");
-  const body = await encodeEntries(entries, compress);
+  const body = await encodeBody(ndjson, compress);
   let res: Response;
   try {
     res = await fetch(target.address, { method: "POST", headers, body, redirect: "manual", signal: AbortSignal.timeout(DELIVERY_TIMEOUT_MS) });

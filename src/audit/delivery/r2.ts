@@ -18,36 +18,39 @@
  * and the entry count. A failed put throws AuditDeliveryError (the consumer retries).
  */
 import { bytesToHex } from "../../core/encoding";
-import type { AuditDeliveryTarget, AuditEntry } from "../types";
-import { NDJSON_CONTENT_TYPE, encodeEntries } from "./ndjson";
+import type { AuditDeliveryTarget } from "../types";
+import { NDJSON_CONTENT_TYPE, encodeBody } from "./ndjson";
 import { AuditDeliveryError } from "./errors";
 
 export const DEFAULT_R2_PREFIX = "audit/";
 
+/** What an object's name is made of: each entry's id and time (ms since the epoch). */
+export interface KeyedEntry {
+  id: string;
+  time: number;
+}
+
 /** `YYYYMMDDTHHMMSSZ` (UTC) of a time; an unreadable time reads as `fallback`. */
-function compactTime(time: string, fallback: Date): string {
-  const ms = Date.parse(time);
-  const d = Number.isNaN(ms) ? fallback : new Date(ms);
+function compactTime(ms: number | undefined, fallback: Date): string {
+  const d = ms === undefined || !Number.isFinite(ms) ? fallback : new Date(ms);
   return d.toISOString().replace(/[-:]/g, "").replace(/\.\d{3}Z$/, "Z");
 }
 
 /** The object key of a batch (exported for the tests and docs/audit.md's example). */
-export async function objectKey(prefix: string, entries: readonly AuditEntry[], compress: boolean, now = new Date()): Promise<string> {
-  const first = entries[0];
-  const last = entries[entries.length - 1];
-  const start = compactTime(first?.time ?? "", now);
-  const end = compactTime(last?.time ?? "", now);
+export async function objectKey(prefix: string, entries: readonly KeyedEntry[], compress: boolean, now = new Date()): Promise<string> {
+  const start = compactTime(entries[0]?.time, now);
+  const end = compactTime(entries[entries.length - 1]?.time, now);
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(entries.map((e) => e.id).join("\n")));
   const id = bytesToHex(new Uint8Array(digest)).slice(0, 16);
   return `${prefix}${start.slice(0, 8)}/${start}_${end}_${id}.log${compress ? ".gz" : ""}`;
 }
 
-/** Writes the batch as one object; resolves with its key. */
-export async function putEntries(bucket: R2Bucket | undefined, target: AuditDeliveryTarget, entries: readonly AuditEntry[]): Promise<string> {
+/** Writes the batch (its entries' NDJSON text) as one object; resolves with its key. */
+export async function putNdjson(bucket: R2Bucket | undefined, target: AuditDeliveryTarget, entries: readonly KeyedEntry[], ndjson: string): Promise<string> {
   if (!bucket) throw new AuditDeliveryError("the AUDIT_BUCKET binding is missing");
   const compress = target.compress === true;
   const key = await objectKey(target.prefix ?? DEFAULT_R2_PREFIX, entries, compress);
-  const body = await encodeEntries(entries, compress);
+  const body = await encodeBody(ndjson, compress);
   try {
     await bucket.put(key, body, {
       httpMetadata: { contentType: NDJSON_CONTENT_TYPE, ...(compress ? { contentEncoding: "gzip" } : {}) },
