@@ -93,6 +93,8 @@ async function setUp(base) {
   await call(base, "POST", `sys/mounts/${MOUNT}`, { type: "pki" });
   const ca = await call(base, "POST", `${MOUNT}/root/generate/internal`, { common_name: "Scale Bench Root", key_type: "ec", not_after: "2036-01-01T00:00:00Z" });
   await call(base, "POST", `${MOUNT}/roles/ec`, { allow_any_name: true, key_type: "ec", ttl: "24h" });
+  // Vault's default max_crl_entries (100,000) refuses the larger CRLs this bench builds; -1 lifts it.
+  await call(base, "POST", `${MOUNT}/config/crl`, { max_crl_entries: -1 });
   await call(base, "POST", "sys/policies/acl/scale", { policy: POLICY });
   const token = (await call(base, "POST", "auth/token/create", { policies: ["scale"], no_default_policy: true, ttl: "8h" })).auth.client_token;
   const leaf = await call(base, "POST", `${MOUNT}/issue/ec`, { common_name: "sample.scale.example" });
