@@ -24,6 +24,12 @@ import { rmSync, writeFileSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { SECONDS, TOKEN, call, cpuPerRequest, load, root, startBenchWorker, workerdCpu } from "./lib/bench-common.mjs";
 
+// One connection per request: a kept-alive connection was sometimes reset by the local runtime
+// between two requests (ECONNRESET / "other side closed" on the next request, after a long
+// seeding or tidy), failing a non-idempotent POST. A new loopback connection costs ~0.1 ms.
+const fetchKeepAlive = globalThis.fetch;
+globalThis.fetch = (url, init = {}) => fetchKeepAlive(url, { ...init, headers: { ...(init.headers ?? {}), connection: "close" } });
+
 const list = (v, d) => (v ?? d).split(",").map((x) => Number(x.trim())).filter((x) => x > 0);
 const STORED = list(process.env.BENCH_SCALE_STORED, "10000");
 const REVOKED = list(process.env.BENCH_SCALE_REVOKED, "1000");
