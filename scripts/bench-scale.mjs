@@ -10,9 +10,9 @@
 //             auto_rebuild=true (the CRL left to the schedule, Vault API /pki/config/crl) and
 //             with auto_rebuild=false (Vault's default: the CRL is rebuilt before the answer);
 //   CRL       GET crl/rotate (a complete build of every revocation) and the peak resident set of
-//             the workerd process during it (clear_refs 5 / VmHWM: an upper bound of the isolate's
-//             heap; local D1's SQLite cache is in the same process); per shard with config/crl
-//             shard_count where the build has it;
+//             the workerd process during it above its resident set before (clear_refs 5 / VmHWM:
+//             the whole process, local D1's SQLite included; workerd offers the Worker no heap
+//             reading); per shard with config/crl shard_count where the build has it;
 //   list      LIST certs (every serial) and the first page of LIST certs/detailed, median of 3;
 //   tidy      BENCH_SCALE_EXPIRED[i] expired certificates seeded, then tidy_cert_store: its time,
 //             its alarms (one step each, one Worker invocation each) and the most D1 statements
