@@ -118,24 +118,30 @@ function sourceTree(dir) {
   return tree;
 }
 
-/** Bundles the Worker once, so the benchmark runs a fixed build whatever happens in src/. */
-function bundle(tree, outdir) {
+/**
+ * Bundles the Worker once, so the benchmark runs a fixed build whatever happens in src/. `entry`
+ * (a path) replaces wrangler.toml's `main` for a bench-only entry that wraps the Worker (e.g.
+ * scripts/bench-scale-worker.ts); the bindings stay wrangler.toml's.
+ */
+function bundle(tree, outdir, entry) {
   const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
   try {
-    execFileSync(wrangler, ["deploy", "--dry-run", "--outdir", outdir, "-c", path.join(tree, "wrangler.toml")], { cwd: tree, stdio: ["ignore", "pipe", "pipe"] });
+    execFileSync(wrangler, ["deploy", ...(entry ? [entry] : []), "--dry-run", "--outdir", outdir, "-c", path.join(tree, "wrangler.toml")], { cwd: tree, stdio: ["ignore", "pipe", "pipe"] });
   } catch (e) {
     // src/ may be mid-edit: say why the bundle failed rather than only that it did.
     const said = `${e.stderr ?? ""}${e.stdout ?? ""}`.trim().split("\n").slice(-15).join("\n");
     throw new Error(`bundling the Worker failed (wrangler deploy --dry-run):\n${said}`);
   }
-  return path.join(outdir, "index.js");
+  // wrangler names the bundle after its entry module.
+  return path.join(outdir, entry ? `${path.basename(entry).replace(/\.[cm]?[jt]s$/, "")}.js` : "index.js");
 }
 
 /**
  * Applies the migrations to a throwaway state directory, bundles the Worker and starts it in the
  * local runtime with the bench's token and seal key (plus `bindings`, in startWorker's
  * {type, value} form). Resolves with {worker: {dispose}, dir, base}; `base` is the URL BENCH_TARGET
- * picks:
+ * picks. `opts.entry`: a bench-only entry module bundled instead of wrangler.toml's `main` (it
+ * must export the Durable Object classes wrangler.toml names); not with BENCH_REV.
  * - "worker" (the default): the Worker's own socket in workerd (Miniflare's unsafeDirectSockets),
  *   the Worker alone as it runs on Cloudflare. Miniflare's wrangler.toml reading
  *   (unstable_getMiniflareWorkerOptions) gives the same D1, Durable Object, queue and R2 bindings
@@ -146,12 +152,12 @@ function bundle(tree, outdir) {
  *   machine, which Cloudflare does not run (docs/pki-issuance-benchmark.md).
  * - "proxy": through wrangler's dev proxy (node), as `npm run dev` serves.
  */
-export async function startBenchWorker(bindings = {}) {
+export async function startBenchWorker(bindings = {}, opts = {}) {
   const dir = mkdtempSync(path.join(tmpdir(), "lanyard-bench-"));
   const wrangler = path.join(root, "node_modules", ".bin", "wrangler");
   const tree = sourceTree(dir);
   execFileSync(wrangler, ["d1", "migrations", "apply", "DB", "--local", "--persist-to", dir, "-c", path.join(tree, "wrangler.toml")], { cwd: tree, stdio: "ignore" });
-  const entrypoint = bundle(tree, path.join(dir, "bundle"));
+  const entrypoint = bundle(tree, path.join(dir, "bundle"), opts.entry);
   const vars = {
     ENVIRONMENT: { type: "plain_text", value: "development" },
     ROOT_TOKEN: { type: "plain_text", value: TOKEN },

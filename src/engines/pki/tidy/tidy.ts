@@ -278,12 +278,22 @@ export function newJob(params: TidyParams, now: number, auto: boolean): TidyJob 
   };
 }
 
+/**
+ * The most entries one tidy step handles. A step runs in one alarm, i.e. one Worker invocation,
+ * which may make at most 1,000 D1 queries (https://developers.cloudflare.com/d1/platform/limits/)
+ * and holds the page's rows (with their DER) in 128 MB. A step of 1,000 makes about 25
+ * statements: the page read and deletes of 90 serials each for certificates and revocations
+ * (storage/tidy-store.ts; the test in test/integration/pki-tidy.test.ts counts them).
+ */
+export const MAX_STEP = 1000;
+
 /** How many entries one step handles: one when pausing between entries, else a page. */
 export function stepSize(p: TidyParams): number {
   if (p.pause_ms > 0) return 1;
-  // page_size <= 0 means "no paging" upstream; one step still stays bounded so that a single
-  // alarm invocation fits the Worker's limits. The result is the same, only checkpointed.
-  return p.page_size > 0 ? p.page_size : 1000;
+  // page_size <= 0 means "no paging" upstream, and a page_size above MAX_STEP would not fit one
+  // invocation either: a step is one alarm, one Worker invocation. The result is the same, only
+  // checkpointed more often.
+  return p.page_size > 0 ? Math.min(p.page_size, MAX_STEP) : MAX_STEP;
 }
 
 export type CertVerdict = "keep" | "delete" | "delete-with-revocation";
