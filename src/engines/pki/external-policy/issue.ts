@@ -178,14 +178,7 @@ export async function issueWithExternalPolicy(ctx: IssueContext, r: ExternalPoli
     validity,
     // The AKI is the issuer's own SKI (issuerKeyId), so leaves of an imported CA whose SKI is
     // not the SHA-1 of its key still chain (RFC 5280 §4.2.1.1).
-    extensions: ({ ski, issuerSki, crlShard }) =>
-      templateExtensions(template, {
-        mode: r.mode,
-        ski,
-        keyReplaced,
-        issuerSki,
-        aia: shardAia(issuerAia, crlShard),
-      }),
+    extensions: ({ ski, issuerSki, crlShard }) => templateExtensions(template, { mode: r.mode, ski, keyReplaced, issuerSki, aia: shardAia(issuerAia, crlShard) }),
     // The template's own CDP is always replaced (template.ts), so a leaf names its shard.
     crlShards: shardCountFor(state.config.crl.shard_count, issuerAia, { ca: r.mode === "ica" }),
   });
