@@ -6,14 +6,16 @@
  * shard's revocations, and has its own numbers; a revocation rebuilds only its shard (the other
  * shards' and the full CRL's numbers and thisUpdate unchanged); a certificate issued before
  * sharding goes on the full CRL at once; 1 → N → 1 keeps every shard ever used published; after a
- * restore-like rollback every shard's number still grows; bad shard paths are 400/404.
+ * restore-like rollback every shard's number still grows; bad shard paths are 400/404;
+ * sign-verbatim names its shard, and a no_store certificate revoked by PEM lands on the shard its
+ * CDP names.
  */
 import { env, runInDurableObject } from "cloudflare:test";
 import { AsnConvert } from "@peculiar/asn1-schema";
 import { IssuingDistributionPoint } from "@peculiar/asn1-x509";
 import { describe, expect, it } from "vitest";
 import { api, read, write } from "../helpers/api";
-import { pkiWithRoot, x509 } from "../helpers/pki";
+import { makeCsr, pkiWithRoot, x509 } from "../helpers/pki";
 
 const BASE = "http://crl.example/v1/pki/crl";
 
@@ -30,13 +32,17 @@ interface Leaf {
   cdp: string[];
 }
 
-async function issue(path: string): Promise<Leaf> {
-  const r = await write(`${path}/issue/ec`, { common_name: "leaf.example", ttl: "1h" });
+async function issue(path: string, role = "ec"): Promise<Leaf & { pem: string }> {
+  const r = await write(`${path}/issue/${role}`, { common_name: "leaf.example", ttl: "1h" });
   expect(r.status, r.text).toBe(200);
-  const cert = new x509.X509Certificate(r.body.data.certificate as string);
+  return { ...leafOf(r.body.data.certificate as string, r.body.data.serial_number as string), pem: r.body.data.certificate as string };
+}
+
+function leafOf(pem: string, serial: string): Leaf {
+  const cert = new x509.X509Certificate(pem);
   const cdp = cert.getExtension(x509.CRLDistributionPointsExtension);
   const urls = (cdp?.distributionPoints ?? []).flatMap((d) => (d.distributionPoint?.fullName ?? []).map((n) => n.uniformResourceIdentifier ?? ""));
-  return { serial: r.body.data.serial_number as string, cdp: urls };
+  return { serial, cdp: urls };
 }
 
 const intOf = (b: ArrayBuffer) => new Uint8Array(b).slice(2).reduce((a, x) => a * 256 + x, 0);
@@ -192,5 +198,22 @@ describe("CRL shard numbers after a restore", () => {
     });
     await read(`${path}/crl/rotate`);
     for (const s of [0, 1]) expect((await crlAt(path, `crl/shard/${s}`)).number).toBeGreaterThan(highest[s] ?? Infinity);
+  });
+});
+
+describe("other issuance paths", () => {
+  it("sign-verbatim names its shard; a no_store certificate revoked by PEM goes on the shard its CDP names", async () => {
+    const { path } = await setup(4);
+    const { pem: csr } = await makeCsr("verbatim.example");
+    const v = await write(`${path}/sign-verbatim`, { csr, ttl: "1h" });
+    const verbatim = leafOf(v.body.data.certificate as string, v.body.data.serial_number as string);
+    expect(verbatim.cdp).toEqual([`${BASE}/shard/${modOf(verbatim.serial, 4)}`]);
+
+    await write(`${path}/roles/nostore`, { allow_any_name: true, key_type: "ec", max_ttl: "24h", no_store: true });
+    const unstored = await issue(path, "nostore");
+    const shard = modOf(unstored.serial, 4);
+    expect(unstored.cdp).toEqual([`${BASE}/shard/${shard}`]);
+    await write(`${path}/revoke`, { certificate: unstored.pem });
+    expect((await crlAt(path, `crl/shard/${shard}`)).serials).toEqual([unstored.serial]);
   });
 });
