@@ -20,6 +20,9 @@
  *   (rows are numbered in commit order, so none ≤ M can appear later), and records M as its
  *   max_seq. Its delta lists the revocations above that; a fresh complete build writes an empty
  *   delta next to it (upstream does too). A delta row's max_seq is the highest sequence it covers.
+ * - Scopes (docs/pki-revocation-crl.md "Sharded CRLs"; crl-targets.ts): every rule above holds per
+ *   (CRL issuer, scope), where the scope is the full CRL or one CRL shard; a build for some shards
+ *   touches only their rows, counters and entries, so the full CRL and other shards keep theirs.
  * - Entries are streamed page by page from D1 into per-CRL byte buffers (crl.ts): memory grows
  *   with the DER (≈40 bytes per entry), not with row objects. DER larger than one D1 value is
  *   stored in slices (revocation-store.ts).
@@ -39,8 +42,6 @@ import {
   deleteCrlsExceptStmts,
   getCrlDer,
   listCrlMeta,
-  listRevokedEntries,
-  type RevokedEntry,
   maxRevokedSeq,
   putCrlStmts,
   runRevocationBatch,
