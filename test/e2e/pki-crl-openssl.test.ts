@@ -4,7 +4,10 @@
  * revoked certificate as revoked and a good one as OK, CRL numbers strictly increase,
  * revoke-with-key works with keys openssl generated (RSA, EC, Ed25519; PKCS#8 and traditional
  * PEM) and refuses a wrong key, 100 concurrent revocations across two issuers all land on the
- * CRLs, and bad input is a 4xx.
+ * CRLs, and bad input is a 4xx. The docs' walk-throughs run as written, the sharded one too
+ * (docs/pki-revocation-crl.md "Sharded CRLs": openssl reads a shard, its critical IDP names the
+ * certificate's CDP URL, `verify -crl_check` with the shard passes a good certificate and fails
+ * a revoked one).
  */
 import { execFile } from "node:child_process";
 import { readFile } from "node:fs/promises";
@@ -194,25 +197,47 @@ describe("bad input is a 4xx", () => {
   });
 });
 
-describe("docs/pki-revocation-crl.md", () => {
-  it("the walk-through runs as written and ends with CRLs openssl verifies", async () => {
-    const doc = await readFile(path.resolve(import.meta.dirname, "../../docs/pki-revocation-crl.md"), "utf8");
-    const block = /<!-- crl-walkthrough:start -->\s*```bash\n([\s\S]*?)```\s*<!-- crl-walkthrough:end -->/.exec(doc)?.[1];
-    expect(block, "the doc has the walk-through block").toBeTruthy();
-    await withFiles({}, async (p) => {
-      const { stdout } = await promisify(execFile)("bash", ["-euo", "pipefail", "-c", block ?? ""], {
-        cwd: path.dirname(p("x")),
-        env: { ...process.env, LANYARD: inject("baseUrl"), ROOT: E2E_ROOT_TOKEN, M: `pki_rev_${crypto.randomUUID().slice(0, 6)}` },
-        timeout: 60_000,
-      }).catch((e: { stdout?: string; stderr?: string }) => {
-        throw new Error(`walk-through failed\nstdout:\n${e.stdout ?? ""}\nstderr:\n${e.stderr ?? ""}`);
-      });
-      const lines = stdout.trim().split("\n");
-      expect(lines.slice(0, 2)).toEqual(["revoked", "revoked"]);
-      expect(stdout).toContain("verify OK");
-      expect(stdout).toContain("certificate revoked");
-      expect(stdout).toContain("c.pem: OK");
-      expect(stdout).toMatch(/X509v3 Delta CRL Indicator: critical/);
+/** Runs the doc's block between `<!-- <tag>:start -->` and `<!-- <tag>:end -->` as written; its stdout. */
+async function runDocBlock(tag: string, mountPrefix: string): Promise<string> {
+  const doc = await readFile(path.resolve(import.meta.dirname, "../../docs/pki-revocation-crl.md"), "utf8");
+  const block = new RegExp(`<!-- ${tag}:start -->\\s*\`\`\`bash\\n([\\s\\S]*?)\`\`\`\\s*<!-- ${tag}:end -->`).exec(doc)?.[1];
+  expect(block, `the doc has the ${tag} block`).toBeTruthy();
+  return withFiles({}, async (p) => {
+    const { stdout } = await promisify(execFile)("bash", ["-euo", "pipefail", "-c", block ?? ""], {
+      cwd: path.dirname(p("x")),
+      env: { ...process.env, LANYARD: inject("baseUrl"), ROOT: E2E_ROOT_TOKEN, M: `${mountPrefix}_${crypto.randomUUID().slice(0, 6)}` },
+      timeout: 60_000,
+    }).catch((e: { stdout?: string; stderr?: string }) => {
+      throw new Error(`${tag} failed\nstdout:\n${e.stdout ?? ""}\nstderr:\n${e.stderr ?? ""}`);
     });
+    return stdout;
+  });
+}
+
+describe("docs/pki-revocation-crl.md", () => {
+  it("the sharded-CRL walk-through runs as written: openssl reads the shard, its IDP is the certificate's CDP, verify passes the good and fails the revoked", async () => {
+    const stdout = await runDocBlock("crl-shards-walkthrough", "pki_shards");
+    const lines = stdout.trim().split("\n");
+    expect(lines[0]).toBe("4");
+    const cdp = /URI:(http\S+\/crl\/shard\/([0-3]))/.exec(stdout);
+    expect(cdp, stdout).toBeTruthy();
+    expect(stdout).toContain("revoked");
+    expect(stdout).toContain("verify OK");
+    expect(stdout).toMatch(/X509v3 Issuing Distribution Point: critical/);
+    // The IDP names exactly the URI the revoked certificate carries.
+    expect(stdout.split(cdp?.[1] ?? "\0").length).toBeGreaterThanOrEqual(3);
+    expect(stdout).toContain("Only User Certificates");
+    expect(stdout).toContain("good.pem: OK");
+    expect(stdout).toContain("certificate revoked");
+  });
+
+  it("the walk-through runs as written and ends with CRLs openssl verifies", async () => {
+    const stdout = await runDocBlock("crl-walkthrough", "pki_rev");
+    const lines = stdout.trim().split("\n");
+    expect(lines.slice(0, 2)).toEqual(["revoked", "revoked"]);
+    expect(stdout).toContain("verify OK");
+    expect(stdout).toContain("certificate revoked");
+    expect(stdout).toContain("c.pem: OK");
+    expect(stdout).toMatch(/X509v3 Delta CRL Indicator: critical/);
   });
 });

@@ -142,6 +142,8 @@ describe("config/crl", () => {
       delta_rebuild_interval: "15m",
       allow_expired_cert_revocation: false,
       max_crl_entries: 100000,
+      shard_count: 1,
+      published_shards: 1,
       cross_cluster_revocation: false,
       unified_crl: false,
       unified_crl_on_existing_paths: false,

@@ -200,6 +200,13 @@ export interface CrlConfig {
   delta_rebuild_interval: string;
   allow_expired_cert_revocation: boolean;
   max_crl_entries: number;
+  /**
+   * CRL shards new certificates are spread over (docs/pki-revocation-crl.md "Sharded CRLs"); 1 =
+   * one full CRL, as upstream. A Lanyard extension.
+   */
+  shard_count: number;
+  /** The highest shard_count ever set: shards 0 … published_shards−1 stay published (read only). */
+  published_shards: number;
 }
 
 /** Vault's cluster-wide revocation switches: accepted and echoed; Lanyard is a single cluster. */
@@ -335,6 +342,8 @@ export const CONFIG_DEFAULTS: ConfigShapes = {
     delta_rebuild_interval: "15m",
     allow_expired_cert_revocation: false,
     max_crl_entries: 100000,
+    shard_count: 1,
+    published_shards: 1,
   },
   auto_tidy: AUTO_TIDY_DEFAULTS,
   external_policy: EXTERNAL_POLICY_DEFAULTS,

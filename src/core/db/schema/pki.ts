@@ -118,6 +118,11 @@ export const pkiCerts = sqliteTable(
     role: text("role"),
     /** pki_revoked.revocation_time, set by the trigger pki_certs_inv_revoked_mark; null while not revoked. */
     revokedAt: integer("revoked_at"),
+    /**
+     * The CRL shard fixed at issuance (docs/pki-revocation-crl.md "Sharded CRLs"; migration 0018);
+     * null when issued with one shard (or before sharding): the certificate names the full CRL.
+     */
+    crlShard: integer("crl_shard"),
   },
   (t) => [
     uniqueIndex("pki_certs_mount_serial").on(t.mountId, t.serial),
@@ -196,8 +201,14 @@ export const pkiRevoked = sqliteTable(
     createdAt: integer("created_at").notNull(),
     /** RFC 5280 §5.3.1 CRLReason; 0 (unspecified) writes no reasonCode entry extension (migration 0015). */
     reason: integer("reason").notNull().default(0),
+    /** The certificate's CRL shard (pki_certs.crl_shard), null for the full CRL only (migration 0018). */
+    crlShard: integer("crl_shard"),
   },
-  (t) => [uniqueIndex("pki_revoked_mount_serial").on(t.mountId, t.serial), index("pki_revoked_mount_issuer").on(t.mountId, t.issuerId)],
+  (t) => [
+    uniqueIndex("pki_revoked_mount_serial").on(t.mountId, t.serial),
+    index("pki_revoked_mount_issuer").on(t.mountId, t.issuerId),
+    index("pki_revoked_mount_shard").on(t.mountId, t.crlShard, t.id),
+  ],
 );
 
 /**
@@ -209,7 +220,10 @@ export const pkiCrls = sqliteTable(
   {
     mountId: text("mount_id").notNull(),
     issuerId: text("issuer_id").notNull(),
-    /** "complete" or "delta". */
+    /**
+     * "complete" or "delta" (the full CRL), or "shard:<n>:complete" / "shard:<n>:delta" for CRL
+     * shard n (docs/pki-revocation-crl.md "Sharded CRLs"; each has its own number sequence).
+     */
     kind: text("kind").notNull(),
     /** The CRL number (RFC 5280 §5.2.3); complete and delta CRLs share the counter. */
     number: integer("number").notNull(),

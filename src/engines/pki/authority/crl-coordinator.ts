@@ -11,7 +11,11 @@
  *   request arriving later queues a new one. Hence 100 concurrent revocations cost at most a
  *   few builds, and each answer covers its own revocation.
  * - Joined requests merge: a complete request upgrades a queued delta (a complete build writes a
- *   fresh delta too); `force` is or-ed.
+ *   fresh delta too); `force` is or-ed. Scopes merge too (docs/pki-revocation-crl.md "Sharded
+ *   CRLs"): shard-only requests join into one build of the union of their shards; a request for
+ *   every scope (no `shards`) makes the build cover every scope. A queued delta of every scope
+ *   joined by a shard's complete request becomes a complete build of every scope (a superset of
+ *   both). So revocations in one shard, however many, cost builds of that shard only.
  * - The DO's storage keeps the last CRL number of each group ("crl:number:<group>"), written by
  *   the build before the CRL itself: numbers only grow, across restarts too. It is a guard, not
  *   the source: a build also reads the numbers stored in D1 and never numbers below its clock in
@@ -49,6 +53,14 @@ interface Pending {
   reject(e: unknown): void;
 }
 
+/** One request covering two (see the invariants above). */
+export function mergeRequests(a: CrlBuildRequest, b: CrlBuildRequest): CrlBuildRequest {
+  const kind = a.kind === "complete" || b.kind === "complete" ? "complete" : "delta";
+  const merged: CrlBuildRequest = { kind, force: a.force || b.force };
+  if (a.shards && b.shards && a.kind === b.kind) merged.shards = [...new Set([...a.shards, ...b.shards])];
+  return merged;
+}
+
 export class CrlCoordinator {
   private tail: Promise<void> = Promise.resolve();
   private next: Pending | null = null;
@@ -74,8 +86,7 @@ export class CrlCoordinator {
     if (queued) {
       queued.mount = mount;
       queued.requests++;
-      if (req.kind === "complete") queued.req.kind = "complete";
-      queued.req.force ||= req.force;
+      queued.req = mergeRequests(queued.req, req);
       return queued.promise;
     }
     let resolve: (r: CrlBuildReport) => void = () => undefined;
@@ -84,7 +95,7 @@ export class CrlCoordinator {
       resolve = res;
       reject = rej;
     });
-    const pending: Pending = { req: { ...req }, mount, requests: 1, promise, resolve, reject };
+    const pending: Pending = { req: { ...req, ...(req.shards ? { shards: [...req.shards] } : {}) }, mount, requests: 1, promise, resolve, reject };
     this.next = pending;
     this.tail = this.tail.then(() => this.run(pending));
     return promise;

@@ -21,6 +21,7 @@ import { certificateResponse, signNewCertificate, signingIssuerFrom, storeCertif
 import { validateKeySpec } from "../x509/keytypes";
 import { toPem } from "../x509/pem";
 import { resolveAia, type AiaUrls } from "../issuance/profile";
+import { shardAia, shardCountFor } from "../revocation/crl-shards";
 import { loadIssuanceState, putConfigStmt, runBatch, type IssuanceState, type IssuerRow, type Stmt } from "../storage/store";
 import { generateKeyPair, parseCertificate, signCsr } from "../x509/x509";
 
@@ -169,6 +170,7 @@ export async function issueWithExternalPolicy(ctx: IssueContext, r: ExternalPoli
 
   // The template's signature algorithm, where the issuer's key allows it (template.ts).
   const choice = signatureChoice(template, (await publicKeyFacts(base64ToBytes(issuer.publicKey))).type);
+  const issuerAia = resolveAia(issuer.id, issuer.aia, state.config.urls, state.config.cluster);
   const signed = await signNewCertificate(ctx, {
     signedBy: { issuer, key: issuerKey, signature: choice },
     subject: template.subject,
@@ -176,14 +178,9 @@ export async function issueWithExternalPolicy(ctx: IssueContext, r: ExternalPoli
     validity,
     // The AKI is the issuer's own SKI (issuerKeyId), so leaves of an imported CA whose SKI is
     // not the SHA-1 of its key still chain (RFC 5280 §4.2.1.1).
-    extensions: ({ ski, issuerSki }) =>
-      templateExtensions(template, {
-        mode: r.mode,
-        ski,
-        keyReplaced,
-        issuerSki,
-        aia: resolveAia(issuer.id, issuer.aia, state.config.urls, state.config.cluster),
-      }),
+    extensions: ({ ski, issuerSki, crlShard }) => templateExtensions(template, { mode: r.mode, ski, keyReplaced, issuerSki, aia: shardAia(issuerAia, crlShard) }),
+    // The template's own CDP is always replaced (template.ts), so a leaf names its shard.
+    crlShards: shardCountFor(state.config.crl.shard_count, issuerAia, { ca: r.mode === "ica" }),
   });
 
   // The status row goes in the same batch as the certificate (or alone when it is not stored).

@@ -11,6 +11,7 @@ import { loadCsr } from "./csr";
 import { validateKeySpec } from "../x509/keytypes";
 import { applyRole, type NameRequest } from "../policy/policy";
 import { leafExtensions, resolveAia } from "./profile";
+import { shardAia, shardCountFor } from "../revocation/crl-shards";
 import type { Role } from "../policy/roles";
 import type { IssuanceState } from "../storage/store";
 import { generateKeyPair, type CsrInfo } from "../x509/x509";
@@ -95,7 +96,8 @@ export async function issueLeaf(ctx: IssueContext, state: IssuanceState, r: Leaf
     subject,
     subjectKey,
     validity,
-    extensions: ({ ski, issuerSki }) => leafExtensions({ role, sans: names.sans, subjectEmpty: subject.length <= 2, ski, issuerSki, aia }),
+    extensions: ({ ski, issuerSki, crlShard }) => leafExtensions({ role, sans: names.sans, subjectEmpty: subject.length <= 2, ski, issuerSki, aia: shardAia(aia, crlShard) }),
+    crlShards: shardCountFor(cfg.crl.shard_count, aia, { ca: false }),
   });
 
   if (!role.no_store) {

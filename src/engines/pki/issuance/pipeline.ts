@@ -47,6 +47,7 @@ import { certOutput, encodeCert, formatPrivateKey, responseChain, type CertForma
 import { reserveSerial } from "./serials";
 import { commitCertificate } from "./cert-commit";
 import { inventoryColumns } from "../inventory/columns";
+import { shardOf } from "../revocation/crl-shards";
 import { computeValidity, type LeafNotAfterBehavior, type Validity } from "./ttl";
 
 /** What every PKI operation of a request works with: the database, the Worker env, the mount. */
@@ -203,6 +204,8 @@ export interface KeyIds {
   ski: Uint8Array;
   /** The signer's: issuerKeyId, or `ski` for a self-signed certificate. */
   issuerSki: Uint8Array;
+  /** The CRL shard the certificate names (revocation/crl-shards.ts); null: the full CRL. */
+  crlShard: number | null;
 }
 
 export interface CertificateToSign {
@@ -212,8 +215,13 @@ export interface CertificateToSign {
   /** A promise lets key generation overlap the serial round trip. */
   subjectKey: SubjectKey | Promise<SubjectKey>;
   validity: Validity;
-  /** The profile's extensions, once the key identifiers are known. */
+  /** The profile's extensions, once the key identifiers (and the CRL shard) are known. */
   extensions: (ids: KeyIds) => ExtensionDer[];
+  /**
+   * Shards to assign among (shardCountFor); absent or 1: none. The shard is fixed here, from the
+   * serial, and stored with the row (docs/pki-revocation-crl.md "Sharded CRLs").
+   */
+  crlShards?: number;
 }
 
 export interface SignedCertificate {
@@ -223,6 +231,8 @@ export interface SignedCertificate {
   /** notAfter in Unix seconds: the stored row's and the response's expiration. */
   notAfterSec: number;
   subjectKey: SubjectKey;
+  /** The CRL shard its CDP names; null when none (pki_certs.crl_shard). */
+  crlShard: number | null;
 }
 
 export async function signNewCertificate(ctx: IssueContext, c: CertificateToSign): Promise<SignedCertificate> {
@@ -235,6 +245,7 @@ export async function signNewCertificate(ctx: IssueContext, c: CertificateToSign
     "issuer" in by ? issuerKeyId(by.issuer) : null,
   ]);
   const { ski } = await publicKeyFacts(key.spki);
+  const crlShard = (c.crlShards ?? 1) > 1 ? shardOf(serialHex, c.crlShards ?? 1) : null;
   const der = await signCertificate({
     serialHex,
     subject: c.subject,
@@ -242,10 +253,10 @@ export async function signNewCertificate(ctx: IssueContext, c: CertificateToSign
     notBefore: c.validity.notBefore,
     notAfter: c.validity.notAfter,
     spki: key.spki,
-    extensions: c.extensions({ ski, issuerSki: issuerSki ?? ski }),
+    extensions: c.extensions({ ski, issuerSki: issuerSki ?? ski, crlShard }),
     signer,
   });
-  return { der, serial: colonHex(serialHex), notAfterSec: Math.floor(c.validity.notAfter.getTime() / 1000), subjectKey: key };
+  return { der, serial: colonHex(serialHex), notAfterSec: Math.floor(c.validity.notAfter.getTime() / 1000), subjectKey: key, crlShard };
 }
 
 async function selfSigner(key: SubjectKey, choice: SignatureChoice): Promise<Signer> {
@@ -284,6 +295,7 @@ function certificateRow(ctx: IssueContext, signed: SignedCertificate, r: CertRec
     metadata: sealedMetadata,
     ...inventoryColumns(signed.der),
     role: r.role ?? null,
+    crlShard: signed.crlShard,
   };
 }
 

@@ -29,6 +29,7 @@ import { loadCsr, refuseWeakRsaCsr } from "./csr";
 import type { CsrInfo } from "../x509/x509";
 import { validateKeySpec } from "../x509/keytypes";
 import { extKeyUsageOids, keyUsageBits, resolveAia, type AiaUrls } from "./profile";
+import { shardAia, shardCountFor } from "../revocation/crl-shards";
 import { OID_AKI, OID_SKI } from "../x509/resign";
 import type { Role } from "../policy/roles";
 import { DEFAULT_KEY_USAGE } from "../defaults";
@@ -157,7 +158,9 @@ export async function signVerbatim(ctx: IssueContext, f: FieldValues<typeof sign
     subject,
     subjectKey: { spki: csr.spki, pkcs8: null, keyType: csr.facts.type },
     validity,
-    extensions: verbatimExtensions(csr, f, aia),
+    extensions: (ids) => verbatimExtensions(csr, f, shardAia(aia, ids.crlShard))(ids),
+    // A CDP the CSR brings is kept (verbatim), and then the certificate names no shard.
+    crlShards: shardCountFor(cfg.crl.shard_count, aia, { ca: false, ownCdp: csr.extensions.some((e) => e.oid === OID.crlDistributionPoints) }),
   });
 
   if (!role?.no_store) {

@@ -9,6 +9,13 @@ import { CONFIG_DEFAULTS, CRL_CLUSTER_DEFAULTS, type CrlClusterFlags, type CrlCo
 
 export type CrlConfigFull = CrlConfig & CrlClusterFlags;
 
+/**
+ * The most CRL shards a mount may have. A complete rebuild (crl/rotate, the schedule) signs one
+ * CRL per shard, and every shard ever used stays published (docs/pki-revocation-crl.md "Sharded
+ * CRLs"), so the cap bounds that work; Let's Encrypt runs 128 shards per issuer.
+ */
+export const MAX_CRL_SHARDS = 256;
+
 export const crlConfigFields = defineFields({
   expiry: { type: "string", description: "How long a CRL is valid (its nextUpdate); default 72h." },
   disable: { type: "bool", description: "Publish empty CRLs (revocations are still recorded)." },
@@ -20,6 +27,7 @@ export const crlConfigFields = defineFields({
   delta_rebuild_interval: { type: "string", description: "Rebuild delta CRLs this often when revocations arrived; default 15m." },
   allow_expired_cert_revocation: { type: "bool", description: "Allow revoking certificates that have expired." },
   max_crl_entries: { type: "int", description: "Largest CRL to publish (-1: no limit); default 100000." },
+  shard_count: { type: "int", description: `CRL shards new certificates are spread over (1 to ${MAX_CRL_SHARDS}); default 1, one full CRL.` },
   cross_cluster_revocation: { type: "bool", description: "Accepted for compatibility; no effect (single cluster)." },
   unified_crl: { type: "bool", description: "Accepted for compatibility; no effect (single cluster)." },
   unified_crl_on_existing_paths: { type: "bool", description: "Accepted for compatibility; no effect (single cluster)." },
@@ -44,6 +52,8 @@ export function crlConfigView(c: CrlConfigFull): Record<string, unknown> {
     delta_rebuild_interval: c.delta_rebuild_interval,
     allow_expired_cert_revocation: c.allow_expired_cert_revocation,
     max_crl_entries: c.max_crl_entries,
+    shard_count: c.shard_count,
+    published_shards: c.published_shards,
     cross_cluster_revocation: c.cross_cluster_revocation,
     unified_crl: c.unified_crl,
     unified_crl_on_existing_paths: c.unified_crl_on_existing_paths,
@@ -99,6 +109,13 @@ export function applyCrlConfigUpdate(current: CrlConfigFull, f: Fields, has: (na
     if (v !== -1 && v <= 0) throw badRequest(`max_crl_entries must be -1 (no limit) or a positive number, got ${v}`);
     next.max_crl_entries = v;
   }
+  if (has("shard_count")) {
+    const v = f.shard_count ?? 1;
+    if (!Number.isInteger(v) || v < 1 || v > MAX_CRL_SHARDS) throw badRequest(`shard_count must be an integer from 1 to ${MAX_CRL_SHARDS}, got ${v}`);
+    next.shard_count = v;
+    // Certificates issued under a larger count name their shard for life: it stays published.
+    next.published_shards = Math.max(current.published_shards, v);
+  }
 
   if (next.unified_crl_on_existing_paths && !next.unified_crl) {
     throw badRequest("unified_crl_on_existing_paths cannot be enabled if unified_crl is disabled");
@@ -123,8 +140,13 @@ export function applyCrlConfigUpdate(current: CrlConfigFull, f: Fields, has: (na
 
 /**
  * Whether a config change needs new CRLs now (upstream pathCRLWrite): disable toggled, auto
- * rebuilding switched off, or delta CRLs switched on or off.
+ * rebuilding switched off, or delta CRLs switched on or off; and (Lanyard) new shards published.
  */
 export function crlConfigNeedsRebuild(before: CrlConfig, after: CrlConfig): boolean {
-  return before.disable !== after.disable || (before.auto_rebuild && !after.auto_rebuild) || before.enable_delta !== after.enable_delta;
+  return (
+    before.disable !== after.disable ||
+    (before.auto_rebuild && !after.auto_rebuild) ||
+    before.enable_delta !== after.enable_delta ||
+    before.published_shards !== after.published_shards
+  );
 }

@@ -20,6 +20,9 @@
  *   (rows are numbered in commit order, so none ≤ M can appear later), and records M as its
  *   max_seq. Its delta lists the revocations above that; a fresh complete build writes an empty
  *   delta next to it (upstream does too). A delta row's max_seq is the highest sequence it covers.
+ * - Scopes (docs/pki-revocation-crl.md "Sharded CRLs"; crl-targets.ts): every rule above holds per
+ *   (CRL issuer, scope), where the scope is the full CRL or one CRL shard; a build for some shards
+ *   touches only their rows, counters and entries, so the full CRL and other shards keep theirs.
  * - Entries are streamed page by page from D1 into per-CRL byte buffers (crl.ts): memory grows
  *   with the DER (≈40 bytes per entry), not with row objects. DER larger than one D1 value is
  *   stored in slices (revocation-store.ts).
@@ -29,16 +32,16 @@ import { openDb } from "../../../core/db/client";
 import { parseDurationSeconds } from "../../../core/duration";
 import type { MountRow } from "../../../core/mount-store";
 import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
-import { RevokedListWriter, assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList } from "../x509/crl";
+import { assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList } from "../x509/crl";
 import { crlGroups, crlSigner, type CrlGroup } from "./crl-groups";
+import { counterKey, fillTargets, planTargets, reportKey, scopesOf, storedNumber, type Target } from "./crl-targets";
+import { shardUrl, storedKind } from "./crl-shards";
 import { certDerFromPem } from "../ca/issuers";
 import { resolveAia } from "../issuance/profile";
 import {
   deleteCrlsExceptStmts,
   getCrlDer,
   listCrlMeta,
-  listRevokedEntries,
-  type RevokedEntry,
   maxRevokedSeq,
   putCrlStmts,
   runRevocationBatch,
@@ -48,9 +51,6 @@ import { invalidate } from "../../../core/read-cache";
 import { authorityOf } from "../issuance/serials";
 import { getAllConfig, listIssuers, listKeys, type ConfigShapes, type CrlConfig, type IssuerRow, type KeyRow } from "../storage/store";
 import { isSignedBy, signBytes } from "../x509/x509";
-
-/** Rows per D1 page while streaming revocations into the CRLs. */
-const PAGE = 5000;
 
 /** The CRL-number counters the Authority keeps (one per CRL issuer group). */
 export interface CrlCounters {
@@ -62,6 +62,11 @@ export interface CrlBuildRequest {
   kind: CrlKind;
   /** Forced builds (crl/rotate, config changes) write an empty CRL while `disable` is set. */
   force: boolean;
+  /**
+   * Only these CRL shards (a revocation of a certificate in a shard); absent: the full CRLs and
+   * every published shard (docs/pki-revocation-crl.md "Sharded CRLs").
+   */
+  shards?: number[];
 }
 
 export interface CrlBuildReport {
@@ -70,7 +75,7 @@ export interface CrlBuildReport {
   warnings: string[];
   /** Refusals that left a CRL unchanged (max_crl_entries). */
   errors: string[];
-  /** CRL numbers written, by issuer id. */
+  /** CRL numbers written, by issuer id (a shard's by `<issuer id>/shard/<n>`, crl-targets.ts reportKey). */
   numbers: Record<string, { complete?: number; delta?: number }>;
   maxSeq: number;
 }
@@ -80,8 +85,10 @@ export interface CrlBuildReport {
  * Authority writes the CRLs in its own isolate, so this one's cached public answers (area "pki",
  * routes/edge-cache.ts) are forgotten once it answers: the caller's next CRL read is the new one.
  */
-export async function rebuildCrls(env: Env, mount: MountRow, opts: { force?: boolean } = {}): Promise<string[]> {
-  const r = await authorityOf(env, mount).crlRebuild(mount, { kind: "complete", force: opts.force ?? false });
+export async function rebuildCrls(env: Env, mount: MountRow, opts: { force?: boolean; shards?: number[] } = {}): Promise<string[]> {
+  const req: CrlBuildRequest = { kind: "complete", force: opts.force ?? false };
+  if (opts.shards) req.shards = opts.shards;
+  const r = await authorityOf(env, mount).crlRebuild(mount, req);
   invalidate("pki");
   return [...r.warnings, ...r.errors];
 }
@@ -100,15 +107,6 @@ export function durationOr(value: string, fallback: number): number {
   } catch {
     return fallback;
   }
-}
-
-interface Target {
-  group: CrlGroup;
-  writer: RevokedListWriter;
-  /** Revocations above this sequence belong on the delta (complete builds: unused). */
-  baseSeq: number;
-  completeNumber: number;
-  seen: Set<string> | null;
 }
 
 /** Where an entry goes: its issuer's group, else (issuer gone) the default issuer's group. */
@@ -141,17 +139,6 @@ async function addRevokedIssuers(issuers: IssuerRow[], targets: Target[]): Promi
   }
 }
 
-async function streamEntries(db: Db, mountId: string, afterSeq: number, uptoSeq: number, place: (e: RevokedEntry) => void): Promise<void> {
-  let after = afterSeq;
-  for (;;) {
-    const page = await listRevokedEntries(db, mountId, after, uptoSeq, PAGE);
-    for (const e of page) place(e);
-    const last = page[page.length - 1];
-    if (!last || page.length < PAGE) return;
-    after = last.id;
-  }
-}
-
 function freshestUrls(rep: IssuerRow, cfg: ConfigShapes, warnings: string[]): string[] {
   try {
     return resolveAia(rep.id, rep.aia, cfg.urls, cfg.cluster).deltaCrlDistributionPoints;
@@ -170,17 +157,6 @@ async function signCrl(env: Env, group: CrlGroup, keys: Map<string, KeyRow>, war
   const raw = await signBytes(s.signer, tbs);
   const sig = s.algorithm.family === "ec" ? ecdsaSignatureDer(raw) : raw;
   return bytesToBase64(assembleCertificateList(tbs, s.algorithm, sig));
-}
-
-/** The complete CRL each group's delta builds on; null when a group has none yet. */
-function deltaBases(groups: CrlGroup[], metas: CrlMetaRow[]): Map<string, { number: number; maxSeq: number }> | null {
-  const completes = new Map<string, { number: number; maxSeq: number }>();
-  for (const g of groups) {
-    const c = metas.find((r) => r.issuerId === g.representative.id && r.kind === "complete");
-    if (!c) return null;
-    completes.set(g.id, { number: c.number, maxSeq: c.maxSeq });
-  }
-  return completes;
 }
 
 type CrlMetaRow = Awaited<ReturnType<typeof listCrlMeta>>[number];
@@ -213,45 +189,50 @@ export function nextCrlNumber(stored: number, now: number): number {
 }
 
 /**
- * Signs one group's CRLs (a complete one with its fresh empty delta, or a delta) and stores them
- * for every member issuer. Over max_crl_entries, the group gets an error and keeps its old CRLs.
+ * Signs one target's CRLs (a complete one with its fresh empty delta, or a delta) and stores them
+ * for every member issuer. Over max_crl_entries, the target gets an error and keeps its old CRLs.
+ * A shard's CRLs carry its Issuing Distribution Point (critical, RFC 5280 §5.2.5), the delta the
+ * same one as its base (§5.2.4).
  */
 async function signAndStore(run: SignRun, t: Target): Promise<void> {
   const { env, db, kind, cfg, keys, counters, report, thisUpdate, nextUpdate, maxSeq } = run;
   const g = t.group;
   const limit = cfg.crl.max_crl_entries;
   if (limit > 0 && t.writer.count > limit) {
-    report.errors.push(`error building CRL: revocation list size (${t.writer.count}) exceeds configured maximum (${limit}) for issuer ${g.representative.id}`);
+    const what = t.shard === null ? "" : ` (CRL shard ${t.shard})`;
+    report.errors.push(`error building CRL: revocation list size (${t.writer.count}) exceeds configured maximum (${limit}) for issuer ${g.representative.id}${what}`);
     return;
   }
   const revoked = t.writer.finish();
-  const ids = new Set(g.members.map((m) => m.id));
-  const stored = Math.max(await counters.last(g.id), ...run.metas.filter((r) => ids.has(r.issuerId)).map((r) => r.number));
-  const meta = (k: CrlKind, number: number, seq: number) => ({ kind: k, number, maxSeq: seq, thisUpdate: thisUpdate.getTime(), nextUpdate: nextUpdate.getTime() });
-  const rows: { kind: CrlKind; number: number; maxSeq: number; thisUpdate: number; nextUpdate: number; b64: string }[] = [];
+  const key = counterKey(t);
+  const stored = Math.max(await counters.last(key), storedNumber(run.metas, g, t.shard));
+  const meta = (k: CrlKind, number: number, seq: number) => ({ kind: storedKind(k, t.shard), number, maxSeq: seq, thisUpdate: thisUpdate.getTime(), nextUpdate: nextUpdate.getTime() });
+  const rows: { kind: CrlKind; number: number; b64: string }[] = [];
+  const scope = t.idp === null ? {} : { issuingDistributionPoint: { urls: t.idp, onlyUserCerts: true } };
+  const number = nextCrlNumber(stored, run.now);
   if (kind === "complete") {
-    const number = nextCrlNumber(stored, run.now);
     // RFC 5280 §5.2.4: the delta names the complete CRL it updates; it lists nothing yet.
-    await counters.store(g.id, number + 1);
-    const fresh = freshestUrls(g.representative, cfg, report.warnings);
-    const b64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked, crlNumber: number, freshestCrlUrls: fresh });
-    const deltaB64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked: null, crlNumber: number + 1, deltaOf: number });
-    rows.push({ ...meta("complete", number, maxSeq), b64 }, { ...meta("delta", number + 1, maxSeq), b64: deltaB64 });
+    await counters.store(key, number + 1);
+    const fresh = freshestUrls(g.representative, cfg, report.warnings).map((u) => (t.shard === null ? u : shardUrl(u, t.shard)));
+    const b64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked, crlNumber: number, freshestCrlUrls: fresh, ...scope });
+    const deltaB64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked: null, crlNumber: number + 1, deltaOf: number, ...scope });
+    rows.push({ kind: "complete", number, b64 }, { kind: "delta", number: number + 1, b64: deltaB64 });
   } else {
-    const number = nextCrlNumber(stored, run.now);
-    await counters.store(g.id, number);
-    const b64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked, crlNumber: number, deltaOf: t.completeNumber });
-    rows.push({ ...meta("delta", number, maxSeq), b64 });
+    await counters.store(key, number);
+    const b64 = await signCrl(env, g, keys, report.warnings, { thisUpdate, nextUpdate, revoked, crlNumber: number, deltaOf: t.completeNumber, ...scope });
+    rows.push({ kind: "delta", number, b64 });
   }
-  const stmts = g.members.flatMap((m) => rows.flatMap((r) => putCrlStmts(db, { mountId: run.mountId, issuerId: m.id, ...meta(r.kind, r.number, r.maxSeq) }, r.b64)));
+  const stmts = g.members.flatMap((m) => rows.flatMap((r) => putCrlStmts(db, { mountId: run.mountId, issuerId: m.id, ...meta(r.kind, r.number, maxSeq) }, r.b64)));
   await runRevocationBatch(db, stmts);
   for (const m of g.members) {
-    for (const r of rows) report.numbers[m.id] = { ...report.numbers[m.id], [r.kind]: r.number };
+    const rk = reportKey(m.id, t.shard);
+    for (const r of rows) report.numbers[rk] = { ...report.numbers[rk], [r.kind]: r.number };
   }
 }
 
 /**
- * Builds and stores the mount's complete CRLs (each with a fresh, empty delta) or its delta CRLs.
+ * Builds and stores the mount's complete CRLs (each with a fresh, empty delta) or its delta CRLs:
+ * every scope (the full CRLs and each published shard), or only the shards `req.shards` names.
  * Runs inside the Authority only (see the invariants above).
  */
 export async function buildMountCrls(env: Env, mount: MountRow, req: CrlBuildRequest, counters: CrlCounters, now = Date.now()): Promise<CrlBuildReport> {
@@ -265,31 +246,14 @@ export async function buildMountCrls(env: Env, mount: MountRow, req: CrlBuildReq
   report.warnings.push(...warnings);
   const keys = new Map(keyRows.map((k) => [k.id, k]));
 
-  const bases = req.kind === "delta" ? deltaBases(groups, metas) : null;
-  // A CRL issuer without a complete CRL yet (new issuer): a delta needs a base, so build all.
-  const kind: CrlKind = bases === null ? "complete" : "delta";
-  const completes = bases ?? new Map<string, { number: number; maxSeq: number }>();
-
+  // A CRL issuer or shard without a complete CRL yet: a delta needs a base, so the build is complete.
+  const { kind, targets } = planTargets(groups, scopesOf(req.shards, crlCfg.published_shards), metas, req.kind, cfg, report.warnings);
   const maxSeq = await maxRevokedSeq(db, mount.id);
   report.maxSeq = maxSeq;
-  const targets: Target[] = groups.map((g) => ({
-    group: g,
-    writer: new RevokedListWriter(),
-    baseSeq: completes.get(g.id)?.maxSeq ?? 0,
-    completeNumber: completes.get(g.id)?.number ?? 0,
-    seen: null,
-  }));
-  const byGroup = new Map(targets.map((t) => [t.group.id, t]));
   if (!crlCfg.disable) {
-    const route = routeEntries(groups, issuers);
-    const from = kind === "delta" ? Math.min(...targets.map((t) => t.baseSeq)) : 0;
-    await streamEntries(db, mount.id, from, maxSeq, (e) => {
-      const g = route(e.issuerId, e.serial);
-      const t = g ? byGroup.get(g.id) : undefined;
-      if (!t || (kind === "delta" && e.id <= t.baseSeq)) return;
-      t.writer.add(e.serial, e.revocationTime, e.reason);
-    });
-    if (kind === "complete") await addRevokedIssuers(issuers, targets);
+    await fillTargets(db, mount.id, kind, targets, maxSeq, routeEntries(groups, issuers));
+    // Revoked issuers are CA certificates: the full CRLs only (a shard holds end-entity certificates).
+    if (kind === "complete") await addRevokedIssuers(issuers, targets.filter((t) => t.shard === null));
   }
 
   const thisUpdate = new Date(Math.floor(now / 1000) * 1000);
@@ -297,15 +261,24 @@ export async function buildMountCrls(env: Env, mount: MountRow, req: CrlBuildReq
   const run: SignRun = { env, db, mountId: mount.id, kind, cfg, keys, metas, counters, report, thisUpdate, nextUpdate, maxSeq, now };
   for (const t of targets) await signAndStore(run, t);
   // CRLs of deleted issuers go (upstream removes CRLs no issuer points at any more).
-  if (kind === "complete") await runRevocationBatch(db, deleteCrlsExceptStmts(db, mount.id, issuers.map((i) => i.id)));
+  if (kind === "complete" && req.shards === undefined) await runRevocationBatch(db, deleteCrlsExceptStmts(db, mount.id, issuers.map((i) => i.id)));
   report.built = kind;
   return report;
 }
 
-/** The stored CRL of an issuer, building the mount's CRLs first when it has none yet (new issuer). */
-export async function crlFor(env: Env, db: Db, mount: MountRow, issuer: IssuerRow, kind: CrlKind) {
-  const found = await getCrlDer(db, mount.id, issuer.id, kind);
+/**
+ * The stored CRL of an issuer (`shard` null: its full CRL, else that CRL shard), building the
+ * mount's CRLs first when the issuer has no full CRL yet (new issuer). A missing shard of an issuer
+ * that has its full CRL is not built on a read (no CRL distribution points: none is ever built).
+ */
+export async function crlFor(env: Env, db: Db, mount: MountRow, issuer: IssuerRow, kind: CrlKind, shard: number | null = null) {
+  const found = await getCrlDer(db, mount.id, issuer.id, storedKind(kind, shard));
   if (found || issuer.keyId === "" || !issuer.usage.includes("crl-signing")) return found;
+  if (shard !== null) {
+    if (await getCrlDer(db, mount.id, issuer.id, "complete")) return null;
+    await rebuildCrls(env, mount, { force: true });
+    return getCrlDer(db, mount.id, issuer.id, storedKind(kind, shard));
+  }
   // Forced, so that a mount with CRLs disabled still publishes its (empty) CRL, as upstream
   // does from root generation on.
   await rebuildCrls(env, mount, { force: true });

@@ -19,7 +19,10 @@ import { checkKeySize } from "../x509/keytypes";
 import { decodePemBlocks, normalizeSerial } from "../x509/pem";
 import { getRevoked, insertRevoked, type RevokedRow } from "../storage/revocation-store";
 import { inventoryColumns } from "../inventory/columns";
-import { getAllConfig, getCert, insertCertStmt, listIssuers, runBatch, updateIssuerStmt, type IssuerRow } from "../storage/store";
+import { getAllConfig, getCert, insertCertStmt, listIssuers, runBatch, updateIssuerStmt, type ConfigShapes, type IssuerRow } from "../storage/store";
+import { resolveAia } from "../issuance/profile";
+import { crlDistributionPointUrls } from "../x509/cdp";
+import { shardNamedBy } from "./crl-shards";
 import { X509Error, isSignedBy, keyMatchesPublicKey, parseCertificate, type CertInfo } from "../x509/x509";
 
 export interface RevokeInput {
@@ -57,6 +60,8 @@ interface Located {
   issuerId: string;
   /** Not yet in pki_certs: a certificate given as PEM that the mount signed without storing. */
   store: boolean;
+  /** The CRL shard it names (pki_certs.crl_shard); null: the full CRL only. */
+  crlShard: number | null;
 }
 
 function parseOrRefuse(der: Uint8Array<ArrayBuffer>): CertInfo {
@@ -88,7 +93,7 @@ async function locateByPem(ctx: IssueContext, pem: string, issuers: IssuerRow[])
     if (stored.der !== bytesToBase64(cert.der)) {
       throw badRequest("certificate with same serial but unequal value already present in this cluster's storage; refusing to revoke");
     }
-    return { cert, serial, issuerId: stored.issuerId, store: false };
+    return { cert, serial, issuerId: stored.issuerId, store: false, crlShard: stored.crlShard };
   }
   const issuerId = await signingIssuerOf(cert, issuers);
   if (issuerId === "") {
@@ -96,7 +101,19 @@ async function locateByPem(ctx: IssueContext, pem: string, issuers: IssuerRow[])
       "unable to verify signature on presented cert from any present issuer in this mount; certificates from previous CAs will need to have their issuing CA and key re-imported if revocation is necessary",
     );
   }
-  return { cert, serial, issuerId, store: true };
+  return { cert, serial, issuerId, store: true, crlShard: null };
+}
+
+/** The shard an unstored certificate's CDP names, given the URLs its issuer would have written. */
+function shardOfUnstored(cert: CertInfo, issuer: IssuerRow | undefined, cfg: ConfigShapes): number | null {
+  if (!issuer || cfg.crl.published_shards <= 1) return null;
+  let configured: string[];
+  try {
+    configured = resolveAia(issuer.id, issuer.aia, cfg.urls, cfg.cluster).crlDistributionPoints;
+  } catch {
+    return null;
+  }
+  return shardNamedBy(crlDistributionPointUrls(cert.der), configured, cfg.crl.published_shards);
 }
 
 /** Parses a PEM private key (PKCS#8, PKCS#1, SEC1, Ed25519) and checks it against the certificate. */
@@ -162,7 +179,7 @@ export async function revokeCertificate(ctx: IssueContext, input: RevokeInput): 
     if (!serial) throw badRequest(`serial_number: "${given}" is not a hexadecimal serial number (colon- or hyphen-separated)`);
     const row = await getCert(db, mount.id, serial);
     if (!row) throw badRequest(`certificate with serial ${given} not found.`);
-    located = { cert: parseOrRefuse(base64ToBytes(row.der)), serial, issuerId: row.issuerId, store: false };
+    located = { cert: parseOrRefuse(base64ToBytes(row.der)), serial, issuerId: row.issuerId, store: false, crlShard: row.crlShard };
   }
   if (input.withKey) await checkPossession(input.privateKey ?? "", located.cert);
 
@@ -180,9 +197,12 @@ export async function revokeCertificate(ctx: IssueContext, input: RevokeInput): 
     return { data: null, warnings: [`certificate with serial ${serial} already expired; refusing to add to CRL`] };
   }
   const notAfter = Math.floor(cert.notAfter.getTime() / 1000);
+  let crlShard = located.crlShard;
   if (located.store) {
+    crlShard = shardOfUnstored(cert, issuers.find((i) => i.id === located.issuerId), cfg);
     // Upstream keeps a PEM-revoked certificate it had not stored, so reads and CRLs find it.
-    await runBatch(db, [insertCertStmt(db, { mountId: mount.id, serial, der: bytesToBase64(cert.der), issuerId: located.issuerId, notAfter, createdAt: nowMs, ...inventoryColumns(cert.der) })]);
+    const row = { mountId: mount.id, serial, der: bytesToBase64(cert.der), issuerId: located.issuerId, notAfter, createdAt: nowMs, crlShard };
+    await runBatch(db, [insertCertStmt(db, { ...row, ...inventoryColumns(cert.der) })]);
   }
   // The stored association may name an issuer deleted since; re-derive it then (as upstream).
   let issuerId = located.issuerId;
@@ -196,10 +216,14 @@ export async function revokeCertificate(ctx: IssueContext, input: RevokeInput): 
     der: bytesToBase64(cert.der),
     createdAt: nowMs,
     reason: input.reason ?? 0,
+    crlShard,
   });
   // Without auto_rebuild the CRL is rotated before answering; with it, the row is the delta
   // bookkeeping and the schedule (or crl/rotate) picks it up (Vault API /pki/config/crl, auto_rebuild).
-  const warnings = cfg.crl.auto_rebuild ? [] : rebuildWarnings(await rebuildCrls(ctx.env, mount));
+  // A certificate in a shard rebuilds that shard only; the full CRL follows at the next complete
+  // build (docs/pki-revocation-crl.md "Sharded CRLs").
+  const scope = crlShard === null ? {} : { shards: [crlShard] };
+  const warnings = cfg.crl.auto_rebuild ? [] : rebuildWarnings(await rebuildCrls(ctx.env, mount, scope));
   return { data: revocationData(row), warnings };
 }
 

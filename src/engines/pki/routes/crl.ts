@@ -1,7 +1,9 @@
 /**
  * CRL endpoints (Vault API /pki/crl, /pki/issuer/:issuer_ref/crl; docs/pki-revocation-crl.md):
  * crl, crl/pem, crl/delta, crl/delta/pem, cert/crl, cert/delta-crl, issuer/:ref/crl(/pem|/der),
- * issuer/:ref/crl/delta(/pem|/der); crl/rotate, crl/rotate-delta; config/crl.
+ * issuer/:ref/crl/delta(/pem|/der); crl/rotate, crl/rotate-delta; config/crl. Lanyard adds the
+ * CRL shard paths (crl/shard/:shard…, issuer/:ref/crl/shard/:shard…; docs/pki-revocation-crl.md
+ * "Sharded CRLs"), served the same way.
  * Reads never build, except an issuer's first CRL (crl-rebuild.ts crlFor); builds run in the
  * mount's Authority.
  *
@@ -11,7 +13,7 @@
  * CRL. Either is at most CACHE_TTL_MS old, and forgotten at once in an isolate that revokes,
  * rebuilds (the Authority's answer) or changes config/crl or an issuer.
  */
-import { badRequest } from "../../../core/errors";
+import { badRequest, notFound } from "../../../core/errors";
 import { defineFields } from "../../../core/fields";
 import { issuerRefField } from "../fields";
 import { route, type Reply, type Req } from "../../../core/route";
@@ -48,14 +50,14 @@ interface CrlRead {
  */
 const crlReads = new ReadCache<CrlRead>("pki.crlReads", "pki", CRL_ENTRIES);
 
-async function readCrl(req: Req, ref: string | null, kind: CrlKind): Promise<CrlRead> {
+async function readCrl(req: Req, ref: string | null, kind: CrlKind, shard: number | null): Promise<CrlRead> {
   const mount = mountOf(req);
   return cachedValue(
     crlReads,
-    `${mount.id}\n${ref ?? ""}\n${kind}`,
+    `${mount.id}\n${ref ?? ""}\n${kind}\n${shard ?? ""}`,
     async () => {
       const issuer = await issuerFor(req, ref);
-      return { issuer, crl: issuer ? await crlFor(req.env, req.db, mount, issuer, kind) : null };
+      return { issuer, crl: issuer ? await crlFor(req.env, req.db, mount, issuer, kind, shard) : null };
     },
     (r) => (r.crl?.der.length ?? 0) <= MAX_CACHED_CRL_BYTES,
   );
@@ -72,21 +74,21 @@ async function rawAnswer(r: CrlRead, shape: keyof typeof RAW_TYPES): Promise<Pub
   return publicAnswer(body, RAW_TYPES[shape], lastModifiedOf(r));
 }
 
-/** A CRL of the default issuer (ref null) or of `issuer/:ref`, as DER, PEM or JSON. */
-async function serve(req: Req, ref: string | null, kind: CrlKind, shape: Shape): Promise<Reply> {
+/** A CRL of the default issuer (ref null) or of `issuer/:ref`, as DER, PEM or JSON; `shard`: that CRL shard's. */
+async function serve(req: Req, ref: string | null, kind: CrlKind, shape: Shape, shard: number | null = null): Promise<Reply> {
   if (shape === "der" || shape === "pem" || shape === "pem-newline") {
     return servePublic(req, {
-      key: `crl/${encodeURIComponent(ref ?? "")}/${kind}/${shape}`,
+      key: `crl/${encodeURIComponent(ref ?? "")}/${kind}/${shape}${shard === null ? "" : `/shard/${shard}`}`,
       size: "crl",
       http: true,
       async load() {
-        const r = await readCrl(req, ref, kind);
+        const r = await readCrl(req, ref, kind, shard);
         // No issuer: 204 with no content type (raw(null)); an issuer without a CRL: 204 too.
         return rawAnswer(r, shape);
       },
     });
   }
-  const r = await readCrl(req, ref, kind);
+  const r = await readCrl(req, ref, kind, shard);
   if (!r.issuer) {
     if (shape === "json-certificate") throw badRequest("no default issuer currently configured");
     return { data: { crl: "" } };
@@ -106,7 +108,55 @@ const defaultCrl = (pattern: string, kind: CrlKind, shape: Shape) =>
 const issuerCrl = (pattern: string, kind: CrlKind, shape: Shape) =>
   route({ pattern, fields: refField, public: ["read"], handlers: { read: (req) => serve(req as Req, req.fields.ref, kind, shape) } });
 
+const SHARD_SPEC = { shard: { type: "string", description: "CRL shard number (docs/pki-revocation-crl.md \"Sharded CRLs\").", required: true } } as const;
+const shardField = defineFields(SHARD_SPEC);
+const issuerShardFields = defineFields({ ...issuerRefField, ...SHARD_SPEC });
+
+/**
+ * The shard a URL names: 400 when it is not a number, 404 when the mount publishes no such shard
+ * (config/crl published_shards; a mount with one shard publishes none).
+ */
+async function shardOfPath(req: Req, given: string): Promise<number> {
+  if (!/^(0|[1-9][0-9]{0,5})$/.test(given)) throw badRequest(`shard: "${given}" is not a CRL shard number`);
+  const n = Number(given);
+  const { config } = await loadIssuanceState(req.db, mountOf(req).id, null);
+  if (config.crl.published_shards <= 1 || n >= config.crl.published_shards) throw notFound([`CRL shard ${n} is not published by this mount`]);
+  return n;
+}
+
+const defaultShardCrl = (pattern: string, kind: CrlKind, shape: Shape) =>
+  route({ pattern, fields: shardField, public: ["read"], handlers: { read: async (req) => serve(req as Req, null, kind, shape, await shardOfPath(req as Req, req.fields.shard)) } });
+
+const issuerShardCrl = (pattern: string, kind: CrlKind, shape: Shape) =>
+  route({
+    pattern,
+    fields: issuerShardFields,
+    public: ["read"],
+    handlers: { read: async (req) => serve(req as Req, req.fields.ref, kind, shape, await shardOfPath(req as Req, req.fields.shard)) },
+  });
+
+/**
+ * Shard paths: the mount's and each issuer's CRL paths with `/shard/<n>` appended (the URL a
+ * sharded certificate's CDP names, crl-shards.ts), and `…/shard/<n>/pem|delta|…` forms.
+ */
+const shardRoutes = [
+  defaultShardCrl("crl/shard/:shard", "complete", "der"),
+  defaultShardCrl("crl/shard/:shard/pem", "complete", "pem"),
+  defaultShardCrl("crl/shard/:shard/delta", "delta", "der"),
+  defaultShardCrl("crl/shard/:shard/delta/pem", "delta", "pem"),
+  defaultShardCrl("crl/delta/shard/:shard", "delta", "der"),
+  issuerShardCrl("issuer/:ref/crl/shard/:shard", "complete", "json-crl"),
+  issuerShardCrl("issuer/:ref/crl/shard/:shard/pem", "complete", "pem-newline"),
+  issuerShardCrl("issuer/:ref/crl/shard/:shard/der", "complete", "der"),
+  issuerShardCrl("issuer/:ref/crl/shard/:shard/delta", "delta", "json-crl"),
+  issuerShardCrl("issuer/:ref/crl/shard/:shard/delta/pem", "delta", "pem-newline"),
+  issuerShardCrl("issuer/:ref/crl/shard/:shard/delta/der", "delta", "der"),
+  issuerShardCrl("issuer/:ref/crl/der/shard/:shard", "complete", "der"),
+  issuerShardCrl("issuer/:ref/crl/delta/der/shard/:shard", "delta", "der"),
+];
+
 export const crlRoutes = [
+  ...shardRoutes,
   defaultCrl("crl", "complete", "der"),
   defaultCrl("crl/pem", "complete", "pem"),
   defaultCrl("crl/delta", "delta", "der"),

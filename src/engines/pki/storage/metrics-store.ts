@@ -44,7 +44,8 @@ async function readAggregates(db: Db, nowSeconds: number) {
     c.prepare(`SELECT mount_id, issuer_id, ${bucket} AS expiry, count(*) AS n FROM pki_certs GROUP BY mount_id, issuer_id, expiry`).bind(nowSeconds),
     c.prepare("SELECT mount_id, issuer_id, count(*) AS n FROM pki_revoked GROUP BY mount_id, issuer_id"),
     c.prepare("SELECT mount_id, id, name, not_after FROM pki_issuers"),
-    c.prepare("SELECT mount_id, issuer_id, kind, this_update FROM pki_crls"),
+    // The full CRLs only: up to 256 shards per issuer would make 512 series each (docs/pki-revocation-crl.md "Sharded CRLs").
+    c.prepare("SELECT mount_id, issuer_id, kind, this_update FROM pki_crls WHERE kind IN ('complete', 'delta')"),
   ]);
   return {
     certs: (certs?.results ?? []) as CertCountRow[],

@@ -142,14 +142,35 @@ export interface RevokedEntry {
   issuerId: string;
   revocationTime: number;
   reason: number;
+  /** The certificate's CRL shard; null: on the full CRL only. */
+  crlShard: number | null;
 }
+
+const entryColumns = {
+  id: pkiRevoked.id,
+  serial: pkiRevoked.serial,
+  issuerId: pkiRevoked.issuerId,
+  revocationTime: pkiRevoked.revocationTime,
+  reason: pkiRevoked.reason,
+  crlShard: pkiRevoked.crlShard,
+};
 
 /** One page of revocations with afterId < id ≤ uptoId, in sequence order. */
 export function listRevokedEntries(db: Db, mountId: string, afterId: number, uptoId: number, limit: number): Promise<RevokedEntry[]> {
   return db
-    .select({ id: pkiRevoked.id, serial: pkiRevoked.serial, issuerId: pkiRevoked.issuerId, revocationTime: pkiRevoked.revocationTime, reason: pkiRevoked.reason })
+    .select(entryColumns)
     .from(pkiRevoked)
     .where(and(eq(pkiRevoked.mountId, mountId), gt(pkiRevoked.id, afterId), lte(pkiRevoked.id, uptoId)))
+    .orderBy(asc(pkiRevoked.id))
+    .limit(limit);
+}
+
+/** The same, for the entries of one CRL shard only (index pki_revoked_mount_shard). */
+export function listRevokedEntriesOfShard(db: Db, mountId: string, shard: number, afterId: number, uptoId: number, limit: number): Promise<RevokedEntry[]> {
+  return db
+    .select(entryColumns)
+    .from(pkiRevoked)
+    .where(and(eq(pkiRevoked.mountId, mountId), eq(pkiRevoked.crlShard, shard), gt(pkiRevoked.id, afterId), lte(pkiRevoked.id, uptoId)))
     .orderBy(asc(pkiRevoked.id))
     .limit(limit);
 }
@@ -170,8 +191,11 @@ export interface StoredCrl {
   der: Uint8Array<ArrayBuffer>;
 }
 
-/** Reads a CRL and its slices in one batch (one transaction: a consistent pair). */
-export async function getCrlDer(db: Db, mountId: string, issuerId: string, kind: CrlKind): Promise<StoredCrl | null> {
+/**
+ * Reads a CRL and its slices in one batch (one transaction: a consistent pair). `kind` is the
+ * stored kind: "complete", "delta", or a shard's "shard:<n>:<kind>" (revocation/crl-shards.ts).
+ */
+export async function getCrlDer(db: Db, mountId: string, issuerId: string, kind: string): Promise<StoredCrl | null> {
   const key = and(eq(pkiCrls.mountId, mountId), eq(pkiCrls.issuerId, issuerId), eq(pkiCrls.kind, kind));
   const [rows, chunks] = await db.batch([
     db.select().from(pkiCrls).where(key),

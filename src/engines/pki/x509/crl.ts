@@ -7,10 +7,23 @@
  * DER, and per-entry objects would cost several times that in heap (Workers allow 128 MB).
  */
 import { OID, akiExtension, distributionPointsExtension, type ExtensionDer } from "./asn1";
-import { TAG, bitString, bool, concat, ctxCons, int, nullValue, octets, oid, seq, time, tlv, uintBytes } from "./der";
+import { TAG, bitString, bool, concat, ctxCons, ctxPrim, int, nullValue, octets, oid, seq, time, tlv, uintBytes } from "./der";
 
-/** RFC 5280 §5.2.3 CRL Number, §5.2.4 Delta CRL Indicator. */
-export const CRL_OID = { crlNumber: "2.5.29.20", deltaCrlIndicator: "2.5.29.27" } as const;
+/** RFC 5280 §5.2.3 CRL Number, §5.2.4 Delta CRL Indicator, §5.2.5 Issuing Distribution Point. */
+export const CRL_OID = { crlNumber: "2.5.29.20", deltaCrlIndicator: "2.5.29.27", issuingDistributionPoint: "2.5.29.28" } as const;
+
+/**
+ * RFC 5280 §5.2.5, always critical: IssuingDistributionPoint ::= SEQUENCE { distributionPoint [0]
+ * DistributionPointName (fullName [0] GeneralNames of URIs [6]), onlyContainsUserCerts [1] }.
+ * Every URL goes into the one fullName, so a certificate naming any of them matches (RFC 5280
+ * §6.3.3 (b)(2)(i): one name in common suffices).
+ */
+export function issuingDistributionPointExtension(urls: string[], onlyUserCerts: boolean): ExtensionDer {
+  const parts: Uint8Array[] = [];
+  if (urls.length > 0) parts.push(ctxCons(0, ctxCons(0, concat(urls.map((u) => ctxPrim(6, new TextEncoder().encode(u)))))));
+  if (onlyUserCerts) parts.push(ctxPrim(1, Uint8Array.of(0xff)));
+  return { oid: CRL_OID.issuingDistributionPoint, critical: true, value: seq(...parts) };
+}
 
 /** The signature algorithms an issuer's revocation_signature_algorithm can name (Vault API /pki/issuer/:issuer_ref). */
 export type RevocationAlgorithm =
@@ -237,6 +250,8 @@ export interface TbsCertListParams {
   deltaOf?: number;
   /** Delta CRL URLs for the Freshest CRL extension of a complete CRL (RFC 5280 §5.2.6). */
   freshestCrlUrls?: string[];
+  /** A CRL shard's scope (RFC 5280 §5.2.5); a delta repeats its complete CRL's (§5.2.4). */
+  issuingDistributionPoint?: { urls: string[]; onlyUserCerts: boolean };
 }
 
 function extensionDer(e: ExtensionDer): Uint8Array<ArrayBuffer> {
@@ -246,6 +261,8 @@ function extensionDer(e: ExtensionDer): Uint8Array<ArrayBuffer> {
 /** TBSCertList (RFC 5280 §5.1.2): version v2, with AKI, CRL Number and, as applicable, delta extensions. */
 export function encodeTbsCertList(p: TbsCertListParams): Uint8Array<ArrayBuffer> {
   const exts: ExtensionDer[] = [akiExtension(p.authorityKeyId), { oid: CRL_OID.crlNumber, critical: false, value: int(p.crlNumber) }];
+  const idp = p.issuingDistributionPoint;
+  if (idp) exts.push(issuingDistributionPointExtension(idp.urls, idp.onlyUserCerts));
   if (p.deltaOf !== undefined) {
     // RFC 5280 §5.2.4: the Delta CRL Indicator is critical.
     exts.push({ oid: CRL_OID.deltaCrlIndicator, critical: true, value: int(p.deltaOf) });
