@@ -74,6 +74,20 @@ describe("D1 round trips per request (steady state, non-root token)", () => {
     // The isolate's caches back to the default bound for the other tests.
     await trips("GET", `${kv}/data/k`, token);
   });
+
+  it("a stored issue past 3/4 of its entries' life: the role and issuers are re-read after the answer", async () => {
+    const pki = await mount("pki");
+    await write(`${pki}/root/generate/internal`, { common_name: "Trips Root", key_type: "ec" });
+    await write(`${pki}/roles/ec`, { allow_any_name: true, key_type: "ec", ttl: "1h" });
+    const token = await tokenWithPolicy(`path "${pki}/issue/*" { capabilities = ["update"] }`);
+    const ttl = { CACHE_TTL_MS: "2000" };
+    expect((await trips("POST", `${pki}/issue/ec`, token, { common_name: "a.example" }, ttl)).status).toBe(200);
+    await new Promise((r) => setTimeout(r, 1600));
+    // The certificate's insert and the audit device list (as above); the issuance state read
+    // before the answer would be a third.
+    expect(await trips("POST", `${pki}/issue/ec`, token, { common_name: "a.example" }, ttl)).toEqual({ status: 200, d1: 2 });
+    await trips("POST", `${pki}/issue/ec`, token, { common_name: "a.example" });
+  });
 });
 
 describe("the instrument outside development", () => {
