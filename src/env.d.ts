@@ -25,8 +25,10 @@ declare namespace Cloudflare {
     MAX_SNAPSHOT_BYTES?: string;
     /** Staleness bound of the hot-path read caches in ms (default 1000, 0 = off; src/core/read-cache.ts). */
     CACHE_TTL_MS?: string;
-    /** "true" (benchmarks only): count D1 round trips per request and answer them in X-Lanyard-D1 (src/core/db/client.ts). */
+    /** "true" (benchmarks, development only): count D1 round trips per request and answer them in X-Lanyard-D1 (src/core/db/bench-d1.ts). */
     BENCH_COUNT_D1?: string;
+    /** Milliseconds added before every D1 round trip (benchmarks, development only; src/core/db/bench-d1.ts). */
+    BENCH_D1_DELAY_MS?: string;
     /** "true": sys/metrics answers without a token (docs/configuration.md); "false" or unset: a token with read on sys/metrics. */
     METRICS_UNAUTHENTICATED?: string;
     /** Optional Workers Analytics Engine dataset: one data point per request (src/app/request-metrics.ts, docs/operations.md "Metrics"). */

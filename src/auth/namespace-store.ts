@@ -14,8 +14,13 @@ import { generationOf, invalidate, ReadCache } from "../core/read-cache";
  * invalidates "namespaces" in this isolate. A namespace created elsewhere is found within
  * CACHE_TTL_MS, as a deleted one stops being found.
  */
-const byPath = new ReadCache<NamespaceRef | null>("namespaces.byPath", "namespaces", 4096);
-const byId = new ReadCache<NamespaceRef | null>("namespaces.byId", "namespaces", 4096);
+// Early re-reads in the background (src/core/read-cache.ts): one row by path or by id, or none.
+const byPath = new ReadCache<NamespaceRef | null>("namespaces.byPath", "namespaces", 4096, {
+  reload: async (db, path) => (await namespacesQuery(db, [path]))[0] ?? null,
+});
+const byId = new ReadCache<NamespaceRef | null>("namespaces.byId", "namespaces", 4096, {
+  reload: async (db, id) => (await db.select({ id: namespaces.id, path: namespaces.path }).from(namespaces).where(eq(namespaces.id, id)))[0] ?? null,
+});
 
 /** The cached answer for a full path: a namespace, null (none there), or undefined (not known). */
 export function cachedNamespace(path: string): NamespaceRef | null | undefined {

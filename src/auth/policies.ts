@@ -54,7 +54,13 @@ export function parseCached(text: string): ParsedPolicy {
  * write (policy-store.ts) invalidates "policies" in this isolate, so its own changes apply at once.
  * An Acl is never changed after buildAcl, so requests can share one.
  */
-const acls = new ReadCache<Acl>("policies.acls", "policies", 2048);
+const acls = new ReadCache<Acl>("policies.acls", "policies", 2048, {
+  // Early re-reads in the background (src/core/read-cache.ts); the key is nsId and sorted names.
+  reload: (db, key) => {
+    const [nsId = "", ...names] = key.split("\n");
+    return readAcl(db, nsId, names);
+  },
+});
 const ROOT_ACL = buildAcl([], true);
 
 /** The ACL of a set of policy names in a namespace. Unknown names contribute nothing. */
@@ -65,10 +71,15 @@ export async function aclFor(db: Db, nsId: string, names: string[]): Promise<Acl
   if (hit) return hit;
   const readAt = Date.now();
   const gen = generationOf("policies");
+  const acl = await readAcl(db, nsId, names);
+  acls.set(key, acl, readAt, gen);
+  return acl;
+}
+
+/** The ACL of policy names in a namespace, read from D1 (no cache). */
+async function readAcl(db: Db, nsId: string, names: string[]): Promise<Acl> {
   const rows = await getPolicies(db, nsId, names);
   const texts = rows.map((r) => r.text);
   if (names.includes("default") && !rows.some((r) => r.name === "default")) texts.push(DEFAULT_POLICY_TEXT);
-  const acl = buildAcl(texts.map((t) => parseCached(t).rules));
-  acls.set(key, acl, readAt, gen);
-  return acl;
+  return buildAcl(texts.map((t) => parseCached(t).rules));
 }

@@ -37,7 +37,13 @@ void TOKEN_ROW_IS_THE_TABLE_ROW;
  * everywhere), use-limited tokens (each use is a conditional UPDATE anyway), and rows past their
  * expiry (read again, in case another isolate renewed them).
  */
-const rowsByHash = new ReadCache<TokenRow>("tokens.rows", "tokens", 10_000);
+const rowsByHash = new ReadCache<TokenRow>("tokens.rows", "tokens", 10_000, {
+  // Early re-reads in the background (src/core/read-cache.ts): what rememberToken would keep.
+  reload: async (db, hash) => {
+    const row = await getTokenByHash(db, hash);
+    return row && row.numUses === 0 ? row : undefined;
+  },
+});
 
 /** The cached row of a token hash, unless it is unknown here, stale or past its expiry. */
 export function cachedToken(hash: string, now: number): TokenRow | undefined {

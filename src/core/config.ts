@@ -9,6 +9,7 @@
 import { BoundedCache } from "./bounded-cache";
 import { isValidSealKey, type SealKeys } from "./db/seal";
 import { knownOpen, sealProblem } from "./db/seal-canary";
+import { parseD1Delay } from "./db/bench-d1";
 import { configureCaches, MAX_CACHE_TTL_MS, parseCacheTtl } from "./read-cache";
 import { ApiError } from "./errors";
 import { DEFAULT_MAX_REQUEST_BYTES } from "./request";
@@ -42,12 +43,25 @@ export function endpointOverridesSet(env: Env): string[] {
   });
 }
 
+/**
+ * The benchmarks' variables (`BENCH_*`, e.g. BENCH_D1_DELAY_MS, which slows every D1 round trip:
+ * ./db/bench-d1.ts) set to a non-blank value. Refused outside development like the endpoint
+ * overrides, by prefix, so a new one is refused too.
+ */
+export function benchVarsSet(env: Env): string[] {
+  const vars = env as unknown as Record<string, unknown>;
+  return Object.keys(vars).filter((name) => name.startsWith("BENCH_") && typeof vars[name] === "string" && vars[name].trim() !== "");
+}
+
 /** What is wrong with the configuration, or null when the service can serve. */
 export function configProblem(env: Env): string | null {
   const problems: string[] = [];
   const overrides = env.ENVIRONMENT === "development" ? [] : endpointOverridesSet(env);
   // Named, never echoed: the value is an address the operator may not want shown.
   if (overrides.length > 0) problems.push(`${overrides.join(", ")} ${overrides.length === 1 ? "is" : "are"} set; endpoint overrides are for development (ENVIRONMENT=development) only`);
+  const bench = env.ENVIRONMENT === "development" ? [] : benchVarsSet(env);
+  if (bench.length > 0) problems.push(`${bench.join(", ")} ${bench.length === 1 ? "is" : "are"} set; benchmark variables are for development (ENVIRONMENT=development) only`);
+  if (env.ENVIRONMENT === "development" && Number.isNaN(parseD1Delay(env.BENCH_D1_DELAY_MS))) return "service is not configured: BENCH_D1_DELAY_MS must be a whole number of milliseconds from 0 to 10000";
   if (!env.ROOT_TOKEN || env.ROOT_TOKEN.length < 16) {
     problems.push("ROOT_TOKEN is not set or is shorter than 16 characters");
   }
@@ -97,7 +111,7 @@ export async function refuseWhileSealed(env: Env, keys: SealKeys): Promise<void>
 const last = new BoundedCache<Config>("core.config", 1);
 
 export function loadConfig(env: Env): Config {
-  const key = [env.ROOT_TOKEN, env.SEAL_KEY, env.SEAL_KEYS_PREVIOUS, env.ADMIN_NAMESPACE, env.MAX_REQUEST_BYTES, env.ENVIRONMENT, env.CACHE_TTL_MS, env.METRICS_UNAUTHENTICATED, ...endpointOverridesSet(env)].join("\u0000");
+  const key = [env.ROOT_TOKEN, env.SEAL_KEY, env.SEAL_KEYS_PREVIOUS, env.ADMIN_NAMESPACE, env.MAX_REQUEST_BYTES, env.ENVIRONMENT, env.CACHE_TTL_MS, env.METRICS_UNAUTHENTICATED, env.BENCH_D1_DELAY_MS, ...endpointOverridesSet(env), ...benchVarsSet(env)].join("\u0000");
   const hit = last.get(key);
   if (hit) return hit;
   const config = readConfig(env);

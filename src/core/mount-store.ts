@@ -24,7 +24,10 @@ export type MountRow = typeof mounts.$inferSelect;
  * A mount being disabled stays routable until its row is gone, as without the cache: the
  * lifecycle triggers refuse its writes (src/core/lifecycle.ts).
  */
-const mountLists = new ReadCache<MountRow[]>("mounts.lists", "mounts", 1024);
+const mountLists = new ReadCache<MountRow[]>("mounts.lists", "mounts", 1024, {
+  // Early re-reads in the background (./read-cache.ts).
+  reload: async (db, nsId) => namespaceMountsQuery(db, nsId),
+});
 
 /** The unexecuted read of a namespace's mounts, for a batch of the pipeline's cache misses. */
 export const namespaceMountsQuery = (db: Db, nsId: string) => db.select().from(mounts).where(eq(mounts.namespaceId, nsId));

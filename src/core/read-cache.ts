@@ -20,8 +20,16 @@
  *   never served by `get`; it stays (for `last`) until it is replaced, evicted or invalidated.
  * - **One re-read at a time**: past 3/4 of an entry's life one caller re-reads it while the
  *   others keep using it (still inside the bound), so concurrent requests do not all miss at once.
+ * - **Re-read in the background where a cache can**: a cache given a `reload` (the hot path's
+ *   token, policy, namespace and mount caches) hands that caller the value too and queues the
+ *   key; the Worker runs the queued re-reads after its answer (`refreshInBackground`, in the
+ *   request's waitUntil), so a request that arrives while its entries are fresh waits for none of
+ *   them. The bound is unchanged: the re-read starts inside it, and a re-read that fails or never
+ *   runs leaves the entry to expire. The queue holds keys, never promises, and at most
+ *   MAX_PENDING of them; past that the caller re-reads itself, as without `reload`.
  */
 import { BoundedCache } from "./bounded-cache";
+import type { Db } from "./db/client";
 
 /** The areas a write can invalidate; each cache belongs to one. */
 export type CacheArea = "tokens" | "policies" | "namespaces" | "mounts" | "pki" | "audit" | "identity";
@@ -81,28 +89,53 @@ interface Entry<V> {
 }
 
 /** What sets one cache apart from the rule. */
-export interface ReadCacheOptions {
+export interface ReadCacheOptions<V = unknown> {
   /** A bound below CACHE_TTL_MS, for a cache that must follow changes sooner. */
   maxAgeMs?: number;
   /** false: no early re-read, for a value asked for more than once per request (see `get`). */
   refreshAhead?: boolean;
+  /**
+   * Reads `key`'s value again, for the early re-read in the background; undefined: not to be
+   * kept (the entry is dropped and the next caller reads it itself).
+   */
+  reload?: (db: Db, key: string) => Promise<V | undefined>;
+}
+
+/** Re-reads queued by `get`, run by the next `refreshInBackground`. */
+interface Pending {
+  cache: ReadCache<unknown>;
+  key: string;
+}
+const MAX_PENDING = 256;
+const pending: Pending[] = [];
+
+/**
+ * Runs the queued early re-reads through `waitUntil` (after the request's answer): one D1 read per
+ * key, concurrently. Called by the Worker's fetch once per request (src/app/app.ts).
+ */
+export function refreshInBackground(db: Db, waitUntil: (p: Promise<unknown>) => void): void {
+  if (pending.length === 0) return;
+  const due = pending.splice(0);
+  waitUntil(Promise.all(due.map((p) => p.cache.reloadNow(db, p.key))));
 }
 
 export class ReadCache<V> {
   private readonly entries: BoundedCache<Entry<V>>;
   private readonly maxAgeMs: number;
   private readonly refreshAhead: boolean;
+  private readonly reload: ((db: Db, key: string) => Promise<V | undefined>) | undefined;
 
   /** `name` is the cache's row in docs/architecture.md "Every cache". */
   constructor(
     name: string,
     readonly area: CacheArea,
     max: number,
-    options: ReadCacheOptions = {},
+    options: ReadCacheOptions<V> = {},
   ) {
     this.entries = new BoundedCache<Entry<V>>(name, max);
     this.maxAgeMs = options.maxAgeMs ?? Infinity;
     this.refreshAhead = options.refreshAhead ?? true;
+    this.reload = options.reload;
     const set = caches.get(area) ?? new Set();
     set.add(this as ReadCache<unknown>);
     caches.set(area, set);
@@ -124,9 +157,27 @@ export class ReadCache<V> {
     if (age >= bound) return undefined;
     if (this.refreshAhead && age >= bound * REFRESH_AT && !e.refreshing) {
       e.refreshing = true;
-      return undefined;
+      if (!this.reload || pending.length >= MAX_PENDING) return undefined;
+      pending.push({ cache: this as ReadCache<unknown>, key });
     }
     return e.value;
+  }
+
+  /** One queued re-read (refreshInBackground); a failure leaves the entry to expire. */
+  async reloadNow(db: Db, key: string): Promise<void> {
+    if (!this.reload) return;
+    const readAt = Date.now();
+    const generation = generationOf(this.area);
+    try {
+      const value = await this.reload(db, key);
+      if (value === undefined) {
+        if (generation === generationOf(this.area)) this.entries.delete(key);
+      } else {
+        this.set(key, value, readAt, generation);
+      }
+    } catch {
+      // Nothing kept: the entry expires at its bound and the next caller reads it itself.
+    }
   }
 
   /**

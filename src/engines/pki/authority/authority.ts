@@ -26,6 +26,7 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import { openDb } from "../../../core/db/client";
+import { benchEnv } from "../../../core/db/bench-d1";
 import { bytesToHex } from "../../../core/encoding";
 import { autoRebuildDue, type CrlBuildReport, type CrlBuildRequest } from "../revocation/crl-rebuild";
 import type { CrlConfig } from "../storage/store";
@@ -56,10 +57,12 @@ export class Authority extends DurableObject<Env> {
   private retired: boolean;
 
   constructor(ctx: DurableObjectState, env: Env) {
-    super(ctx, env);
+    // Benchmarks only (development only): this object's D1 round trips delayed and counted like
+    // the Worker's (src/core/db/bench-d1.ts); the env itself otherwise.
+    super(ctx, benchEnv(env));
     this.createTables();
     this.retired = ctx.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'retired'").toArray().length > 0;
-    this.crl = new CrlCoordinator(ctx.storage, env);
+    this.crl = new CrlCoordinator(ctx.storage, this.env);
   }
 
   private createTables(): void {

@@ -118,7 +118,13 @@ export interface IssuanceState {
  * the write functions here). A cached state is frozen, deeply: requests share it, so a caller
  * that tried to change one would fail loudly instead of changing another request's view.
  */
-const states = new ReadCache<IssuanceState>("pki.issuanceStates", "pki", 4096);
+const states = new ReadCache<IssuanceState>("pki.issuanceStates", "pki", 4096, {
+  // Early re-reads after the answer (src/core/read-cache.ts); the key is mount id and role name.
+  reload: (db, key) => {
+    const [mountId = "", role = ""] = key.split("\n");
+    return readIssuanceState(db, mountId, role === "" ? null : role);
+  },
+});
 
 export async function loadIssuanceState(db: Db, mountId: string, roleName: string | null): Promise<IssuanceState> {
   const key = `${mountId}\n${roleName ?? ""}`;
@@ -126,10 +132,15 @@ export async function loadIssuanceState(db: Db, mountId: string, roleName: strin
   if (hit) return hit;
   const readAt = Date.now();
   const gen = generationOf("pki");
-  const [roles, issuers, config, keys] = await db.batch(issuanceStateQueries(db, mountId, roleName));
-  const state = deepFreeze(issuanceStateOf(roleName, roles, issuers, config, keys));
+  const state = await readIssuanceState(db, mountId, roleName);
   states.set(key, state, readAt, gen);
   return state;
+}
+
+/** One mount and role's issuance state, read from D1 in one batch (no cache). */
+async function readIssuanceState(db: Db, mountId: string, roleName: string | null): Promise<IssuanceState> {
+  const [roles, issuers, config, keys] = await db.batch(issuanceStateQueries(db, mountId, roleName));
+  return deepFreeze(issuanceStateOf(roleName, roles, issuers, config, keys));
 }
 
 function deepFreeze<T>(v: T): T {
