@@ -64,6 +64,29 @@ describe("revoke by serial", () => {
     expect(revoked.body.data.keys).toContain(leaf.serial_number);
   });
 
+  it("LIST certs and certs/revoked page with after and limit in key order, as the unpaged list", async () => {
+    const { path } = await setup();
+    const leaves = [];
+    for (let i = 0; i < 5; i++) leaves.push(await issue(path));
+    for (const leaf of leaves.slice(0, 4)) await write(`${path}/revoke`, { serial_number: leaf.serial_number });
+    for (const kind of ["certs", "certs/revoked"]) {
+      const all: string[] = (await list(`${path}/${kind}`)).body.data.keys;
+      expect(all).toEqual([...all].sort());
+      const walked: string[] = [];
+      let after = "";
+      for (;;) {
+        const r = await api("GET", `${path}/${kind}?list=true&limit=2${after ? `&after=${encodeURIComponent(after)}` : ""}`);
+        if (r.status === 404) break;
+        const keys: string[] = r.body.data.keys;
+        expect(keys.length).toBeLessThanOrEqual(2);
+        walked.push(...keys);
+        after = keys[keys.length - 1];
+      }
+      expect(walked).toEqual(all);
+      expect((await api("GET", `${path}/${kind}?list=true&after=${encodeURIComponent(all[1])}`)).body.data.keys).toEqual(all.slice(2));
+    }
+  });
+
   it("a certificate not revoked reads with zero revocation fields and no issuer_id", async () => {
     const { path } = await setup();
     const leaf = await issue(path);

@@ -18,7 +18,7 @@ import { normalizeSerial, toPem } from "../x509/pem";
 import { getRevoked } from "../storage/revocation-store";
 import { revocationData } from "../revocation/revoke";
 import { getAllConfig, getCert, listCertSerials, loadIssuanceState, putConfigStmt, runBatch, type ClusterConfig, type IssuerRow, type UrlsConfig } from "../storage/store";
-import { mountOf, notModified, paginate, raw } from "./common";
+import { mountOf, notModified, listPage, raw } from "./common";
 import { publicAnswer, servePublic } from "./edge-cache";
 import { resolveAia } from "../issuance/profile";
 import { checkAiaUrls } from "./issuers";
@@ -131,7 +131,7 @@ export const certRoutes = [
     pattern: "certs",
     handlers: {
       async list(req) {
-        const keys = paginate(await listCertSerials(req.db, mountOf(req).id), req);
+        const keys = await listCertSerials(req.db, mountOf(req).id, listPage(req));
         if (keys.length === 0) throw notFound();
         return { data: { keys } };
       },

@@ -21,13 +21,24 @@ export function raw(body: string | Uint8Array<ArrayBuffer> | null, contentType: 
   return new Response(body, { status: 200, headers: { "content-type": contentType } });
 }
 
-/** Sorted keys with `after`/`limit` pagination (`after` exclusive, `limit` ≤ 0 for all); 404 when none. */
-export function paginate(keys: string[], req: Req): string[] {
+/** A LIST's `after`/`limit` (OpenBao's paginated lists): `after` exclusive, `limit` 0 for all. */
+export interface ListPage {
+  after: string;
+  limit: number;
+}
+
+export function listPage(req: Req): ListPage {
   const after = typeof req.body.after === "string" ? req.body.after : "";
   const limit = Number(req.body.limit ?? 0);
+  return { after, limit: Number.isFinite(limit) && limit > 0 ? Math.floor(limit) : 0 };
+}
+
+/** Sorted keys with `after`/`limit` pagination (`after` exclusive, `limit` ≤ 0 for all); 404 when none. */
+export function paginate(keys: string[], req: Req): string[] {
+  const { after, limit } = listPage(req);
   let out = [...keys].sort();
   if (after) out = out.filter((k) => k > after);
-  if (Number.isFinite(limit) && limit > 0) out = out.slice(0, limit);
+  if (limit > 0) out = out.slice(0, limit);
   return out;
 }
 

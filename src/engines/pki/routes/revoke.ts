@@ -8,7 +8,7 @@ import { issuerRefField } from "../fields";
 import { route } from "../../../core/route";
 import { listRevokedSerials } from "../storage/revocation-store";
 import { revokeCertificate, revokeIssuer } from "../revocation/revoke";
-import { ctxOf, mountOf, paginate } from "./common";
+import { ctxOf, listPage, mountOf } from "./common";
 
 const target = {
   serial_number: { type: "string", description: "Serial number of the certificate, colon- or hyphen-separated hex." },
@@ -57,7 +57,7 @@ export const revokeRoutes = [
     pattern: "certs/revoked",
     handlers: {
       async list(req) {
-        const keys = paginate(await listRevokedSerials(req.db, mountOf(req).id), req);
+        const keys = await listRevokedSerials(req.db, mountOf(req).id, listPage(req));
         if (keys.length === 0) throw notFound();
         return { data: { keys } };
       },

@@ -130,8 +130,11 @@ export function purgeRevocationStmts(db: Db, mountId: string): Stmt[] {
 // -- revocations: reads for LIST, the CRL builder and the cron ---------------------------------
 
 /** Colon serials of every revocation of the mount (LIST certs/revoked). */
-export async function listRevokedSerials(db: Db, mountId: string): Promise<string[]> {
-  const rows = await db.select({ serial: pkiRevoked.serial }).from(pkiRevoked).where(eq(pkiRevoked.mountId, mountId));
+/** Revoked serials in key order, `after` exclusive, at most `limit` (0: all); cut in SQL as `listCertSerials`. */
+export async function listRevokedSerials(db: Db, mountId: string, page: { after: string; limit: number } = { after: "", limit: 0 }): Promise<string[]> {
+  const where = page.after ? and(eq(pkiRevoked.mountId, mountId), gt(pkiRevoked.serial, page.after)) : eq(pkiRevoked.mountId, mountId);
+  const q = db.select({ serial: pkiRevoked.serial }).from(pkiRevoked).where(where).orderBy(asc(pkiRevoked.serial));
+  const rows = page.limit > 0 ? await q.limit(page.limit) : await q;
   return rows.map((r) => r.serial);
 }
 

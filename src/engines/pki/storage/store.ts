@@ -6,7 +6,7 @@
  * land together are returned as statements for `db.batch` (D1 has no interactive transactions:
  * it refuses BEGIN), so an issuer and its key are never half-written.
  */
-import { and, asc, eq, type SQL } from "drizzle-orm";
+import { and, asc, eq, gt, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../../core/db/client";
 import { pkiCerts, pkiConfig, pkiIssuers, pkiKeys, pkiRoles } from "../../../core/db/schema";
@@ -230,8 +230,15 @@ export async function getCert(db: Db, mountId: string, serial: string): Promise<
   return rows[0] ?? null;
 }
 
-export async function listCertSerials(db: Db, mountId: string): Promise<string[]> {
-  const rows = await db.select({ serial: pkiCerts.serial }).from(pkiCerts).where(eq(pkiCerts.mountId, mountId)).orderBy(asc(pkiCerts.serial));
+/**
+ * Stored serials in key order, `after` exclusive, at most `limit` (0: all). The page is cut in
+ * SQL on the (mount, serial) unique index, so a paginated LIST at a million certificates reads
+ * one page, not every serial (SQLite's BINARY order is JavaScript's sort for these ASCII keys).
+ */
+export async function listCertSerials(db: Db, mountId: string, page: { after: string; limit: number } = { after: "", limit: 0 }): Promise<string[]> {
+  const where = page.after ? and(eq(pkiCerts.mountId, mountId), gt(pkiCerts.serial, page.after)) : eq(pkiCerts.mountId, mountId);
+  const q = db.select({ serial: pkiCerts.serial }).from(pkiCerts).where(where).orderBy(asc(pkiCerts.serial));
+  const rows = page.limit > 0 ? await q.limit(page.limit) : await q;
   return rows.map((r) => r.serial);
 }
 
