@@ -31,6 +31,13 @@ import { utf8Length } from "../core/text";
 import { encodeMessage, headerBytes, indexBytes, messageDevice, type QueuedEntry } from "./message";
 import { MAX_AUDIT_MESSAGE_BYTES, type AuditDevice } from "./types";
 
+/**
+ * This isolate's counts since it started (sys/metrics `lanyard.audit.isolate.*`, uncached, and
+ * the audit bench's "sendBatch calls per request"): hand-offs (`queueEntries` calls), flushes,
+ * `sendBatch` calls. Diagnostics of one isolate, not totals (docs/audit.md "Batching").
+ */
+export const batchStats = { handoffs: 0, flushes: 0, sendBatchCalls: 0 };
+
 /** Cloudflare Queues: at most 100 messages and 256 KB in one sendBatch (a margin kept). */
 export const MAX_BATCH_MESSAGES = 100;
 export const MAX_BATCH_BYTES = 250_000;
@@ -85,6 +92,7 @@ const commit = new GroupCommit<Waiter, SendFailures, Queue>({
 
 /** Queues the parts with those of concurrent requests; resolves once sent, with the devices that failed. */
 export async function queueEntries(queue: Queue, parts: DevicePart[], waitUntil?: (p: Promise<unknown>) => void): Promise<SendFailures> {
+  batchStats.handoffs++;
   return commit.submit(queue, { parts }, waitUntil);
 }
 
@@ -144,10 +152,12 @@ async function flush(queue: Queue, group: Waiter[]): Promise<SendFailures[]> {
       }
     }
   };
+  batchStats.flushes++;
   const messages = build(group);
   const batches = sendOverride ? perDevice(messages) : chunks(messages);
   await Promise.all(
     batches.map(async (batch) => {
+      batchStats.sendBatchCalls++;
       try {
         if (sendOverride) await sendOverride(batch[0]?.device as AuditDevice, batch.map((m) => m.body));
         else await queue.sendBatch(batch.map((m) => ({ body: m.body, contentType: "text" as const })));
