@@ -9,6 +9,8 @@
 // the entries by id). An audited row ends when the collector has both entries of every request it
 // made (bounded: DRAIN_MS), and its workerd CPU runs from its start to that point: the row pays the
 // queue and the consumer for its own entries, no other row does ("drain ms" in the table).
+// Audited rows also show the answering isolate's sendBatch calls and batcher hand-offs per audited
+// request (sys/metrics `lanyard.audit.isolate.*`; empty on a BENCH_REV without them).
 // BENCH_RUNS rounds (default 3) of (without, with); printed: every row, then
 // the target table (median and spread of the ratios with ÷ without against the targets), and the
 // collector's count once the queue has drained: every entry exactly once, none missing.
@@ -18,7 +20,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
-import { SECONDS, call, cpuPerRequest, load, startBenchWorker, workerdCpu } from "./lib/bench-common.mjs";
+import { SECONDS, TOKEN, call, cpuPerRequest, load, startBenchWorker, workerdCpu } from "./lib/bench-common.mjs";
 
 // Without this the local queue logs one line per consumed batch.
 process.env.WRANGLER_LOG = process.env.BENCH_LOG ?? "error";
@@ -86,6 +88,21 @@ const median = (xs) => {
 };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
+/**
+ * The answering isolate's audit counts (sys/metrics `lanyard.audit.isolate.*`, read uncached;
+ * one isolate locally): null on a revision without them (BENCH_REV before they existed).
+ */
+async function isolateCounts(base) {
+  const res = await fetch(`${base}/v1/sys/metrics?format=prometheus`, { headers: { "x-service-token": TOKEN } }).catch(() => null);
+  const text = res && res.ok ? await res.text() : "";
+  const read = (name) => {
+    const m = text.match(new RegExp(`^lanyard_audit_isolate_${name}\\{[^}]*\\} (\\d+)`, "m"));
+    return m ? Number(m[1]) : null;
+  };
+  const out = { handoffs: read("handoffs"), flushes: read("flushes"), sendBatch: read("send_batch_calls") };
+  return out.sendBatch === null ? null : out;
+}
+
 /** How long a row waits at most for its entries to reach the collector (healthy: ~1–2 s, the consumer's 1 s batch window). */
 const DRAIN_MS = 30_000;
 
@@ -128,10 +145,16 @@ async function main() {
       const rows = [];
       for (const s of scenarios) {
         const pairs0 = collector.seen.pairs;
+        const counts0 = label === "none" || s.unaudited ? null : await isolateCounts(base);
         const cpu0 = workerdCpu();
         const r = await load(base, s.req, C, SECONDS);
         const drain = label === "none" || s.unaudited ? { ms: 0, ok: true } : await drained(collector.seen, pairs0 + r.requests);
-        rows.push({ round, audit: label, scenario: s.name, requests: r.requests, errors: r.errors, "req/s": +r.rps.toFixed(1), "p50 ms": +r.p50.toFixed(1), "p99 ms": +r.p99.toFixed(1), "workerd CPU ms/req": +cpuPerRequest(cpu0, workerdCpu(), r.requests).toFixed(3), "drain ms": drain.ok ? drain.ms : `>${drain.ms} (not drained)` });
+        // sendBatch calls (and hand-offs) per audited request: the row's counts ÷ the requests whose two entries arrived.
+        const cpu1 = workerdCpu();
+        const counts1 = counts0 ? await isolateCounts(base) : null;
+        const audReq = collector.seen.pairs - pairs0;
+        const per = (k) => (counts0 && counts1 && audReq > 0 ? +((counts1[k] - counts0[k]) / audReq).toFixed(2) : "");
+        rows.push({ round, audit: label, "sendBatch/req": per("sendBatch"), "hand-offs/req": per("handoffs"), scenario: s.name, requests: r.requests, errors: r.errors, "req/s": +r.rps.toFixed(1), "p50 ms": +r.p50.toFixed(1), "p99 ms": +r.p99.toFixed(1), "workerd CPU ms/req": +cpuPerRequest(cpu0, cpu1, r.requests).toFixed(3), "drain ms": drain.ok ? drain.ms : `>${drain.ms} (not drained)` });
       }
       return rows;
     };
@@ -160,6 +183,10 @@ async function main() {
 
     console.log(`\nLanyard audit cost (local workerd, non-root token with a policy, concurrency ${C}, ${SECONDS}s per row, ${RUNS} rounds; device filter ${JSON.stringify(FILTER)})\n`);
     console.table(all);
+    const sendBatchMedian = (name) => {
+      const xs = all.filter((r) => r.scenario === name && r.audit !== "none" && r["sendBatch/req"] !== "").map((r) => r["sendBatch/req"]);
+      return xs.length > 0 ? median(xs) : "n/a";
+    };
     const table = scenarios.map((s) => {
       const ratios = (key) =>
         Array.from({ length: RUNS }, (_, i) => {
@@ -181,6 +208,7 @@ async function main() {
         spread: spread(cpu),
         "target ": `≤ ${t.cpu}`,
         met: median(cpu) <= t.cpu ? "yes" : "NO",
+        "sendBatch/req (median)": sendBatchMedian(s.name),
       };
     });
     console.log("\nTargets (median of the rounds; spread = min–max):");

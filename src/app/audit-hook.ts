@@ -11,6 +11,10 @@
  *   written to the log for stdout devices. If no device could record it, the handler does not
  *   run: 503 `audit: no device could record this request` (AuditUnavailableError; Vault refuses
  *   too, it says 500 `internal error`).
+ *   A read that changes nothing (operation `read` or `list`, not public, the route not marked
+ *   `readChangesState`) defers it instead: the request entry is handed over with the response
+ *   entry, first, in one hand-off before the answer leaves; if that fails the answer is the same
+ *   503 and nothing of the read is disclosed (docs/audit.md "Reads travel in one hand-off").
  * - After the work (`answered`): the `response` entry (data, warnings, auth, status), built from
  *   the reply the handler gave, not from the serialized answer, is handed over before the answer
  *   leaves, once per device: the delivery side keeps each device's entries in order
@@ -27,6 +31,7 @@
 import { absorbDeviceRows, cachedDevices, deviceListQuery, lastKnownDevices, loadDevices } from "../audit/audit-store";
 import { devicesFor } from "../audit/device-filter";
 import type { AuditFilterFields } from "../audit/filter";
+import { auditedRequestBegins } from "../audit/batcher";
 import { enqueueEntries } from "../audit/enqueue";
 import { AuditUnavailableError, type AuditAuth, type AuditDevice, type AuditEntry, type AuditRequest, type AuditResponse } from "../audit/types";
 import { loadConfig } from "../core/config";
@@ -73,7 +78,13 @@ export class AuditTrail {
   /** The entries' `auth` and `request` parts, fixed once the work is allowed (requestEntry). */
   private parts: { auth: AuditAuth | undefined; request: AuditRequest } | null = null;
   private refusedByAudit = false;
+  /** The work began with the request entry deferred (a read): it travels with the response entry. */
+  private deferred = false;
+  /** Counted among the isolate's audited requests in flight (src/audit/batcher.ts linger) until settled. */
+  private release: (() => void) | null = null;
   private allowed = false;
+  /** When a deferred request entry's work began: its `time`. */
+  private requestAt: number | null = null;
 
   constructor(
     private readonly cfg: { env: Env; db: Db; requestId: string; waitUntil?: (p: Promise<unknown>) => void },
@@ -118,7 +129,7 @@ export class AuditTrail {
   }
 
   /** The request entry, recorded before the handler runs; 503 when no device could record it. */
-  async beforeWork(req: Req, mountType: string): Promise<void> {
+  async beforeWork(req: Req, mountType: string, defer = false): Promise<void> {
     this.allowed = true;
     if (!this.active || !this.devices) return;
     const k = this.known;
@@ -129,14 +140,31 @@ export class AuditTrail {
     k.mountType = mountType;
     k.op = req.op;
     k.data = req.body;
+    // Counted while its entries may still join a flush (the batcher lingers for them); a stdout
+    // device's entries never reach the batcher.
+    if (this.writersFor(this.requestEntry()).some((d) => d.type !== "stdout")) this.release = auditedRequestBegins();
+    if (defer) {
+      // Fixes its time and parts now, as they were when the work began.
+      this.requestAt = Date.now();
+      this.requestEntry();
+      this.deferred = true;
+      return;
+    }
     try {
       const entry = this.requestEntry();
       await enqueueEntries(this.cfg.env, this.writersFor(entry), [entry], this.cfg.waitUntil);
       this.recorded = true;
     } catch (e) {
       this.refusedByAudit = e instanceof AuditUnavailableError;
+      this.settle();
       throw e;
     }
+  }
+
+  /** No longer counted among the isolate's audited requests in flight. */
+  private settle(): void {
+    this.release?.();
+    this.release = null;
   }
 
   /** The response entry, recorded before the answer leaves; 503 instead when no device could. */
@@ -170,7 +198,7 @@ export class AuditTrail {
     const { status, messages } = errorAnswer(err) ?? INTERNAL_ERROR;
     const unavailable = await this.record(this.responseEntry({ status_code: status }, messages.join("; ")));
     if (!unavailable) return err;
-    if (this.recorded) return unavailable;
+    if (this.recorded || this.deferred) return unavailable;
     console.error(`audit: request ${this.cfg.requestId} (refused with ${status}) could not be logged by any device`);
     return err;
   }
@@ -178,13 +206,16 @@ export class AuditTrail {
   /** Hands the response entry over (with the request entry unless it was recorded before the work); the 503 to answer if no device could. */
   private async record(response: AuditEntry): Promise<AuditUnavailableError | null> {
     if (!this.devices) return null;
-    const entries = this.recorded ? [response] : [this.requestEntry(response.error), response];
+    // A deferred request entry is as it was when the work began (no error: it was not refused).
+    const entries = this.recorded ? [response] : [this.requestEntry(this.deferred ? undefined : response.error), response];
     try {
       await enqueueEntries(this.cfg.env, this.writersFor(entries[0] ?? response), entries, this.cfg.waitUntil);
       return null;
     } catch (e) {
       if (!(e instanceof AuditUnavailableError)) throw e;
       return e;
+    } finally {
+      this.settle();
     }
   }
 
@@ -223,7 +254,7 @@ export class AuditTrail {
     // learnt after that): src/audit/hmac.ts hashes them once per device for both.
     const parts = this.parts ?? this.buildParts();
     if (this.allowed) this.parts = parts;
-    const entry: AuditEntry = { id: `${this.cfg.requestId}:request`, time: rfc3339(Date.now()), type: "request", auth: parts.auth, request: parts.request };
+    const entry: AuditEntry = { id: `${this.cfg.requestId}:request`, time: rfc3339(this.requestAt ?? Date.now()), type: "request", auth: parts.auth, request: parts.request };
     if (error !== undefined) entry.error = error;
     return entry;
   }

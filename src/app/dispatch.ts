@@ -184,8 +184,10 @@ async function handle(call: Call): Promise<Answer> {
   if (!handler) throw new ApiError(405, "unsupported operation");
   validateFields(def, matched.params, req);
 
-  // Run, once the request entry is recorded.
-  await trail.beforeWork(req, backend.mountType);
+  // Run, once the request entry is recorded; a read that changes nothing hands it over with its
+  // response entry instead (docs/audit.md "Reads travel in one hand-off").
+  const deferRequestEntry = (req.op === "read" || req.op === "list") && !isPublic && !def.readChangesState;
+  await trail.beforeWork(req, backend.mountType, deferRequestEntry);
   return withWarnings(await handler.call(def.handlers, req), req.warnings);
 }
 

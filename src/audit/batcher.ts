@@ -11,11 +11,20 @@
  *   every one of its entries has returned, and says which devices' entries could not be queued
  *   (the caller answers 503 when none could). No request answers from a flush still in flight.
  * - **One flush in flight per isolate.** The first caller with nothing in flight leads: after one
- *   timer tick (a lone request waits about a millisecond at most) it takes everything waiting and
- *   sends it. Callers arriving meanwhile wait; when the flush ends, the lead passes to the first
+ *   timer tick it takes everything waiting and sends it. Callers arriving meanwhile wait; when the flush ends, the lead passes to the first
  *   waiter, which flushes everything waiting by then. Under load a flush thus carries the entries
  *   of every request that arrived during the previous one. A lead not flushed within
  *   STALE_LEAD_MS (its request cancelled) is taken over by the first waiter.
+ * - **A bounded linger, only in company.** When other audited requests of the isolate are in
+ *   flight (`auditedRequestBegins`: their work started, their last hand-off not ended) and fewer
+ *   hand-offs wait than that, the leader waits at most LINGER_TICKS more timer ticks and at most
+ *   LINGER_MS for their entries (`gather`); with nothing else in flight it does not linger. The
+ *   count is a hint only: wrong, it costs at most the bound.
+ * - **No waiter waits for ever.** Every waiter is settled by a flush that took its entries after
+ *   they were added (the leader takes everything waiting once its linger ends, and the lead
+ *   passes to the first waiter when a flush ends), and it looks at its result on its own 1 ms
+ *   timers (src/core/group-commit.ts); a lead stuck longer than STALE_LEAD_MS is taken over.
+ *   Each step is bounded by the caller's own timers, none by a promise another request resolves.
  * - **Within the Queue's limits** (https://developers.cloudflare.com/queues/platform/limits/):
  *   a message holds one device's entries, at most MAX_AUDIT_MESSAGE_BYTES (the limit is 128 KB);
  *   a `sendBatch` at most MAX_BATCH_MESSAGES messages and MAX_BATCH_BYTES (100 and 256 KB). A
@@ -30,6 +39,13 @@ import { GroupCommit } from "../core/group-commit";
 import { utf8Length } from "../core/text";
 import { encodeMessage, headerBytes, indexBytes, messageDevice, type QueuedEntry } from "./message";
 import { MAX_AUDIT_MESSAGE_BYTES, type AuditDevice } from "./types";
+
+/**
+ * This isolate's counts since it started (sys/metrics `lanyard.audit.isolate.*`, uncached, and
+ * the audit bench's "sendBatch calls per request"): hand-offs (`queueEntries` calls), flushes,
+ * `sendBatch` calls. Diagnostics of one isolate, not totals (docs/audit.md "Batching").
+ */
+export const batchStats = { handoffs: 0, flushes: 0, sendBatchCalls: 0 };
 
 /** Cloudflare Queues: at most 100 messages and 256 KB in one sendBatch (a margin kept). */
 export const MAX_BATCH_MESSAGES = 100;
@@ -74,17 +90,52 @@ export function setBatchSendForTests(fn: QueueSend | null): void {
  */
 export const STALE_LEAD_MS = 15_000;
 
+/**
+ * Audited requests of this isolate whose entries may still reach the batcher: from the start of
+ * their work (src/app/audit-hook.ts `beforeWork`) to the end of their last hand-off. Only a hint
+ * for the linger: a count left too high (a request cancelled mid-way) makes leaders linger to
+ * their bound, never longer.
+ */
+let inFlight = 0;
+
+/** Counts one audited request in flight; the function returned (idempotent) stops counting it. */
+export function auditedRequestBegins(): () => void {
+  inFlight++;
+  let counted = true;
+  return () => {
+    if (counted) inFlight--;
+    counted = false;
+  };
+}
+
+/** The linger's bounds: extra timer ticks, and milliseconds since the first tick, whichever ends first. */
+export const LINGER_TICKS = 3;
+export const LINGER_MS = 1;
+
+const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 0));
+
+/**
+ * The leader's wait for company: one tick (the requests of this turn join), then, while fewer
+ * requests wait than are in flight, at most LINGER_TICKS more ticks within LINGER_MS. Alone
+ * (nothing else in flight) it never lingers. Bounded by its own timers, so it always ends.
+ */
+export async function gather(waiting: () => number, inFlightNow: () => number = () => inFlight): Promise<void> {
+  await tick();
+  const start = Date.now();
+  for (let i = 0; i < LINGER_TICKS && waiting() < inFlightNow() && Date.now() - start < LINGER_MS; i++) await tick();
+}
+
 const commit = new GroupCommit<Waiter, SendFailures, Queue>({
   maxGroup: MAX_GROUP,
   staleLeadMs: STALE_LEAD_MS,
-  // One tick for company: the requests of this turn join the flush.
-  gather: () => new Promise((r) => setTimeout(r, 0)),
+  gather: (waiting) => gather(waiting),
   run: flush,
   lost: (w) => new Map(w.parts.map((p) => [p.device.id, new Error("audit entries were not queued")])),
 });
 
 /** Queues the parts with those of concurrent requests; resolves once sent, with the devices that failed. */
 export async function queueEntries(queue: Queue, parts: DevicePart[], waitUntil?: (p: Promise<unknown>) => void): Promise<SendFailures> {
+  batchStats.handoffs++;
   return commit.submit(queue, { parts }, waitUntil);
 }
 
@@ -144,10 +195,12 @@ async function flush(queue: Queue, group: Waiter[]): Promise<SendFailures[]> {
       }
     }
   };
+  batchStats.flushes++;
   const messages = build(group);
   const batches = sendOverride ? perDevice(messages) : chunks(messages);
   await Promise.all(
     batches.map(async (batch) => {
+      batchStats.sendBatchCalls++;
       try {
         if (sendOverride) await sendOverride(batch[0]?.device as AuditDevice, batch.map((m) => m.body));
         else await queue.sendBatch(batch.map((m) => ({ body: m.body, contentType: "text" as const })));

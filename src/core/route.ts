@@ -120,6 +120,12 @@ export interface RouteDef<F extends FieldSchema = FieldSchema> {
   sudo?: Operation[];
   /** Decides create vs update for the ACL on writes; without it a write is an update. */
   exists?(req: Req<F>): Promise<boolean>;
+  /**
+   * Its `read` changes state (GET crl/rotate builds and publishes a CRL): the audit trail records
+   * its request entry before the work, as a write's, instead of with the response entry
+   * (docs/audit.md "Reads travel in one hand-off").
+   */
+  readChangesState?: boolean;
   /** HEAD is served as a read (the body is dropped): ACME's new-nonce and directory (RFC 8555 §7.2). */
   head?: boolean;
   /**

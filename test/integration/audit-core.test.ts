@@ -323,6 +323,33 @@ describe("nothing lost", () => {
     expect((await api("GET", `${kv}/data/lost`)).status).toBe(404);
   });
 
+  it("a read hands its request and response entries over together, request first; a write queues its request entry before the work", async () => {
+    const kv = await mount("kv");
+    await write(`${kv}/data/pair`, { data: { a: "1" } });
+    reset();
+    const w = await api("POST", `${kv}/data/pair`, { body: { data: { a: "2" } } });
+    const r = await read(`${kv}/data/pair`);
+    const holding = (id: string) => captured.queued.filter((m) => m.entries.some((e) => e.request.id === id));
+    // The read: one message, its request entry just before its response entry, the stable ids.
+    const [readMsg, ...more] = holding(r.body.request_id);
+    expect(more).toEqual([]);
+    const ids = readMsg?.entries.filter((e) => e.request.id === r.body.request_id).map((e) => e.id);
+    expect(ids).toEqual([`${r.body.request_id}:request`, `${r.body.request_id}:response`]);
+    // The write: its request entry in a message of its own, queued before the response entry's.
+    const writeMsgs = holding(w.body.request_id);
+    expect(writeMsgs.map((m) => m.entries.filter((e) => e.request.id === w.body.request_id).map((e) => e.type))).toEqual([["request"], ["response"]]);
+  });
+
+  it("a read whose entries cannot be queued: 503 and nothing of the answer disclosed", async () => {
+    const kv = await mount("kv");
+    await write(`${kv}/data/hidden`, { data: { secret: "never-shown-0123" } });
+    failSend = () => true;
+    const r = await api("GET", `${kv}/data/hidden`);
+    expect(r.status).toBe(503);
+    expect(r.body).toEqual({ errors: ["audit: no device could record this request"] });
+    expect(JSON.stringify(r.body)).not.toContain("never-shown");
+  });
+
   it("the response entry could not be queued: 503 after the work, as Vault", async () => {
     const kv = await mount("kv");
     failSend = (m) => m.entries.some((e) => e.type === "response");

@@ -2,9 +2,12 @@
  * The group commit under the audit batcher and the certificate rows (src/core/group-commit.ts),
  * driven directly with a `run` that records its groups: concurrent inputs share a group in
  * arrival order and each gets its own result, within milliseconds of their group's end; and a lead that never runs its group (its request cancelled) is taken over
- * by the first waiter once stale, the stale leader's input included, nothing run twice.
+ * by the first waiter once stale, the stale leader's input included, nothing run twice. And the
+ * audit batcher's linger (src/audit/batcher.ts `gather`): none when alone, bounded when the
+ * requests counted in flight never hand anything over.
  */
 import { describe, expect, it } from "vitest";
+import { gather, LINGER_MS, LINGER_TICKS } from "../../src/audit/batcher";
 import { GroupCommit } from "../../src/core/group-commit";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -66,5 +69,26 @@ describe("group commit", () => {
     expect(groups[0]?.[0]).toBe("waiter");
     // The lead passed on normally afterwards.
     expect(await within(commit.submit(null, "after"), 5_000)).toBe("done after");
+  });
+
+  it("the audit linger: a lone leader does not linger; one waiting for entries that never come stops at its bound", async () => {
+    // Alone (nothing else in flight): one tick, no look at the count after it.
+    let looks = 0;
+    const t0 = Date.now();
+    await gather(() => 1, () => (looks++, 1));
+    expect(looks).toBe(1);
+    expect(Date.now() - t0).toBeLessThan(50);
+    // 100 requests counted in flight, none of which ever hands over: at most LINGER_TICKS more
+    // ticks within LINGER_MS (a loaded machine's timers are late, hence the loose wall bound).
+    looks = 0;
+    const t1 = Date.now();
+    expect(await within(gather(() => 1, () => (looks++, 100)), 1_000)).toBeUndefined();
+    expect(looks).toBeLessThanOrEqual(LINGER_TICKS + 1);
+    expect(Date.now() - t1).toBeLessThan(LINGER_MS + 200);
+    // Company arriving ends the linger at once.
+    let waiting = 1;
+    setTimeout(() => (waiting = 3), 0);
+    await gather(() => waiting, () => 3);
+    expect(waiting).toBe(3);
   });
 });

@@ -20,7 +20,7 @@
  */
 import { allNamespacePaths } from "../../auth/namespace-store";
 import { liveTokenCounts } from "../../auth/token-store";
-import { auditMetrics } from "../../audit/metrics";
+import { auditIsolateCounts, auditMetrics } from "../../audit/metrics";
 import { BoundedCache } from "../../core/bounded-cache";
 import type { Db } from "../../core/db/client";
 import { badRequest } from "../../core/errors";
@@ -91,7 +91,9 @@ export const metricsRoutes: RouteDef[] = [
         if (req.ns.id !== ROOT_NAMESPACE.id) throw badRequest("metrics cover every namespace: read sys/metrics from the root namespace (no namespace header)");
         const format = req.fields.format.trim().toLowerCase();
         if (format !== "" && format !== "prometheus") throw badRequest(`format: unsupported metrics format "${req.fields.format.slice(0, 32)}" (use "prometheus", or none for JSON)`);
-        const { at, families } = await currentMetrics(req.db, req.env);
+        const { at, families: cached } = await currentMetrics(req.db, req.env);
+        // The isolate's own audit counts are read now, never from the cache.
+        const families = [...cached, ...auditIsolateCounts()];
         const headers = { "x-request-id": req.requestId, "cache-control": "no-store" };
         if (format === "prometheus" || wantsOpenMetrics(req.headers.get("accept"))) {
           return new Response(metricsPrometheus(families), { headers: { ...headers, "content-type": PROMETHEUS_CONTENT_TYPE } });

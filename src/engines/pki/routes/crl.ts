@@ -171,6 +171,7 @@ export const crlRoutes = [
   issuerCrl("issuer/:ref/crl/delta/der", "delta", "der"),
   route({
     pattern: "crl/rotate",
+    readChangesState: true,
     handlers: {
       async read(req) {
         const mount = mountOf(req);
@@ -185,6 +186,7 @@ export const crlRoutes = [
   }),
   route({
     pattern: "crl/rotate-delta",
+    readChangesState: true,
     handlers: {
       async read(req) {
         const mount = mountOf(req);
