@@ -31,14 +31,15 @@ import type { Db } from "../../../core/db/client";
 import { openDb } from "../../../core/db/client";
 import { parseDurationSeconds } from "../../../core/duration";
 import type { MountRow } from "../../../core/mount-store";
-import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
-import { assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList } from "../x509/crl";
+import { base64ToBytes } from "../../../core/encoding";
+import { ecdsaSignatureDer, signCertificateList } from "../x509/crl";
 import { crlGroups, crlSigner, type CrlGroup } from "./crl-groups";
 import { counterKey, fillTargets, planTargets, reportKey, scopesOf, storedNumber, type Target } from "./crl-targets";
 import { shardUrl, storedKind } from "./crl-shards";
 import { certDerFromPem } from "../ca/issuers";
 import { resolveAia } from "../issuance/profile";
 import {
+  crlBase64Slices,
   deleteCrlsExceptStmts,
   getCrlDer,
   listCrlMeta,
@@ -148,15 +149,19 @@ function freshestUrls(rep: IssuerRow, cfg: ConfigShapes, warnings: string[]): st
   }
 }
 
-async function signCrl(env: Env, group: CrlGroup, keys: Map<string, KeyRow>, warnings: string[], tbsParams: Omit<Parameters<typeof encodeTbsCertList>[0], "algorithm" | "issuer" | "authorityKeyId">): Promise<string> {
+type CrlParams = Omit<Parameters<typeof signCertificateList>[0], "algorithm" | "issuer" | "authorityKeyId">;
+
+/** Signs one CRL; returns its base64 slices as stored (revocation-store.ts crlBase64Slices). Releases the writer. */
+async function signCrl(env: Env, group: CrlGroup, keys: Map<string, KeyRow>, warnings: string[], params: CrlParams): Promise<string[]> {
   const key = keys.get(group.representative.keyId);
   if (!key) throw new Error(`key ${group.representative.keyId} of issuer ${group.representative.id} is missing`);
   const s = await crlSigner(env, group, key, warnings);
-  const tbs = encodeTbsCertList({ ...tbsParams, algorithm: s.algorithm, issuer: s.issuerName, authorityKeyId: s.facts.ski });
   // signBytes, not crypto.subtle: EC P-224 keys are signed in software (x509.ts Signer).
-  const raw = await signBytes(s.signer, tbs);
-  const sig = s.algorithm.family === "ec" ? ecdsaSignatureDer(raw) : raw;
-  return bytesToBase64(assembleCertificateList(tbs, s.algorithm, sig));
+  const der = await signCertificateList({ ...params, algorithm: s.algorithm, issuer: s.issuerName, authorityKeyId: s.facts.ski }, async (tbs) => {
+    const raw = await signBytes(s.signer, tbs);
+    return s.algorithm.family === "ec" ? ecdsaSignatureDer(raw) : raw;
+  });
+  return crlBase64Slices(der);
 }
 
 type CrlMetaRow = Awaited<ReturnType<typeof listCrlMeta>>[number];
@@ -203,11 +208,11 @@ async function signAndStore(run: SignRun, t: Target): Promise<void> {
     report.errors.push(`error building CRL: revocation list size (${t.writer.count}) exceeds configured maximum (${limit}) for issuer ${g.representative.id}${what}`);
     return;
   }
-  const revoked = t.writer.finish();
+  const revoked = t.writer;
   const key = counterKey(t);
   const stored = Math.max(await counters.last(key), storedNumber(run.metas, g, t.shard));
   const meta = (k: CrlKind, number: number, seq: number) => ({ kind: storedKind(k, t.shard), number, maxSeq: seq, thisUpdate: thisUpdate.getTime(), nextUpdate: nextUpdate.getTime() });
-  const rows: { kind: CrlKind; number: number; b64: string }[] = [];
+  const rows: { kind: CrlKind; number: number; b64: string[] }[] = [];
   const scope = t.idp === null ? {} : { issuingDistributionPoint: { urls: t.idp, onlyUserCerts: true } };
   const number = nextCrlNumber(stored, run.now);
   if (kind === "complete") {
