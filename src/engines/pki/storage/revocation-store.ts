@@ -176,7 +176,7 @@ const entryColumns = {
  * the mount and sorts them for each page, and a build of a million paid that two hundred times
  * (docs/pki-revocation-crl.md "Performance").
  */
-export function listRevokedEntriesOfShard(db: Db, mountId: string, shard: number | null, afterId: number, uptoId: number, limit: number): Promise<RevokedEntry[]> {
+export function listRevokedEntriesOfShard(db: Db, mountId: string, shard: number | null, afterId: number, uptoId: number, limit: number) {
   return db
     .select(entryColumns)
     .from(pkiRevoked)
@@ -187,12 +187,16 @@ export function listRevokedEntriesOfShard(db: Db, mountId: string, shard: number
 
 /** The lowest CRL shard above `after` that holds revocations of the mount (one index seek), or null. */
 export async function nextRevokedShard(db: Db, mountId: string, after: number): Promise<number | null> {
-  const rows = await db
+  const rows = await nextRevokedShardQuery(db, mountId, after);
+  return rows[0]?.s ?? null;
+}
+
+/** The query of nextRevokedShard (its plan is checked in test/integration/pki-crl-scale.test.ts). */
+export const nextRevokedShardQuery = (db: Db, mountId: string, after: number) =>
+  db
     .select({ s: min(pkiRevoked.crlShard) })
     .from(pkiRevoked)
     .where(and(eq(pkiRevoked.mountId, mountId), gt(pkiRevoked.crlShard, after)));
-  return rows[0]?.s ?? null;
-}
 
 /** The highest revocation sequence number of the mount (0 when none). */
 export async function maxRevokedSeq(db: Db, mountId: string): Promise<number> {
