@@ -23,9 +23,11 @@
  * - Scopes (docs/pki-revocation-crl.md "Sharded CRLs"; crl-targets.ts): every rule above holds per
  *   (CRL issuer, scope), where the scope is the full CRL or one CRL shard; a build for some shards
  *   touches only their rows, counters and entries, so the full CRL and other shards keep theirs.
- * - Entries are streamed page by page from D1 into per-CRL byte buffers (crl.ts): memory grows
- *   with the DER (≈40 bytes per entry), not with row objects. DER larger than one D1 value is
- *   stored in slices (revocation-store.ts).
+ * - Entries are streamed from D1 in pages that are each one index range (crl-targets.ts
+ *   fillTargets), so a build's D1 work is linear in its entries, into per-CRL byte chunks
+ *   (crl.ts): memory grows with the DER (≈ 27 bytes per entry), not with row objects. Each CRL is
+ *   laid out and signed in one buffer, its writer freed, and its base64 made slice by slice; DER
+ *   larger than one D1 value is stored in slices (revocation-store.ts).
  */
 import type { Db } from "../../../core/db/client";
 import { openDb } from "../../../core/db/client";
@@ -264,7 +266,9 @@ export async function buildMountCrls(env: Env, mount: MountRow, req: CrlBuildReq
   const thisUpdate = new Date(Math.floor(now / 1000) * 1000);
   const nextUpdate = new Date(thisUpdate.getTime() + durationOr(crlCfg.expiry, 72 * 3600) * 1000);
   const run: SignRun = { env, db, mountId: mount.id, kind, cfg, keys, metas, counters, report, thisUpdate, nextUpdate, maxSeq, now };
-  for (const t of targets) await signAndStore(run, t);
+  // Shards first, full CRLs last: each target's entries are freed once it is signed, so the full
+  // CRL (the largest) is laid out and encoded when the shards' bytes are gone (crl.ts).
+  for (const t of [...targets.filter((x) => x.shard !== null), ...targets.filter((x) => x.shard === null)]) await signAndStore(run, t);
   // CRLs of deleted issuers go (upstream removes CRLs no issuer points at any more).
   if (kind === "complete" && req.shards === undefined) await runRevocationBatch(db, deleteCrlsExceptStmts(db, mount.id, issuers.map((i) => i.id)));
   report.built = kind;

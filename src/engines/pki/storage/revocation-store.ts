@@ -230,9 +230,20 @@ export async function getCrlDer(db: Db, mountId: string, issuerId: string, kind:
   ]);
   const row = rows[0];
   if (!row) return null;
-  const b64 = row.der !== "" ? row.der : chunks.map((c) => c.data).join("");
   const { der: _der, ...meta } = row;
-  return { row: meta, der: base64ToBytesStrict(b64) };
+  if (row.der !== "") return { row: meta, der: base64ToBytesStrict(row.der) };
+  // Slice by slice into one buffer: joining the base64 first would hold it twice (≈ 36 MiB each
+  // for a million entries). Only the last slice has padding (crlBase64Slices).
+  const last = chunks[chunks.length - 1]?.data ?? "";
+  const pad = last.endsWith("==") ? 2 : last.endsWith("=") ? 1 : 0;
+  const der = new Uint8Array((chunks.reduce((n, c) => n + c.data.length, 0) / 4) * 3 - pad);
+  let o = 0;
+  for (const c of chunks) {
+    const part = base64ToBytesStrict(c.data);
+    der.set(part, o);
+    o += part.length;
+  }
+  return { row: meta, der };
 }
 
 /** Metadata of every stored CRL of the mount (no DER): the cron's due check. */
