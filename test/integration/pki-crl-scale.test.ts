@@ -13,7 +13,7 @@ import { describe, expect, it } from "vitest";
 import { openDb } from "../../src/core/db/client";
 import { getMountsByIds } from "../../src/core/mount-store";
 import { buildMountCrls } from "../../src/engines/pki/revocation/crl-rebuild";
-import { listRevokedEntriesOfShard, nextRevokedShardQuery } from "../../src/engines/pki/storage/revocation-store";
+import { listRevokedEntriesOfShard, listRevokedEntriesSince, nextRevokedShardQuery } from "../../src/engines/pki/storage/revocation-store";
 import { api, read, write } from "../helpers/api";
 import { pkiWithRoot, x509 } from "../helpers/pki";
 
@@ -61,6 +61,10 @@ describe("CRL builds at scale", () => {
       expect(steps.join("\n")).not.toContain("TEMP B-TREE");
       expect(steps.some((s) => s.includes("pki_revoked_mount_shard") && s.includes("id>?"))).toBe(true);
     }
+    // A delta's read: the primary key over the range since its base.
+    const since = await plan(listRevokedEntriesSince(db, "m", 10, 1_000_000, 5000));
+    expect(since.join("\n")).not.toContain("TEMP B-TREE");
+    expect(since.some((s) => s.includes("INTEGER PRIMARY KEY (rowid>? AND rowid<?)"))).toBe(true);
     const next = await plan(nextRevokedShardQuery(db, "m", 2));
     expect(next.some((s) => s.includes("COVERING INDEX pki_revoked_mount_shard"))).toBe(true);
   });

@@ -18,7 +18,7 @@ import type { Db } from "../../../core/db/client";
 import { RevokedListWriter } from "../x509/crl";
 import type { CrlGroup } from "./crl-groups";
 import { resolveAia } from "../issuance/profile";
-import { listRevokedEntriesOfShard, nextRevokedShard, type CrlKind, type RevokedEntry } from "../storage/revocation-store";
+import { listRevokedEntriesOfShard, listRevokedEntriesSince, nextRevokedShard, type CrlKind, type RevokedEntry } from "../storage/revocation-store";
 import type { ConfigShapes } from "../storage/store";
 import { parseStoredKind, shardUrl, storedKind } from "./crl-shards";
 
@@ -141,6 +141,12 @@ export async function fillTargets(
       t.writer.add(e.serial, e.revocationTime, e.reason);
     }
   };
+  if (kind === "delta" && targets.some((t) => t.shard === null)) {
+    // Only the revocations since the oldest base: one walk of the primary key over that range
+    // (a walk per shard would cost two queries per published shard, even for an empty delta).
+    await stream((after) => listRevokedEntriesSince(db, mountId, after, maxSeq, PAGE), from, place);
+    return;
+  }
   if (targets.some((t) => t.shard === null)) {
     // Every entry, segment by segment (no shard, then each shard that has entries): each page is
     // an index range (revocation-store.ts listRevokedEntriesOfShard), so the build stays linear.

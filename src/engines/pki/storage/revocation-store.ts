@@ -185,6 +185,21 @@ export function listRevokedEntriesOfShard(db: Db, mountId: string, shard: number
     .limit(limit);
 }
 
+/**
+ * One page of the mount's revocations with afterId < id ≤ uptoId in sequence order, walking the
+ * primary key (the unary + keeps SQLite off the mount's indexes, none of which orders by id
+ * alone): a delta build's read, whose range holds only the revocations since its base, of every
+ * mount, each read once.
+ */
+export function listRevokedEntriesSince(db: Db, mountId: string, afterId: number, uptoId: number, limit: number) {
+  return db
+    .select(entryColumns)
+    .from(pkiRevoked)
+    .where(and(sql`+${pkiRevoked.mountId} = ${mountId}`, gt(pkiRevoked.id, afterId), lte(pkiRevoked.id, uptoId)))
+    .orderBy(asc(pkiRevoked.id))
+    .limit(limit);
+}
+
 /** The lowest CRL shard above `after` that holds revocations of the mount (one index seek), or null. */
 export async function nextRevokedShard(db: Db, mountId: string, after: number): Promise<number | null> {
   const rows = await nextRevokedShardQuery(db, mountId, after);
