@@ -89,8 +89,10 @@ function seedSql(r: SeedRequest): { sql: string; values: unknown[] } {
   const range = `WITH RECURSIVE n(i) AS (SELECT ?1 UNION ALL SELECT i + 1 FROM n WHERE i + 1 < ?2)`;
   if (r.kind === "revoked") {
     return {
-      sql: `${range} INSERT INTO pki_revoked (mount_id, serial, issuer_id, revocation_time, not_after, der, created_at, reason)
-            SELECT ?3, ${serialSql("00:00")}, ?4, ?5 - (i % ${day}), ?5 + ${30 * day} + i * 25, ?6, ?5 * 1000, 0 FROM n`,
+      // crl_shard: as if issued under config/crl shard_count 4 (a real certificate gets serial mod 4;
+      // these serials all end in 00, so the row number spreads them); unused until shards are published.
+      sql: `${range} INSERT INTO pki_revoked (mount_id, serial, issuer_id, revocation_time, not_after, der, created_at, reason, crl_shard)
+            SELECT ?3, ${serialSql("00:00")}, ?4, ?5 - (i % ${day}), ?5 + ${30 * day} + i * 25, ?6, ?5 * 1000, 0, i % 4 FROM n`,
       values: [r.from, r.to, r.mountId, r.issuerId, r.now, r.der],
     };
   }

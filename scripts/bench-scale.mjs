@@ -20,6 +20,7 @@
 //   BENCH_SCALE_STORED=10000,100000,1000000 BENCH_SCALE_REVOKED=1000,100000,1000000
 //   BENCH_SCALE_EXPIRED=<default: = STORED>  BENCH_SECONDS=5  BENCH_SCALE_REVOKES=100
 //   BENCH_SCALE_REBUILD_REVOKES=10 (0: none)  BENCH_SCALE_CRL=1 (0: no complete build)
+//   BENCH_SCALE_LIST=1, BENCH_SCALE_TIDY=1 (0: skip those measurements)
 import { rmSync, writeFileSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { SECONDS, TOKEN, call, cpuPerRequest, load, root, startBenchWorker, workerdCpu } from "./lib/bench-common.mjs";
@@ -38,6 +39,8 @@ const REVOKES = Number(process.env.BENCH_SCALE_REVOKES ?? "100");
 const REBUILD_REVOKES = Number(process.env.BENCH_SCALE_REBUILD_REVOKES ?? "10");
 /** BENCH_SCALE_CRL=0 skips the complete CRL build (at 1M revocations it ran past undici's 300 s answer timeout here). */
 const CRL = process.env.BENCH_SCALE_CRL !== "0";
+const LIST = process.env.BENCH_SCALE_LIST !== "0";
+const TIDY = process.env.BENCH_SCALE_TIDY !== "0";
 const SEED_CHUNK = 50_000;
 const MOUNT = "scale";
 const POLICY = `
@@ -103,6 +106,8 @@ async function setUp(base) {
   await call(base, "POST", `${MOUNT}/roles/ec`, { allow_any_name: true, key_type: "ec", ttl: "24h" });
   // Vault's default max_crl_entries (100,000) refuses the larger CRLs this bench builds; -1 lifts it.
   await call(base, "POST", `${MOUNT}/config/crl`, { max_crl_entries: -1 });
+  // Shard CRLs are built only for issuers with CRL distribution points (docs/pki-revocation-crl.md "Sharded CRLs").
+  await call(base, "POST", `${MOUNT}/config/urls`, { crl_distribution_points: [`${base}/v1/${MOUNT}/crl`] });
   await call(base, "POST", "sys/policies/acl/scale", { policy: POLICY });
   const token = (await call(base, "POST", "auth/token/create", { policies: ["scale"], no_default_policy: true, ttl: "8h" })).auth.client_token;
   const leaf = await call(base, "POST", `${MOUNT}/issue/ec`, { common_name: "sample.scale.example" });
@@ -151,7 +156,10 @@ async function crlBuild(ctx) {
   const took = res.status < 300 && (await call(ctx.base, "GET", `${MOUNT}/config/crl`)).data.shard_count === shards;
   if (took) {
     const [, sms, speak] = await measured(ctx.pid, () => call(ctx.base, "GET", `${MOUNT}/crl/rotate`));
-    shard = `${fmt(sms / shards)} ms/shard (${shards} shards, ${fmt(sms)} ms, +${speak.toFixed(0)} MB)`;
+    // One shard alone: a revocation with auto_rebuild=false rebuilds only its certificate's shard.
+    const c = await call(ctx.base, "POST", `${MOUNT}/issue/ec`, { common_name: "shard.scale.example" }, ctx.token);
+    const [, oms, opeak] = await measured(ctx.pid, () => call(ctx.base, "POST", `${MOUNT}/revoke`, { serial_number: c.data.serial_number }, ctx.token));
+    shard = `full + ${shards} shards ${fmt(sms)} ms (+${speak.toFixed(0)} MB); one shard on revoke ${fmt(oms)} ms (+${opeak.toFixed(0)} MB)`;
     await call(ctx.base, "POST", `${MOUNT}/config/crl`, { shard_count: 1 });
   } else if (res.status >= 300 && res.status !== 400) {
     shard = `config/crl shard_count: ${res.status} ${said.slice(0, 120)}`;
@@ -214,8 +222,8 @@ async function stage(ctx, i) {
   await call(ctx.base, "POST", `${MOUNT}/config/crl`, { auto_rebuild: false });
   const rebuild = await revokeLatencies(ctx, REBUILD_REVOKES);
   const crl = CRL ? await crlBuild(ctx) : { ms: NaN, peakMb: NaN, derKiB: NaN, shard: "not run (BENCH_SCALE_CRL=0)" };
-  const lists = await listTimes(ctx);
-  const td = await tidy(ctx, EXPIRED[i] ?? EXPIRED[EXPIRED.length - 1]);
+  const lists = LIST ? await listTimes(ctx) : { all: { ms: NaN, MiB: NaN, peak: NaN }, page: { ms: NaN } };
+  const td = TIDY ? await tidy(ctx, EXPIRED[i] ?? EXPIRED[EXPIRED.length - 1]) : { scanned: 0, deleted: 0, ms: NaN, alarms: "n/a", maxStatements: "n/a" };
   const now = await bench(ctx.base, `/__bench/counts?mount=${ctx.mountId}`);
   return {
     stored: now.certs,

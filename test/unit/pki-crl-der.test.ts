@@ -9,7 +9,8 @@ import "reflect-metadata";
 import * as x509 from "@peculiar/x509";
 import { describe, expect, it } from "vitest";
 import { encodeName } from "../../src/engines/pki/x509/asn1";
-import { RevokedListWriter, algorithmSpec, assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList } from "../../src/engines/pki/x509/crl";
+import { RevokedListWriter, algorithmSpec, assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList, signCertificateList } from "../../src/engines/pki/x509/crl";
+import { CHUNK_CHARS, crlBase64Slices } from "../../src/engines/pki/storage/revocation-store";
 import { base64ToBytesStrict, bytesToBase64 } from "../../src/core/encoding";
 
 async function build(entries: [string, number][]) {
@@ -58,6 +59,51 @@ describe("RevokedListWriter", () => {
     expect(() => w.add("zz", 1)).toThrow();
     expect(() => w.add("", 1)).toThrow();
     expect(() => w.add("01:".repeat(21).slice(0, -1), 1)).toThrow();
+  });
+});
+
+describe("signCertificateList (one buffer for CRLs of any size)", () => {
+  const params = {
+    algorithm: algorithmSpec("ECDSAWithSHA256"),
+    issuer: encodeName({ commonName: "Unit CA" }),
+    thisUpdate: new Date("2030-01-01T00:00:00Z"),
+    nextUpdate: new Date("2030-01-04T00:00:00Z"),
+    authorityKeyId: new Uint8Array(20).fill(7),
+    crlNumber: 300,
+    freshestCrlUrls: ["http://example.test/delta"],
+  };
+  const fill = (n: number) => {
+    const w = new RevokedListWriter();
+    // Serials of 1-20 octets, a new second every 7 entries, every reason: all entry lengths.
+    for (let i = 0; i < n; i++) w.add((i * 2654435761).toString(16).padStart(2 + (i % 39), "f"), 1_900_000_000 + Math.floor(i / 7), i % 11);
+    return w;
+  };
+
+  it("is byte for byte the TBSCertList + CertificateList of the framing functions, across chunk boundaries", async () => {
+    // 40,000 entries ≈ 1.6 MB: more than one 1 MiB chunk, and a 3-octet length (X.690 §8.1.3.5).
+    for (const n of [0, 1, 40_000]) {
+      const sig = new Uint8Array(71).fill(0x5a);
+      let signed: Uint8Array | null = null;
+      const der = await signCertificateList({ ...params, revoked: n === 0 ? null : fill(n) }, async (tbs) => {
+        signed = tbs.slice();
+        return sig;
+      });
+      const tbs = encodeTbsCertList({ ...params, revoked: fill(n).finish() });
+      // Buffer.equals: a deep toEqual over megabytes takes seconds.
+      expect(signed && Buffer.from(signed).equals(tbs)).toBe(true);
+      expect(Buffer.from(der).equals(assembleCertificateList(tbs, params.algorithm, sig))).toBe(true);
+    }
+  });
+
+  it("stores base64 slices that join to the whole base64, cut where the whole one would be", () => {
+    const der = crypto.getRandomValues(new Uint8Array(60_000));
+    const big = new Uint8Array(2 * (CHUNK_CHARS / 4) * 3 + 1000);
+    for (let i = 0; i < big.length; i += 60_000) big.set(der.subarray(0, Math.min(60_000, big.length - i)), i);
+    const whole = bytesToBase64(big);
+    const slices = crlBase64Slices(big);
+    expect(slices.map((s) => s.length)).toEqual([CHUNK_CHARS, CHUNK_CHARS, whole.length - 2 * CHUNK_CHARS]);
+    expect(slices.join("")).toBe(whole);
+    expect(crlBase64Slices(new Uint8Array(3))).toEqual(["AAAA"]);
   });
 });
 

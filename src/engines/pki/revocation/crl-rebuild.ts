@@ -23,22 +23,25 @@
  * - Scopes (docs/pki-revocation-crl.md "Sharded CRLs"; crl-targets.ts): every rule above holds per
  *   (CRL issuer, scope), where the scope is the full CRL or one CRL shard; a build for some shards
  *   touches only their rows, counters and entries, so the full CRL and other shards keep theirs.
- * - Entries are streamed page by page from D1 into per-CRL byte buffers (crl.ts): memory grows
- *   with the DER (≈40 bytes per entry), not with row objects. DER larger than one D1 value is
- *   stored in slices (revocation-store.ts).
+ * - Entries are streamed from D1 in pages that are each one index range (crl-targets.ts
+ *   fillTargets), so a build's D1 work is linear in its entries, into per-CRL byte chunks
+ *   (crl.ts): memory grows with the DER (≈ 27 bytes per entry), not with row objects. Each CRL is
+ *   laid out and signed in one buffer, its writer freed, and its base64 made slice by slice; DER
+ *   larger than one D1 value is stored in slices (revocation-store.ts).
  */
 import type { Db } from "../../../core/db/client";
 import { openDb } from "../../../core/db/client";
 import { parseDurationSeconds } from "../../../core/duration";
 import type { MountRow } from "../../../core/mount-store";
-import { base64ToBytes, bytesToBase64 } from "../../../core/encoding";
-import { assembleCertificateList, ecdsaSignatureDer, encodeTbsCertList } from "../x509/crl";
+import { base64ToBytes } from "../../../core/encoding";
+import { ecdsaSignatureDer, signCertificateList } from "../x509/crl";
 import { crlGroups, crlSigner, type CrlGroup } from "./crl-groups";
 import { counterKey, fillTargets, planTargets, reportKey, scopesOf, storedNumber, type Target } from "./crl-targets";
 import { shardUrl, storedKind } from "./crl-shards";
 import { certDerFromPem } from "../ca/issuers";
 import { resolveAia } from "../issuance/profile";
 import {
+  crlBase64Slices,
   deleteCrlsExceptStmts,
   getCrlDer,
   listCrlMeta,
@@ -148,15 +151,19 @@ function freshestUrls(rep: IssuerRow, cfg: ConfigShapes, warnings: string[]): st
   }
 }
 
-async function signCrl(env: Env, group: CrlGroup, keys: Map<string, KeyRow>, warnings: string[], tbsParams: Omit<Parameters<typeof encodeTbsCertList>[0], "algorithm" | "issuer" | "authorityKeyId">): Promise<string> {
+type CrlParams = Omit<Parameters<typeof signCertificateList>[0], "algorithm" | "issuer" | "authorityKeyId">;
+
+/** Signs one CRL; returns its base64 slices as stored (revocation-store.ts crlBase64Slices). Releases the writer. */
+async function signCrl(env: Env, group: CrlGroup, keys: Map<string, KeyRow>, warnings: string[], params: CrlParams): Promise<string[]> {
   const key = keys.get(group.representative.keyId);
   if (!key) throw new Error(`key ${group.representative.keyId} of issuer ${group.representative.id} is missing`);
   const s = await crlSigner(env, group, key, warnings);
-  const tbs = encodeTbsCertList({ ...tbsParams, algorithm: s.algorithm, issuer: s.issuerName, authorityKeyId: s.facts.ski });
   // signBytes, not crypto.subtle: EC P-224 keys are signed in software (x509.ts Signer).
-  const raw = await signBytes(s.signer, tbs);
-  const sig = s.algorithm.family === "ec" ? ecdsaSignatureDer(raw) : raw;
-  return bytesToBase64(assembleCertificateList(tbs, s.algorithm, sig));
+  const der = await signCertificateList({ ...params, algorithm: s.algorithm, issuer: s.issuerName, authorityKeyId: s.facts.ski }, async (tbs) => {
+    const raw = await signBytes(s.signer, tbs);
+    return s.algorithm.family === "ec" ? ecdsaSignatureDer(raw) : raw;
+  });
+  return crlBase64Slices(der);
 }
 
 type CrlMetaRow = Awaited<ReturnType<typeof listCrlMeta>>[number];
@@ -203,11 +210,11 @@ async function signAndStore(run: SignRun, t: Target): Promise<void> {
     report.errors.push(`error building CRL: revocation list size (${t.writer.count}) exceeds configured maximum (${limit}) for issuer ${g.representative.id}${what}`);
     return;
   }
-  const revoked = t.writer.finish();
+  const revoked = t.writer;
   const key = counterKey(t);
   const stored = Math.max(await counters.last(key), storedNumber(run.metas, g, t.shard));
   const meta = (k: CrlKind, number: number, seq: number) => ({ kind: storedKind(k, t.shard), number, maxSeq: seq, thisUpdate: thisUpdate.getTime(), nextUpdate: nextUpdate.getTime() });
-  const rows: { kind: CrlKind; number: number; b64: string }[] = [];
+  const rows: { kind: CrlKind; number: number; b64: string[] }[] = [];
   const scope = t.idp === null ? {} : { issuingDistributionPoint: { urls: t.idp, onlyUserCerts: true } };
   const number = nextCrlNumber(stored, run.now);
   if (kind === "complete") {
@@ -259,7 +266,9 @@ export async function buildMountCrls(env: Env, mount: MountRow, req: CrlBuildReq
   const thisUpdate = new Date(Math.floor(now / 1000) * 1000);
   const nextUpdate = new Date(thisUpdate.getTime() + durationOr(crlCfg.expiry, 72 * 3600) * 1000);
   const run: SignRun = { env, db, mountId: mount.id, kind, cfg, keys, metas, counters, report, thisUpdate, nextUpdate, maxSeq, now };
-  for (const t of targets) await signAndStore(run, t);
+  // Shards first, full CRLs last: each target's entries are freed once it is signed, so the full
+  // CRL (the largest) is laid out and encoded when the shards' bytes are gone (crl.ts).
+  for (const t of [...targets.filter((x) => x.shard !== null), ...targets.filter((x) => x.shard === null)]) await signAndStore(run, t);
   // CRLs of deleted issuers go (upstream removes CRLs no issuer points at any more).
   if (kind === "complete" && req.shards === undefined) await runRevocationBatch(db, deleteCrlsExceptStmts(db, mount.id, issuers.map((i) => i.id)));
   report.built = kind;

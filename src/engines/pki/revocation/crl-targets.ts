@@ -18,7 +18,7 @@ import type { Db } from "../../../core/db/client";
 import { RevokedListWriter } from "../x509/crl";
 import type { CrlGroup } from "./crl-groups";
 import { resolveAia } from "../issuance/profile";
-import { listRevokedEntries, listRevokedEntriesOfShard, type CrlKind, type RevokedEntry } from "../storage/revocation-store";
+import { listRevokedEntriesOfShard, listRevokedEntriesSince, nextRevokedShard, type CrlKind, type RevokedEntry } from "../storage/revocation-store";
 import type { ConfigShapes } from "../storage/store";
 import { parseStoredKind, shardUrl, storedKind } from "./crl-shards";
 
@@ -141,9 +141,23 @@ export async function fillTargets(
       t.writer.add(e.serial, e.revocationTime, e.reason);
     }
   };
-  if (targets.some((t) => t.shard === null)) {
-    await stream((after) => listRevokedEntries(db, mountId, after, maxSeq, PAGE), from, place);
+  if (kind === "delta" && targets.some((t) => t.shard === null)) {
+    // Only the revocations since the oldest base: one walk of the primary key over that range
+    // (a walk per shard would cost two queries per published shard, even for an empty delta).
+    await stream((after) => listRevokedEntriesSince(db, mountId, after, maxSeq, PAGE), from, place);
     return;
+  }
+  if (targets.some((t) => t.shard === null)) {
+    // Every entry, segment by segment (no shard, then each shard that has entries): each page is
+    // an index range (revocation-store.ts listRevokedEntriesOfShard), so the build stays linear.
+    // The full CRL lists them in that order, which is the sequence order on an unsharded mount.
+    let segment: number | null = null;
+    for (;;) {
+      const s = segment;
+      await stream((after) => listRevokedEntriesOfShard(db, mountId, s, after, maxSeq, PAGE), from, place);
+      segment = await nextRevokedShard(db, mountId, s ?? -1);
+      if (segment === null) return;
+    }
   }
   for (const shard of new Set(targets.map((t) => t.shard ?? -1))) {
     await stream((after) => listRevokedEntriesOfShard(db, mountId, shard, after, maxSeq, PAGE), from, place);

@@ -15,18 +15,31 @@
  * the change at once; writes run as statements elsewhere go through `runRevocationBatch`, which
  * does the same. Other isolates see them within CACHE_TTL_MS.
  */
-import { and, asc, eq, gt, inArray, lte, max, sql } from "drizzle-orm";
+import { and, asc, eq, gt, inArray, isNull, lte, max, min, sql } from "drizzle-orm";
 import type { Db } from "../../../core/db/client";
 import { mounts, pkiConfig, pkiCrlChunks, pkiCrls, pkiRevoked } from "../../../core/db/schema";
 import type { MountRow } from "../../../core/mount-store";
 import { generationOf, invalidate, ReadCache } from "../../../core/read-cache";
-import { base64ToBytesStrict } from "../../../core/encoding";
+import { base64ToBytesStrict, bytesToBase64 } from "../../../core/encoding";
 import type { CrlConfig } from "../defaults";
 import { decodeConfig } from "./decode";
 import { runBatch, type Stmt } from "./store";
 
 /** Base64 characters per stored slice: well below D1's 2,000,000-byte value limit. */
 export const CHUNK_CHARS = 1_000_000;
+/** The DER bytes of one slice (3 bytes → 4 characters). */
+const CHUNK_BYTES = (CHUNK_CHARS / 4) * 3;
+
+/**
+ * A CRL's base64 in stored slices, each encoded from its own part of the DER: the same slices as
+ * cutting the whole base64 every CHUNK_CHARS (CHUNK_BYTES is a multiple of 3, so only the last
+ * slice has padding), without holding that whole string as well (≈ 36 MiB at a million entries).
+ */
+export function crlBase64Slices(der: Uint8Array): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < der.length || out.length === 0; i += CHUNK_BYTES) out.push(bytesToBase64(der.subarray(i, i + CHUNK_BYTES)));
+  return out;
+}
 
 export type RevokedRow = typeof pkiRevoked.$inferSelect;
 export type NewRevokedRow = typeof pkiRevoked.$inferInsert;
@@ -158,25 +171,50 @@ const entryColumns = {
   crlShard: pkiRevoked.crlShard,
 };
 
-/** One page of revocations with afterId < id ≤ uptoId, in sequence order. */
-export function listRevokedEntries(db: Db, mountId: string, afterId: number, uptoId: number, limit: number): Promise<RevokedEntry[]> {
+/**
+ * One page of the revocations of one CRL segment with afterId < id ≤ uptoId, in sequence order:
+ * `shard` null is the entries on no shard, n those of CRL shard n. Each page is one range of the
+ * index pki_revoked_mount_shard (mount_id, crl_shard, id), so it costs its own rows only. A page
+ * over the whole mount ordered by id has no index to walk: SQLite then reads every revocation of
+ * the mount and sorts them for each page, and a build of a million paid that two hundred times
+ * (docs/pki-revocation-crl.md "Performance").
+ */
+export function listRevokedEntriesOfShard(db: Db, mountId: string, shard: number | null, afterId: number, uptoId: number, limit: number) {
   return db
     .select(entryColumns)
     .from(pkiRevoked)
-    .where(and(eq(pkiRevoked.mountId, mountId), gt(pkiRevoked.id, afterId), lte(pkiRevoked.id, uptoId)))
+    .where(and(eq(pkiRevoked.mountId, mountId), shard === null ? isNull(pkiRevoked.crlShard) : eq(pkiRevoked.crlShard, shard), gt(pkiRevoked.id, afterId), lte(pkiRevoked.id, uptoId)))
     .orderBy(asc(pkiRevoked.id))
     .limit(limit);
 }
 
-/** The same, for the entries of one CRL shard only (index pki_revoked_mount_shard). */
-export function listRevokedEntriesOfShard(db: Db, mountId: string, shard: number, afterId: number, uptoId: number, limit: number): Promise<RevokedEntry[]> {
+/**
+ * One page of the mount's revocations with afterId < id ≤ uptoId in sequence order, walking the
+ * primary key (the unary + keeps SQLite off the mount's indexes, none of which orders by id
+ * alone): a delta build's read, whose range holds only the revocations since its base, of every
+ * mount, each read once.
+ */
+export function listRevokedEntriesSince(db: Db, mountId: string, afterId: number, uptoId: number, limit: number) {
   return db
     .select(entryColumns)
     .from(pkiRevoked)
-    .where(and(eq(pkiRevoked.mountId, mountId), eq(pkiRevoked.crlShard, shard), gt(pkiRevoked.id, afterId), lte(pkiRevoked.id, uptoId)))
+    .where(and(sql`+${pkiRevoked.mountId} = ${mountId}`, gt(pkiRevoked.id, afterId), lte(pkiRevoked.id, uptoId)))
     .orderBy(asc(pkiRevoked.id))
     .limit(limit);
 }
+
+/** The lowest CRL shard above `after` that holds revocations of the mount (one index seek), or null. */
+export async function nextRevokedShard(db: Db, mountId: string, after: number): Promise<number | null> {
+  const rows = await nextRevokedShardQuery(db, mountId, after);
+  return rows[0]?.s ?? null;
+}
+
+/** The query of nextRevokedShard (its plan is checked in test/integration/pki-crl-scale.test.ts). */
+export const nextRevokedShardQuery = (db: Db, mountId: string, after: number) =>
+  db
+    .select({ s: min(pkiRevoked.crlShard) })
+    .from(pkiRevoked)
+    .where(and(eq(pkiRevoked.mountId, mountId), gt(pkiRevoked.crlShard, after)));
 
 /** The highest revocation sequence number of the mount (0 when none). */
 export async function maxRevokedSeq(db: Db, mountId: string): Promise<number> {
@@ -210,9 +248,20 @@ export async function getCrlDer(db: Db, mountId: string, issuerId: string, kind:
   ]);
   const row = rows[0];
   if (!row) return null;
-  const b64 = row.der !== "" ? row.der : chunks.map((c) => c.data).join("");
   const { der: _der, ...meta } = row;
-  return { row: meta, der: base64ToBytesStrict(b64) };
+  if (row.der !== "") return { row: meta, der: base64ToBytesStrict(row.der) };
+  // Slice by slice into one buffer: joining the base64 first would hold it twice (≈ 36 MiB each
+  // for a million entries). Only the last slice has padding (crlBase64Slices).
+  const last = chunks[chunks.length - 1]?.data ?? "";
+  const pad = last.endsWith("==") ? 2 : last.endsWith("=") ? 1 : 0;
+  const der = new Uint8Array((chunks.reduce((n, c) => n + c.data.length, 0) / 4) * 3 - pad);
+  let o = 0;
+  for (const c of chunks) {
+    const part = base64ToBytesStrict(c.data);
+    der.set(part, o);
+    o += part.length;
+  }
+  return { row: meta, der };
 }
 
 /** Metadata of every stored CRL of the mount (no DER): the cron's due check. */
@@ -231,18 +280,16 @@ export function listCrlMeta(db: Db, mountId: string): Promise<Omit<CrlRow, "der"
     .where(eq(pkiCrls.mountId, mountId));
 }
 
-/** Statements that replace one CRL (row and slices); run them in one batch. */
-export function putCrlStmts(db: Db, row: Omit<CrlRow, "der">, derB64: string): Stmt[] {
-  const chunked = derB64.length > CHUNK_CHARS;
+/** Statements that replace one CRL (row and slices, from crlBase64Slices); run them in one batch. */
+export function putCrlStmts(db: Db, row: Omit<CrlRow, "der">, slices: string[]): Stmt[] {
+  const chunked = slices.length > 1;
   const stmts: Stmt[] = [
     db.delete(pkiCrlChunks).where(and(eq(pkiCrlChunks.mountId, row.mountId), eq(pkiCrlChunks.issuerId, row.issuerId), eq(pkiCrlChunks.kind, row.kind))),
   ];
   if (chunked) {
-    for (let i = 0, idx = 0; i < derB64.length; i += CHUNK_CHARS, idx++) {
-      stmts.push(db.insert(pkiCrlChunks).values({ mountId: row.mountId, issuerId: row.issuerId, kind: row.kind, idx, data: derB64.slice(i, i + CHUNK_CHARS) }));
-    }
+    slices.forEach((data, idx) => stmts.push(db.insert(pkiCrlChunks).values({ mountId: row.mountId, issuerId: row.issuerId, kind: row.kind, idx, data })));
   }
-  stmts.push(putCrlStmt(db, { ...row, der: chunked ? "" : derB64 }));
+  stmts.push(putCrlStmt(db, { ...row, der: chunked ? "" : (slices[0] ?? "") }));
   return stmts;
 }
 

@@ -2,12 +2,15 @@
  * The CRL as DER (RFC 5280 §5), hand-encoded: a pure builder with no I/O and no key handling.
  * crl-rebuild.ts feeds it revocations and signs the TBSCertList it returns.
  *
- * The revoked-certificate list is written entry by entry into one growing byte buffer
- * (`RevokedListWriter`) instead of one small array per entry: a 100,000-entry CRL is ~4 MB of
- * DER, and per-entry objects would cost several times that in heap (Workers allow 128 MB).
+ * The revoked-certificate list is written entry by entry into fixed-size byte chunks
+ * (`RevokedListWriter`) instead of one small array per entry: a 1,000,000-entry CRL is ≈ 27 MiB
+ * of DER, and per-entry objects would cost several times that in heap (Workers allow 128 MB).
+ * `signCertificateList` then lays the whole CRL out in one buffer and signs it there, so a build
+ * holds the list about twice at most (chunks, then the CRL), never the four copies that framing
+ * the list, the TBSCertList and the CertificateList separately would make.
  */
 import { OID, akiExtension, distributionPointsExtension, type ExtensionDer } from "./asn1";
-import { TAG, bitString, bool, concat, ctxCons, ctxPrim, int, nullValue, octets, oid, seq, time, tlv, uintBytes } from "./der";
+import { TAG, bitString, bool, concat, ctxCons, ctxPrim, int, nullValue, octets, oid, seq, time, uintBytes } from "./der";
 
 /** RFC 5280 §5.2.3 CRL Number, §5.2.4 Delta CRL Indicator, §5.2.5 Issuing Distribution Point. */
 export const CRL_OID = { crlNumber: "2.5.29.20", deltaCrlIndicator: "2.5.29.27", issuingDistributionPoint: "2.5.29.28" } as const;
@@ -93,35 +96,70 @@ export function ecdsaSignatureDer(raw: Uint8Array<ArrayBuffer>): Uint8Array<Arra
   return seq(uintBytes(raw.subarray(0, half)), uintBytes(raw.subarray(half)));
 }
 
-/** Appends DER bytes to one buffer that doubles when full. */
-class ByteBuffer {
-  private buf = new Uint8Array(4096);
+/**
+ * Appends DER bytes to a list of fixed-size chunks: growing never copies what is written (a
+ * doubling buffer holds the old and the new copy at once: 48 MiB to grow a 27 MiB list), and the
+ * unused tail is at most one chunk. Writers reserve the room of a whole entry first (`room`).
+ */
+class ChunkedBytes {
+  private readonly full: Uint8Array<ArrayBuffer>[] = [];
+  private cur: Uint8Array<ArrayBuffer> = new Uint8Array(0);
+  private pos = 0;
   length = 0;
 
-  private reserve(n: number): void {
-    if (this.length + n <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.length + n) size *= 2;
-    const next = new Uint8Array(size);
-    next.set(this.buf.subarray(0, this.length));
-    this.buf = next;
+  constructor(private readonly chunkSize: number) {}
+
+  /** Makes room for `n` ≤ chunkSize contiguous bytes; returns the chunk to write them into at `at()`. */
+  room(n: number): Uint8Array<ArrayBuffer> {
+    if (this.cur.length - this.pos < n) {
+      if (this.pos > 0) this.full.push(this.cur.subarray(0, this.pos));
+      // Chunks start small and double up to chunkSize, so the many tiny CRLs (deltas, small mounts) stay tiny.
+      this.cur = new Uint8Array(Math.min(this.chunkSize, Math.max(256, this.length)));
+      this.pos = 0;
+    }
+    return this.cur;
   }
 
-  byte(b: number): void {
-    this.reserve(1);
-    this.buf[this.length++] = b;
+  at(): number {
+    return this.pos;
   }
 
-  bytes(b: Uint8Array): void {
-    this.reserve(b.length);
-    this.buf.set(b, this.length);
-    this.length += b.length;
+  advance(n: number): void {
+    this.pos += n;
+    this.length += n;
   }
 
-  /** The written bytes (a view; no copy). */
-  view(): Uint8Array<ArrayBuffer> {
-    return this.buf.subarray(0, this.length);
+  /** Copies every byte written into `out` at `offset`; returns the offset after them. */
+  copyTo(out: Uint8Array, offset: number): number {
+    let o = offset;
+    for (const c of this.full) {
+      out.set(c, o);
+      o += c.length;
+    }
+    out.set(this.cur.subarray(0, this.pos), o);
+    return o + this.pos;
   }
+
+  /** Drops the chunks (the bytes have been copied out). */
+  clear(): void {
+    this.full.length = 0;
+    this.cur = new Uint8Array(0);
+    this.pos = 0;
+    this.length = 0;
+  }
+}
+
+/** A DER definite-length header (X.690 §8.1.3) of `tag` over `len` content bytes; as `frame` writes it. */
+function derHeader(tag: number, len: number): Uint8Array<ArrayBuffer> {
+  const head = len < 0x80 ? 2 : len < 0x100 ? 3 : len < 0x10000 ? 4 : len < 0x1000000 ? 5 : 6;
+  const out = new Uint8Array(head);
+  out[0] = tag;
+  if (head === 2) out[1] = len;
+  else {
+    out[1] = 0x80 | (head - 2);
+    for (let i = head - 1, v = len; i >= 2; i--, v = Math.floor(v / 256)) out[i] = v & 0xff;
+  }
+  return out;
 }
 
 /** Value of one hex digit character code, or -1. */
@@ -147,8 +185,12 @@ function hexDigit(c: number): number {
 const REASON_EXTENSIONS_HEAD = new Uint8Array([0x30, 0x0c, 0x30, 0x0a, 0x06, 0x03, 0x55, 0x1d, 0x15, 0x04, 0x03, 0x0a, 0x01]);
 const REASON_EXTENSIONS_LEN = REASON_EXTENSIONS_HEAD.length + 1;
 
+/** The longest entry: SEQUENCE header 2, INTEGER 2 + 21, GeneralizedTime 17, reason extensions 14. */
+const MAX_ENTRY = 56;
+
 export class RevokedListWriter {
-  private readonly out = new ByteBuffer();
+  /** 1 MiB chunks: a million entries (≈ 27 MiB) take 27 of them, and never a copy while growing. */
+  private readonly out = new ChunkedBytes(1 << 20);
   private readonly serialBytes = new Uint8Array(20);
   private readonly timeBytes = new Uint8Array(17);
   private lastSecond = Number.NaN;
@@ -189,18 +231,24 @@ export class RevokedListWriter {
     // Every entry is shorter than 128 bytes (INTEGER ≤ 21 octets, GeneralizedTime 17), so both
     // lengths fit the short form.
     const withReason = reason > 0 && reason <= 10 && reason !== 7;
-    const o = this.out;
-    o.byte(TAG.SEQUENCE);
-    o.byte(2 + intLen + this.timeLen + (withReason ? REASON_EXTENSIONS_LEN : 0));
-    o.byte(TAG.INTEGER);
-    o.byte(intLen);
-    if (pad) o.byte(0);
-    o.bytes(raw.subarray(start, 20));
-    o.bytes(this.timeBytes.subarray(0, this.timeLen));
+    const chunk = this.out.room(MAX_ENTRY);
+    let o = this.out.at();
+    const begin = o;
+    chunk[o++] = TAG.SEQUENCE;
+    chunk[o++] = 2 + intLen + this.timeLen + (withReason ? REASON_EXTENSIONS_LEN : 0);
+    chunk[o++] = TAG.INTEGER;
+    chunk[o++] = intLen;
+    if (pad) chunk[o++] = 0;
+    chunk.set(raw.subarray(start, 20), o);
+    o += 20 - start;
+    chunk.set(this.timeBytes.subarray(0, this.timeLen), o);
+    o += this.timeLen;
     if (withReason) {
-      o.bytes(REASON_EXTENSIONS_HEAD);
-      o.byte(reason);
+      chunk.set(REASON_EXTENSIONS_HEAD, o);
+      o += REASON_EXTENSIONS_HEAD.length;
+      chunk[o++] = reason;
     }
+    this.out.advance(o - begin);
     this.count++;
   }
 
@@ -229,9 +277,31 @@ export class RevokedListWriter {
     this.timeLen = i;
   }
 
+  /** Bytes of the encoded SEQUENCE OF entries (header included); 0 when empty (then absent). */
+  get encodedLength(): number {
+    return this.count === 0 ? 0 : derHeader(TAG.SEQUENCE, this.out.length).length + this.out.length;
+  }
+
+  /** Writes the SEQUENCE OF entries into `out` at `offset` (nothing when empty); returns the offset after it. */
+  writeTo(out: Uint8Array, offset: number): number {
+    if (this.count === 0) return offset;
+    const head = derHeader(TAG.SEQUENCE, this.out.length);
+    out.set(head, offset);
+    return this.out.copyTo(out, offset + head.length);
+  }
+
+  /** Frees the entries' bytes once they have been written out (the writer then reads as empty). */
+  release(): void {
+    this.out.clear();
+    this.count = 0;
+  }
+
   /** The encoded SEQUENCE OF entries, or null when empty (RFC 5280 §5.1.2.6: then absent). */
   finish(): Uint8Array<ArrayBuffer> | null {
-    return this.count === 0 ? null : tlv(TAG.SEQUENCE, this.out.view());
+    if (this.count === 0) return null;
+    const out = new Uint8Array(this.encodedLength);
+    this.writeTo(out, 0);
+    return out;
   }
 }
 
@@ -258,8 +328,8 @@ function extensionDer(e: ExtensionDer): Uint8Array<ArrayBuffer> {
   return e.critical ? seq(oid(e.oid), bool(true), octets(e.value)) : seq(oid(e.oid), octets(e.value));
 }
 
-/** TBSCertList (RFC 5280 §5.1.2): version v2, with AKI, CRL Number and, as applicable, delta extensions. */
-export function encodeTbsCertList(p: TbsCertListParams): Uint8Array<ArrayBuffer> {
+/** The TBSCertList's fields before the revoked list, and its [0] extensions after it. */
+function tbsParts(p: Omit<TbsCertListParams, "revoked">): { before: Uint8Array<ArrayBuffer>[]; extensions: Uint8Array<ArrayBuffer> } {
   const exts: ExtensionDer[] = [akiExtension(p.authorityKeyId), { oid: CRL_OID.crlNumber, critical: false, value: int(p.crlNumber) }];
   const idp = p.issuingDistributionPoint;
   if (idp) exts.push(issuingDistributionPointExtension(idp.urls, idp.onlyUserCerts));
@@ -270,16 +340,66 @@ export function encodeTbsCertList(p: TbsCertListParams): Uint8Array<ArrayBuffer>
     const fresh = distributionPointsExtension(p.freshestCrlUrls, "delta");
     if (fresh) exts.push(fresh);
   }
-  const parts: Uint8Array[] = [
+  const before = [
     int(1), // v2 (RFC 5280 §5.1.2.1: required when extensions are present)
     algorithmIdentifier(p.algorithm),
     p.issuer,
     time(p.thisUpdate),
     time(p.nextUpdate),
   ];
-  if (p.revoked) parts.push(p.revoked);
-  parts.push(ctxCons(0, seq(...exts.map(extensionDer))));
-  return seq(...parts);
+  return { before, extensions: ctxCons(0, seq(...exts.map(extensionDer))) };
+}
+
+/** TBSCertList (RFC 5280 §5.1.2): version v2, with AKI, CRL Number and, as applicable, delta extensions. */
+export function encodeTbsCertList(p: TbsCertListParams): Uint8Array<ArrayBuffer> {
+  const { before, extensions } = tbsParts(p);
+  return seq(...before, ...(p.revoked ? [p.revoked] : []), extensions);
+}
+
+/** Room kept after the TBSCertList for the AlgorithmIdentifier and the BIT STRING of the signature. */
+const SIGNATURE_ROOM = 8 + 1024; // RSA-8192 signs 1,024 octets; ECDSA-P521 DER ≤ 139; Ed25519 64.
+
+/**
+ * The signed CertificateList (RFC 5280 §5.1.1) in one allocation, for CRLs of any size: the
+ * TBSCertList is laid out once, with the entries copied straight from the writer (which is then
+ * released), signed in place, and the signature written after it; the outer header goes in room
+ * left before it. Byte for byte what assembleCertificateList(encodeTbsCertList(…)) gives, without
+ * the three copies of the list those make (a million entries: ≈ 27 MiB each).
+ */
+export async function signCertificateList(
+  p: Omit<TbsCertListParams, "revoked"> & { revoked: RevokedListWriter | null },
+  sign: (tbs: Uint8Array<ArrayBuffer>) => Promise<Uint8Array<ArrayBuffer>>,
+): Promise<Uint8Array<ArrayBuffer>> {
+  const { before, extensions } = tbsParts(p);
+  let content = (p.revoked?.encodedLength ?? 0) + extensions.length;
+  for (const b of before) content += b.length;
+  const tbsHead = derHeader(TAG.SEQUENCE, content);
+  const tbsLen = tbsHead.length + content;
+  const alg = algorithmIdentifier(p.algorithm);
+  const lead = 6; // the longest outer SEQUENCE header (a length of up to 4 octets)
+  const buf = new Uint8Array(lead + tbsLen + alg.length + SIGNATURE_ROOM);
+  let o = lead;
+  buf.set(tbsHead, o);
+  o += tbsHead.length;
+  for (const b of before) {
+    buf.set(b, o);
+    o += b.length;
+  }
+  if (p.revoked) {
+    o = p.revoked.writeTo(buf, o);
+    p.revoked.release();
+  }
+  buf.set(extensions, o);
+  o += extensions.length;
+  const sig = bitString(await sign(buf.subarray(lead, o)));
+  if (alg.length + sig.length > alg.length + SIGNATURE_ROOM) throw new Error(`signature of ${sig.length} bytes does not fit the CRL's buffer`);
+  buf.set(alg, o);
+  o += alg.length;
+  buf.set(sig, o);
+  o += sig.length;
+  const outer = derHeader(TAG.SEQUENCE, o - lead);
+  buf.set(outer, lead - outer.length);
+  return buf.subarray(lead - outer.length, o);
 }
 
 /** CertificateList (RFC 5280 §5.1.1) from a TBSCertList and its signature (ECDSA already DER). */
