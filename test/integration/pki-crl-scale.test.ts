@@ -16,6 +16,7 @@ import { buildMountCrls } from "../../src/engines/pki/revocation/crl-rebuild";
 import { listRevokedEntriesOfShard, listRevokedEntriesSince, nextRevokedShardQuery } from "../../src/engines/pki/storage/revocation-store";
 import { api, read, write } from "../helpers/api";
 import { pkiWithRoot, x509 } from "../helpers/pki";
+import { counted } from "../helpers/counted-db";
 
 /** asn1js stops at 10,000 nodes by default; a 40,000-entry CRL has ≈ 120,000. */
 const BIG = { berOptions: { maxNodes: 1_000_000 } };
@@ -33,24 +34,6 @@ async function plan(q: { toSQL(): { sql: string; params: unknown[] } }): Promise
     .bind(...params)
     .all<{ detail: string }>();
   return r.results.map((x) => x.detail);
-}
-
-/** env.DB with its prepared statements counted (drizzle prepares each statement once, batched or not). */
-function counted(): { db: D1Database; count: () => number } {
-  let n = 0;
-  const db = new Proxy(env.DB, {
-    get(target, prop) {
-      if (prop === "prepare") {
-        return (sql: string) => {
-          n++;
-          return target.prepare(sql);
-        };
-      }
-      const v: unknown = Reflect.get(target, prop);
-      return typeof v === "function" ? v.bind(target) : v;
-    },
-  });
-  return { db, count: () => n };
 }
 
 describe("CRL builds at scale", () => {

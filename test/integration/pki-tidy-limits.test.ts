@@ -14,24 +14,7 @@ import { tidyStep } from "../../src/engines/pki/tidy/tidy-job";
 import { setRevokedIssuers } from "../../src/engines/pki/storage/tidy-store";
 import { read } from "../helpers/api";
 import { pkiWithRoot } from "../helpers/pki";
-
-/** env.DB with its prepared statements counted (drizzle prepares each statement once, batched or not). */
-function counted(): { db: D1Database; count: () => number } {
-  let n = 0;
-  const db = new Proxy(env.DB, {
-    get(target, prop) {
-      if (prop === "prepare") {
-        return (sql: string) => {
-          n++;
-          return target.prepare(sql);
-        };
-      }
-      const v: unknown = Reflect.get(target, prop);
-      return typeof v === "function" ? v.bind(target) : v;
-    },
-  });
-  return { db, count: () => n };
-}
+import { counted } from "../helpers/counted-db";
 
 /** `n` rows of a table for the mount, written in one statement (serials "ee:<i>"), with the given not_after. */
 async function fill(table: "pki_certs" | "pki_revoked", mountId: string, issuerId: string, n: number, notAfter: number): Promise<void> {
