@@ -122,6 +122,18 @@ describe("renewal information (RFC 9773)", () => {
     await c.newAccount();
   });
 
+  it("a certID whose parts start or end with - or _ reaches the resource (unknown: 404 problem); a malformed one is a 400 problem", async () => {
+    for (const id of ["-abc.def", "abc-.def", "abc.-def", "abc.def-", "_abc._def", "-_.-_"]) {
+      const r = await send("GET", `${c.dir.renewalInfo}/${id}`);
+      expect([r.status, r.headers.get("content-type")], id).toEqual([404, "application/problem+json"]);
+    }
+    // Not base64url "." base64url (a part of 1 mod 4 characters holds no whole octet; a slash): malformed, never a 500.
+    for (const id of ["_abc._def_", "abc/def.ghi"]) {
+      const r = await send("GET", `${c.dir.renewalInfo}/${id}`);
+      expect([r.status, r.headers.get("content-type")], id).toEqual([400, "application/problem+json"]);
+    }
+  });
+
   it("a window around two thirds of the validity; after revocation a window in the past", async () => {
     const { leaf } = await issue(c, "ari.example.com");
     const id = certIdFromPem(leaf);

@@ -51,7 +51,8 @@ export interface CertId {
 /** RFC 9773 §4.1: base64url(AKI keyIdentifier) "." base64url(serial INTEGER content octets). */
 export function parseCertId(text: string): CertId | null {
   const parts = text.split(".");
-  if (parts.length !== 2 || parts.some((p) => !/^[A-Za-z0-9_-]+$/.test(p))) return null;
+  // A base64url part of length 1 mod 4 encodes no whole octet (RFC 4648 §5): refused, not decoded.
+  if (parts.length !== 2 || parts.some((p) => !/^[A-Za-z0-9_-]+$/.test(p) || p.length % 4 === 1)) return null;
   const keyId = base64UrlToBytes(parts[0] ?? "");
   const serialBytes = base64UrlToBytes(parts[1] ?? "");
   let start = 0;

@@ -98,7 +98,10 @@ export const acmeRoutes: RouteDef[] = [
   ...renewalMarkRoutes,
   ...resource("directory", { read: acmeGet(directory, { nonce: false }) }),
   ...resource("new-nonce", { read: acmeGet(nonce, { nonce: true }) }),
-  ...resource("renewal-info/:certid", { read: renewalInfo }),
+  // `*certid`, not `:certid`: a route parameter must start and end with a word character (Vault's
+  // GenericNameRegex), and a base64url certID may start or end with "-" (RFC 9773 §4.1; about
+  // one certificate in fifty). parseCertId refuses anything that is not base64url "." base64url.
+  ...resource("renewal-info/*certid", { read: renewalInfo }),
   ...resource("new-account", { update: acmePost(newAccount, "jwk") }),
   ...resource("account/:kid/orders", { update: acmePost(listOrders, "kid") }),
   ...resource("account/:kid", { update: acmePost(accountUpdate, "kid") }),
