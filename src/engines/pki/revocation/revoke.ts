@@ -21,7 +21,7 @@ import { getRevoked, insertRevoked, type RevokedRow } from "../storage/revocatio
 import { inventoryColumns } from "../inventory/columns";
 import { getAllConfig, getCert, insertCertStmt, listIssuers, runBatch, updateIssuerStmt, type ConfigShapes, type IssuerRow } from "../storage/store";
 import { resolveAia } from "../issuance/profile";
-import { crlDistributionPointUrls } from "../x509/cdp";
+import { crlDistributionPointUrls } from "../x509/x509";
 import { shardNamedBy } from "./crl-shards";
 import { X509Error, isSignedBy, keyMatchesPublicKey, parseCertificate, type CertInfo } from "../x509/x509";
 

@@ -422,3 +422,18 @@ export async function isSignedBy(childDer: Uint8Array<ArrayBuffer>, parentSpki: 
 }
 
 export { CURVE_OID };
+
+/**
+ * The fullName URIs of every CRL Distribution Point (RFC 5280 §4.2.1.13), in order; [] without
+ * the extension or on a parse error: how a revocation finds the CRL shard of a certificate the
+ * mount signed but did not store (docs/pki-revocation-crl.md "Sharded CRLs").
+ */
+export function crlDistributionPointUrls(der: Uint8Array<ArrayBuffer>): string[] {
+  try {
+    const ext = new x509.X509Certificate(der).getExtension(x509.CRLDistributionPointsExtension);
+    const names = (ext?.distributionPoints ?? []).flatMap((dp) => dp.distributionPoint?.fullName ?? []);
+    return names.flatMap((name) => (name.uniformResourceIdentifier ? [name.uniformResourceIdentifier] : []));
+  } catch {
+    return [];
+  }
+}
