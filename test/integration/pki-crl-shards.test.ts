@@ -7,10 +7,11 @@
  * shards' and the full CRL's numbers and thisUpdate unchanged); a certificate issued before
  * sharding goes on the full CRL at once; 1 → N → 1 keeps every shard ever used published; after a
  * restore-like rollback every shard's number still grows; bad shard paths are 400/404;
+ * every CRL path with /shard/<n> appended serves that shard (a CDP may name any of them);
  * sign-verbatim names its shard, and a no_store certificate revoked by PEM lands on the shard its
  * CDP names.
  */
-import { env, runInDurableObject } from "cloudflare:test";
+import { SELF, env, runInDurableObject } from "cloudflare:test";
 import { AsnConvert } from "@peculiar/asn1-schema";
 import { IssuingDistributionPoint } from "@peculiar/asn1-x509";
 import { describe, expect, it } from "vitest";
@@ -67,6 +68,20 @@ async function crlAt(path: string, which: string) {
     onlyUser: idp?.onlyContainsUserCerts ?? null,
   };
 }
+
+/** The CRL a path answers (JSON {crl} or {certificate}, PEM text, or DER bytes), as base64 DER. */
+const derAt = async (at: string) => new x509.X509Crl(await crlBody(at)).toString("base64");
+const crlBody = async (at: string): Promise<string | Uint8Array> => {
+  const res = await SELF.fetch(`http://lanyard.test/v1/${at}`);
+  expect(res.status, at).toBe(200);
+  const type = res.headers.get("content-type") ?? "";
+  if (type.includes("pkix-crl")) return new Uint8Array(await res.arrayBuffer());
+  if (type.includes("json")) {
+    const data = ((await res.json()) as { data: { crl?: string; certificate?: string } }).data;
+    return String(data.crl ?? data.certificate).trim();
+  }
+  return (await res.text()).trim();
+};
 
 /** One certificate in each of the shards `wanted`, issuing until each has one. */
 async function onePerShard(path: string, n: number, wanted: number[]): Promise<Map<number, Leaf>> {
@@ -152,6 +167,33 @@ describe("four shards", () => {
     const full = await crlAt(path, "crl");
     expect(full.idpCritical).toBeNull();
     expect(full.serials).toEqual([leaves.get(1)?.serial, leaves.get(2)?.serial].sort());
+  });
+});
+
+describe("every CRL path with /shard/<n> appended", () => {
+  it("serves that shard, whichever CRL path the configured distribution point names", async () => {
+    const { path, root } = await setup(1);
+    const local = `http://crl.example/v1/${path}/issuer/default/crl/pem`;
+    await write(`${path}/config/urls`, { crl_distribution_points: [local] });
+    expect((await write(`${path}/config/crl`, { shard_count: 2 })).status).toBe(200);
+    const leaf = (await onePerShard(path, 2, [1])).get(1);
+    expect(leaf?.cdp).toEqual([`${local}/shard/1`]);
+    expect((await write(`${path}/revoke`, { serial_number: leaf?.serial })).status).toBe(200);
+    // The URL the certificate names, fetched as a relying party would (its path on this mount).
+    const named = await api("GET", (leaf?.cdp[0] ?? "").replace(`http://crl.example/v1/`, ""), { token: null });
+    expect(named.status, named.text).toBe(200);
+    const crl = new x509.X509Crl(named.text.trim());
+    expect(await crl.verify({ publicKey: new x509.X509Certificate(root).publicKey })).toBe(true);
+    expect(crl.entries.map((e) => colon(e.serialNumber))).toEqual([leaf?.serial]);
+    const complete = await derAt(`${path}/crl/shard/1/pem`);
+    const delta = await derAt(`${path}/crl/shard/1/delta/pem`);
+    expect(crl.toString("base64")).toBe(complete);
+    const forms: [string, string][] = [
+      ["crl/pem", complete], ["crl/delta/pem", delta], ["cert/crl", complete], ["cert/delta-crl", delta],
+      ["issuer/default/crl/pem", complete], ["issuer/default/crl/delta", delta], ["issuer/default/crl/delta/pem", delta],
+      ["crl", complete], ["crl/delta", delta], ["issuer/default/crl", complete], ["issuer/default/crl/der", complete], ["issuer/default/crl/delta/der", delta],
+    ];
+    for (const [base, want] of forms) expect(await derAt(`${path}/${base}/shard/1`), base).toBe(want);
   });
 });
 

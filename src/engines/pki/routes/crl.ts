@@ -136,8 +136,9 @@ const issuerShardCrl = (pattern: string, kind: CrlKind, shape: Shape) =>
   });
 
 /**
- * Shard paths: the mount's and each issuer's CRL paths with `/shard/<n>` appended (the URL a
- * sharded certificate's CDP names, crl-shards.ts), and `…/shard/<n>/pem|delta|…` forms.
+ * Shard paths: every CRL path below with `/shard/<n>` appended (the URL a sharded certificate's
+ * CDP names is whichever CRL path the operator configured plus that suffix, crl-shards.ts), and
+ * the `crl/shard/<n>/pem|delta|…` forms.
  */
 const shardRoutes = [
   defaultShardCrl("crl/shard/:shard", "complete", "der"),
@@ -145,6 +146,13 @@ const shardRoutes = [
   defaultShardCrl("crl/shard/:shard/delta", "delta", "der"),
   defaultShardCrl("crl/shard/:shard/delta/pem", "delta", "pem"),
   defaultShardCrl("crl/delta/shard/:shard", "delta", "der"),
+  defaultShardCrl("crl/pem/shard/:shard", "complete", "pem"),
+  defaultShardCrl("crl/delta/pem/shard/:shard", "delta", "pem"),
+  defaultShardCrl("cert/crl/shard/:shard", "complete", "json-certificate"),
+  defaultShardCrl("cert/delta-crl/shard/:shard", "delta", "json-certificate"),
+  issuerShardCrl("issuer/:ref/crl/pem/shard/:shard", "complete", "pem-newline"),
+  issuerShardCrl("issuer/:ref/crl/delta/shard/:shard", "delta", "json-crl"),
+  issuerShardCrl("issuer/:ref/crl/delta/pem/shard/:shard", "delta", "pem-newline"),
   issuerShardCrl("issuer/:ref/crl/shard/:shard", "complete", "json-crl"),
   issuerShardCrl("issuer/:ref/crl/shard/:shard/pem", "complete", "pem-newline"),
   issuerShardCrl("issuer/:ref/crl/shard/:shard/der", "complete", "der"),
