@@ -112,6 +112,11 @@ const pending: Pending[] = [];
 /**
  * Runs the queued early re-reads through `waitUntil` (after the request's answer): one D1 read per
  * key, concurrently. Called by the Worker's fetch once per request (src/app/app.ts).
+ *
+ * The keys may have been queued by an earlier request of this isolate; they are read with this
+ * request's `db`. That is the same database: every cache here holds rows of the one `DB` binding,
+ * and a request's `db` differs from another's only in instrumentation (the bench's D1 delay,
+ * src/core/db/bench-d1.ts). A cache over another binding would have to queue its handle too.
  */
 export function refreshInBackground(db: Db, waitUntil: (p: Promise<unknown>) => void): void {
   if (pending.length === 0) return;
