@@ -4,8 +4,9 @@
  * the entries), the entries of a scripted session (token create, KV write/read, PKI issue, a sync
  * destination's credentials, an AppRole login) with every secret the session used grepped for
  * in every entry, entries of refused requests, log_raw / hmac_accessor, and the "nothing lost"
- * rule: 503 and no work when no device could queue the request entry, 503 after the work when
- * the response entry could not be queued.
+ * rule: 503 and no work when no device could queue the request entry (a write, or a read that
+ * changes state such as GET crl/rotate), 503 after the work when the response entry could not be
+ * queued.
  * Entries are captured from the stdout device (console.log) and from the Queue messages of an
  * http device, through enqueue.ts's send seam (no real Queue send, no delivery).
  */
@@ -338,6 +339,25 @@ describe("nothing lost", () => {
     // The write: its request entry in a message of its own, queued before the response entry's.
     const writeMsgs = holding(w.body.request_id);
     expect(writeMsgs.map((m) => m.entries.filter((e) => e.request.id === w.body.request_id).map((e) => e.type))).toEqual([["request"], ["response"]]);
+  });
+
+  it("a read that changes state (GET crl/rotate) queues its request entry before the work: no rebuild when it cannot", async () => {
+    const { path } = await pkiWithRoot();
+    const crlNumber = async () =>
+      (await env.DB.prepare("SELECT max(c.number) AS n FROM pki_crls c JOIN mounts m ON m.id = c.mount_id WHERE m.path = ?").bind(`${path}/`).first<{ n: number | null }>())?.n ?? 0;
+    expect((await read(`${path}/crl/rotate`)).body.data.success).toBe(true);
+    const before = await crlNumber();
+    failSend = () => true;
+    const r = await api("GET", `${path}/crl/rotate`);
+    failSend = null;
+    expect(r.status).toBe(503);
+    expect(await crlNumber()).toBe(before);
+    // Its request entry travels alone, ahead of the work; the response entry follows in its own message.
+    reset();
+    const ok = await read(`${path}/crl/rotate`);
+    expect(await crlNumber()).toBeGreaterThan(before);
+    const holding = captured.queued.filter((m) => m.entries.some((e) => e.request.id === ok.body.request_id));
+    expect(holding.map((m) => m.entries.filter((e) => e.request.id === ok.body.request_id).map((e) => e.type))).toEqual([["request"], ["response"]]);
   });
 
   it("a read whose entries cannot be queued: 503 and nothing of the answer disclosed", async () => {
