@@ -8,6 +8,7 @@ declare namespace Cloudflare {
 	}
 	interface Env {
 		AUDIT_BUCKET: R2Bucket;
+		CERTS: R2Bucket;
 		DB: D1Database;
 		SYNC_QUEUE: Queue;
 		ACME_QUEUE: Queue;
