@@ -69,8 +69,23 @@ export async function commitCertificate(db: Db, rows: CertInsert[], waitUntil?: 
  * `der` '', group-committed; resolves once both are durable. A put that fails after the row
  * committed leaves the body in the row instead; a row that fails takes its body back out.
  */
-export async function storeLeafCertificate(db: Db, bodies: R2Bucket, row: CertInsert, der: Uint8Array, waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
-  const [put, committed] = await Promise.allSettled([putBody(bodies, row.mountId, row.serial, der), commitCertificate(db, [{ ...row, der: "" }], waitUntil)]);
+export function storeLeafCertificate(db: Db, bodies: R2Bucket, row: CertInsert, der: Uint8Array, waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
+  return storeWithBody(db, bodies, row, der, (slim) => commitCertificate(db, [slim], waitUntil), waitUntil);
+}
+
+/**
+ * As storeLeafCertificate, the slim row committed by `commitRow` (a D1 batch of the caller's
+ * that holds it with other statements).
+ */
+export async function storeWithBody(
+  db: Db,
+  bodies: R2Bucket,
+  row: CertInsert,
+  der: Uint8Array,
+  commitRow: (slim: CertInsert) => Promise<void>,
+  waitUntil?: (p: Promise<unknown>) => void,
+): Promise<void> {
+  const [put, committed] = await Promise.allSettled([putBody(bodies, row.mountId, row.serial, der), commitRow({ ...row, der: "" })]);
   if (committed.status === "rejected") {
     if (put.status === "fulfilled") {
       const gone = deleteBodies(bodies, row.mountId, [row.serial]).catch(() => undefined);
