@@ -1,6 +1,7 @@
 /**
  * Storage of the PKI engine: issuers, keys, roles, certificates and config. The other pki_* tables
- * have their own doors beside it (revocation-store.ts, tidy-store.ts, metadata-store.ts); nothing
+ * have their own doors beside it (revocation-store.ts, tidy-store.ts, metadata-store.ts), and the
+ * certificate bodies kept in R2 theirs (cert-bodies.ts; getCertWithBody reads through it); nothing
  * outside storage/ touches any of them. Roles, issuers and
  * configuration come out through the decoders of ./decode.ts (defaults filled). Writes that must
  * land together are returned as statements for `db.batch` (D1 has no interactive transactions:
