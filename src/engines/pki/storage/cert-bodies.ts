@@ -13,6 +13,10 @@
  *   R2); only if that write fails too does a row stay without a body, and the issue then fails.
  *   Between the row's commit and the put's end a reader may find the row but no body: it treats
  *   the certificate as not stored yet (bodyOf answers null), which is what it was.
+ *   One case is left: a D1 batch that reports an error but did commit (an ambiguous failure). The
+ *   issue then fails and deletes the body, so a row without a body stays; nobody was given that
+ *   certificate, reads treat it as not stored, and tidy removes it (at expiry, or at once with
+ *   tidy_invalid_certs, which counts a row without a body as invalid).
  * - **An orphan body is harmless.** A body whose row never committed (the batch failed, the
  *   mount is being disabled) is deleted by the issue that wrote it; one left over (that delete
  *   failed too) is never read, because every read starts from a row.
