@@ -20,7 +20,8 @@
  *   reaches a bucket.
  * - **Bodies go in before the rows.** Once verified, the staged bodies are put (PUT_CONCURRENCY
  *   at a time) and only then are the D1 tables swapped. A put that fails fails the restore before
- *   the swap: D1 is as it was and the bucket has some of the snapshot's bodies. Those are
+ *   the swap (as does a swap that fails): D1 is as it was and the bucket has some of the
+ *   snapshot's bodies. Those are
  *   harmless: a key is `<mount id>/<serial>`, serials are unique per mount, so a body put over an
  *   existing key is the same certificate's same bytes, and one without a row is never read (every
  *   read starts from a row) and is deleted with its mount. After the swap, every row of the
@@ -61,12 +62,20 @@ const ROWS_PER_INSERT = 33;
 /** One object as it travels: key, base64 body, content type. */
 export type SnapshotItem = [string, string, string | null];
 
-/** `fn` over `items`, at most `limit` at once, results in order. */
+/** `fn` over `items`, at most `limit` at once, results in order; after a failure no new call starts. */
 async function pooled<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array<R>(items.length);
   let next = 0;
+  let failed = false;
   const worker = async () => {
-    for (let i = next++; i < items.length; i = next++) out[i] = await fn(items[i] as T);
+    for (let i = next++; i < items.length && !failed; i = next++) {
+      try {
+        out[i] = await fn(items[i] as T);
+      } catch (e) {
+        failed = true;
+        throw e;
+      }
+    }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
   return out;
