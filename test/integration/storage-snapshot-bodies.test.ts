@@ -7,7 +7,8 @@
  * serial works and the CRL lists it. A changed body and a dropped page of bodies are refused as
  * corrupt with nothing changed, in D1 or in the bucket; a version-1 snapshot (no bodies, its MAC
  * chain computed here with WebCrypto, independently of the module) still restores and leaves
- * the bucket as it is; a put that fails mid-restore fails it before the rows are swapped.
+ * the bucket as it is; the bodies count towards MAX_SNAPSHOT_BYTES; a put that fails mid-restore
+ * fails it before the rows are swapped.
  */
 import { createExecutionContext, env, waitOnExecutionContext } from "cloudflare:test";
 import { AsnParser } from "@peculiar/asn1-schema";
@@ -56,10 +57,10 @@ async function emptyBucket(): Promise<void> {
 }
 
 /** POST to the snapshot paths through app.fetch, so a test can hand the Worker another CERTS binding. */
-async function restore(body: Uint8Array | string, opts: { force?: boolean; certs?: R2Bucket } = {}): Promise<{ status: number; text: string }> {
+async function restore(body: Uint8Array | string, opts: { force?: boolean; certs?: R2Bucket; vars?: Partial<Env> } = {}): Promise<{ status: number; text: string }> {
   const ctx = createExecutionContext();
   const req = new Request(`http://x/v1/sys/storage/raft/snapshot${opts.force ? "-force" : ""}`, { method: "POST", headers: { "x-service-token": ROOT }, body });
-  const res = await app.fetch(req, { ...env, ...(opts.certs ? { CERTS: opts.certs } : {}) }, ctx);
+  const res = await app.fetch(req, { ...env, ...opts.vars, ...(opts.certs ? { CERTS: opts.certs } : {}) }, ctx);
   await waitOnExecutionContext(ctx);
   return { status: res.status, text: await res.text() };
 }
@@ -166,6 +167,12 @@ describe("storage snapshots carry the certificate bodies", () => {
       ["no CERTS section", noSection, /corrupt/],
       ["cut inside the bodies", lines.slice(0, at + 1), /truncated/],
     ];
+    // The bodies count towards MAX_SNAPSHOT_BYTES: a bound the snapshot without them would pass.
+    const whole = `${lines.join("\n")}\n`;
+    const without = `${noSection.join("\n")}\n`;
+    const bound = await restore(whole, { vars: { MAX_SNAPSHOT_BYTES: String(utf8(without).length) } });
+    expect(bound.status, bound.text).toBe(413);
+    expect(bound.text).toMatch(/MAX_SNAPSHOT_BYTES/);
     for (const [what, ls, message] of cases) {
       const r = await restore(`${ls.join("\n")}\n`);
       expect(r.status, `${what}: ${r.text}`).toBe(400);

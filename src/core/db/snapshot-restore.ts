@@ -79,8 +79,12 @@ export async function restoreSnapshot(d1: D1Database, keys: SealKeys, body: Read
   if (stale.length > 0) await dropTables(d1, stale);
   const tag = `${STAGING_PREFIX}${now.toString(36)}_${randomHex(3)}_`;
   const keyIds = new Set(await Promise.all(configuredKeyTexts(keys).map((k) => currentKeyId({ current: k }))));
-  const p: Progress = { header: null, chain: null, live: new Map(tables.map((t) => [t.name, t])), staged: new Map(), current: null, rows: 0, trailer: null, keyIds, foreignKeyIds: new Set(),
-    sections: new Map((opts.sections ?? []).map((s) => [s.name, s])), objectStaged: new Map(), currentObjects: null, objects: 0 };
+  const p: Progress = {
+    header: null, chain: null, live: new Map(tables.map((t) => [t.name, t])), staged: new Map(), current: null, rows: 0,
+    sections: new Map((opts.sections ?? []).map((s) => [s.name, s])), objectStaged: new Map(), currentObjects: null, objects: 0,
+    trailer: null, keyIds, foreignKeyIds: new Set(),
+  };
+  const objectStaging = () => [...p.objectStaged.values()].map((s) => s.staging);
   try {
     for await (const line of snapshotLines(body, opts.maxBytes)) {
       if (p.trailer) throw refused("the snapshot is corrupt (data after its trailer)");
@@ -95,11 +99,11 @@ export async function restoreSnapshot(d1: D1Database, keys: SealKeys, body: Read
     invalidateAll();
     forgetSealVerdict();
   } catch (e) {
-    await dropTables(d1, [...[...p.staged.values()].map((s) => s.staging), ...[...p.objectStaged.values()].map((s) => s.staging)]).catch((drop: unknown) => console.error("snapshot restore: staging tables not dropped:", drop instanceof Error ? drop.message : String(drop)));
+    await dropQuietly(d1, [...[...p.staged.values()].map((s) => s.staging), ...objectStaging()]);
     throw e instanceof ApiError ? e : refusedByD1(e);
   }
   // The bodies' staging tables outlive the swap's batch; one left by a failure here goes with the next restore.
-  await dropTables(d1, [...p.objectStaged.values()].map((s) => s.staging)).catch((drop: unknown) => console.error("snapshot restore: staging tables not dropped:", drop instanceof Error ? drop.message : String(drop)));
+  await dropQuietly(d1, objectStaging());
   return { tables: p.staged.size, rows: p.rows, objects: p.objects };
 }
 
@@ -226,4 +230,9 @@ async function checkComplete(p: Progress): Promise<void> {
 async function dropTables(d1: D1Database, names: string[]): Promise<void> {
   if (names.length === 0) return;
   await d1.batch(names.map((n) => d1.prepare(`DROP TABLE IF EXISTS ${quoteIdent(n)}`)));
+}
+
+/** Staging tables dropped on the way out; a failure is logged (the next restore drops them after an hour). */
+async function dropQuietly(d1: D1Database, names: string[]): Promise<void> {
+  await dropTables(d1, names).catch((drop: unknown) => console.error("snapshot restore: staging tables not dropped:", drop instanceof Error ? drop.message : String(drop)));
 }
