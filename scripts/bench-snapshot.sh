@@ -3,10 +3,14 @@
 # N KV versions (about 330 bytes each, sealed-looking values) are inserted straight into a fresh
 # local D1, then the snapshot is saved and restored with curl; prints the wall time of each, the
 # snapshot's size, and the workerd process's peak resident memory (VmHWM) after each step.
-# Usage: scripts/bench-snapshot.sh [N=10000] [port=8799]
+# With C > 0, C EC leaves are issued through the API first (8 at a time), so the snapshot also
+# carries C certificate bodies from the CERTS bucket and C more rows; the restore is then checked
+# by reading the last one back.
+# Usage: scripts/bench-snapshot.sh [N=10000] [port=8799] [C=0]
 set -euo pipefail
 N=${1:-10000}
 PORT=${2:-8799}
+C=${3:-0}
 cd "$(dirname "$0")/.."
 DIR=$(mktemp -d)
 KEY=AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=
@@ -21,8 +25,23 @@ trap 'kill -- -$DEV 2>/dev/null; rm -rf "$DIR"' EXIT
 for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$PORT/v1/sys/health" > /dev/null && break; sleep 1; done
 WORKERD=$(pgrep -s "$DEV" -f "workerd serve.*inspector-addr" | head -1 || true)
 peak() { [ -n "$WORKERD" ] && grep -E 'VmHWM|VmRSS' "/proc/$WORKERD/status" | tr -s ' \n' ' '; echo; }
-echo "rows: $N; workerd before: $(peak)"
+API="http://127.0.0.1:$PORT/v1"
+SERIAL=""
+if [ "$C" -gt 0 ]; then
+  H=(-sS --fail-with-body -H "X-Vault-Token: $TOKEN")
+  curl "${H[@]}" -X POST -d '{"type":"pki"}' "$API/sys/mounts/pki" > /dev/null
+  curl "${H[@]}" -X POST -d '{"common_name":"Bench Root","key_type":"ec","not_after":"2036-01-01T00:00:00Z"}' "$API/pki/root/generate/internal" > /dev/null
+  curl "${H[@]}" -X POST -d '{"allowed_domains":"example.com","allow_subdomains":true,"max_ttl":"72h","no_store":false}' "$API/pki/roles/web" > /dev/null
+  start=$(date +%s.%N)
+  seq 1 "$C" | xargs -P 8 -I{} curl "${H[@]}" -o /dev/null -X POST -d '{"common_name":"l{}.example.com","ttl":"1h"}' "$API/pki/issue/web"
+  echo "issued $C leaves in $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s"
+  SERIAL=$(curl "${H[@]}" -X POST -d '{"common_name":"last.example.com","ttl":"1h"}' "$API/pki/issue/web" | python3 -c 'import json,sys;print(json.load(sys.stdin)["data"]["serial_number"])')
+fi
+echo "rows: $N; certificates: $C; workerd before: $(peak)"
 /usr/bin/time -f "save: %e s" curl -sS --fail-with-body -H "X-Vault-Token: $TOKEN" -o "$DIR/bench.snap" "http://127.0.0.1:$PORT/v1/sys/storage/raft/snapshot" || { head -c 400 "$DIR/bench.snap"; exit 1; }
 echo "snapshot: $(stat -c %s "$DIR/bench.snap") bytes gzip, $(gunzip -c "$DIR/bench.snap" | wc -c) unpacked; workerd after save: $(peak)"
 /usr/bin/time -f "restore: %e s" curl -sS --fail-with-body -X POST -H "X-Vault-Token: $TOKEN" --data-binary @"$DIR/bench.snap" "http://127.0.0.1:$PORT/v1/sys/storage/raft/snapshot"
 echo "workerd after restore: $(peak)"
+if [ -n "$SERIAL" ]; then
+  curl -sS --fail-with-body -H "X-Vault-Token: $TOKEN" "$API/pki/cert/$SERIAL" | python3 -c 'import json,sys;d=json.load(sys.stdin)["data"];print("restored certificate read back:", d["certificate"].startswith("-----BEGIN CERTIFICATE-----"))'
+fi

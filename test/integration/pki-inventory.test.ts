@@ -11,6 +11,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { backfillInventory } from "../../src/engines/pki/inventory/backfill";
 import { api, list, read, tokenWithPolicy, write } from "../helpers/api";
 import { parseCert, pkiWithRoot, x509 } from "../helpers/pki";
+import { storedBody } from "../helpers/cert-body";
 
 interface Info {
   serial_number: string;
@@ -246,7 +247,9 @@ describe("rows stored before the inventory columns", () => {
     await write(`${ctx.path}/roles/r`, { allow_any_name: true, key_type: "ec", allow_ip_sans: true });
     const r = await write(`${ctx.path}/issue/r`, { common_name: "old.example.com", alt_names: "older.example.com", ip_sans: "192.0.2.7", ttl: "1h" });
     const serial = r.body.data.serial_number as string;
-    await env.DB.prepare("UPDATE pki_certs SET common_name = NULL, sans = NULL, not_before = NULL WHERE serial = ?").bind(serial).run();
+    // A row from before the inventory columns is also one from before bodies moved to R2: its DER is in the row.
+    const { der } = await storedBody(serial);
+    await env.DB.prepare("UPDATE pki_certs SET common_name = NULL, sans = NULL, not_before = NULL, der = ? WHERE serial = ?").bind(der, serial).run();
     const before = await detailed(ctx.path, "limit=10");
     expect(before.key_info[serial]).toMatchObject(facts(r.body.data.certificate));
     expect((await detailed(ctx.path, "common_name=old.example")).keys).toEqual([]);

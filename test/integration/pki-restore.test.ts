@@ -1,5 +1,5 @@
 /**
- * A restore of D1 alone gives a working CA (docs/operations.md "Backup", "Restore"): CRL numbers
+ * A restore of D1 (with the CERTS bucket's certificate bodies) gives a working CA (docs/operations.md "Backup", "Restore"): CRL numbers
  * keep growing after the rows go back to an earlier point and the mount's Authority has lost its
  * counter, and a PKI mount disabled after the restore point comes back into service although its
  * Authority had retired. The restore is simulated on the rows themselves: the CRL rows rolled back,
@@ -50,6 +50,12 @@ async function putBack(snapshot: { table: string; rows: Record<string, unknown>[
   }
 }
 
+/** The mount's certificate bodies in the CERTS bucket (backed up beside D1: docs/operations.md "Backup"). */
+async function bodiesOfMount(id: string): Promise<{ key: string; bytes: ArrayBuffer }[]> {
+  const listed = await env.CERTS.list({ prefix: `${id}/` });
+  return Promise.all(listed.objects.map(async (o) => ({ key: o.key, bytes: await ((await env.CERTS.get(o.key)) as R2ObjectBody).arrayBuffer() })));
+}
+
 describe("CRL numbers after a restore", () => {
   it("are numbered from the clock, and the next CRL after a rollback of D1 and a lost counter is higher than any published", async () => {
     const { path } = await pkiWithRoot();
@@ -90,11 +96,13 @@ describe("a PKI mount restored after its disable", () => {
     const old = await write(`${path}/issue/web`, { common_name: "old.example", ttl: "1h" });
     const accessor = await accessorOf(path);
     const backup = await rowsOfMount(await mountIdOf(path));
+    const bodies = await bodiesOfMount(await mountIdOf(path));
 
     expect((await api("DELETE", `sys/mounts/${path}`)).status).toBe(204);
     expect(await env.AUTHORITY.getByName(accessor).isRetired()).toBe(true);
 
     await putBack(backup);
+    for (const b of bodies) await env.CERTS.put(b.key, b.bytes);
     // The read model sees rows changed behind its back within 1 s (docs/architecture.md).
     await new Promise((r) => setTimeout(r, 1_100));
     expect((await read(`${path}/cert/ca`)).body.data.certificate.trim()).toBe(root.trim());

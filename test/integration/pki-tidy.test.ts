@@ -9,6 +9,7 @@ import { describe, expect, it, vi } from "vitest";
 import worker from "../../src/app/index";
 import { api, list, read, write } from "../helpers/api";
 import { parseCert, pkiWithRoot } from "../helpers/pki";
+import { storedBody } from "../helpers/cert-body";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -56,11 +57,12 @@ async function finished(path: string, state = "Finished"): Promise<Record<string
 }
 
 async function insertRevoked(mountId: string, serial: string, issuerId: string) {
-  const cert = await env.DB.prepare("SELECT der, not_after FROM pki_certs WHERE mount_id = ? AND serial = ?").bind(mountId, serial).first<{ der: string; not_after: number }>();
+  const cert = await env.DB.prepare("SELECT not_after FROM pki_certs WHERE mount_id = ? AND serial = ?").bind(mountId, serial).first<{ not_after: number }>();
   if (!cert) throw new Error(`no stored certificate ${serial}`);
+  const { der } = await storedBody(serial);
   const now = Math.floor(Date.now() / 1000);
   await env.DB.prepare("INSERT INTO pki_revoked (mount_id, serial, issuer_id, revocation_time, not_after, der, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
-    .bind(mountId, serial, issuerId, now, cert.not_after, cert.der, Date.now())
+    .bind(mountId, serial, issuerId, now, cert.not_after, der, Date.now())
     .run();
 }
 

@@ -90,7 +90,7 @@ describe("storage snapshots", () => {
     const snap = new Uint8Array(await res.arrayBuffer());
     expect([snap[0], snap[1]]).toEqual([0x1f, 0x8b]);
     const lines = new TextDecoder().decode(await gunzip(snap)).trimEnd().split("\n");
-    expect(JSON.parse(lines[0] ?? "")).toMatchObject({ format: "lanyard-snapshot", version: 1 });
+    expect(JSON.parse(lines[0] ?? "")).toMatchObject({ format: "lanyard-snapshot", version: 2 });
     expect(JSON.parse(lines.at(-1) ?? "")).toMatchObject({ end: true });
     // Sealed values travel sealed: the secret's plaintext is nowhere in the snapshot.
     expect(lines.join("\n")).not.toContain("plaintext-sentinel");

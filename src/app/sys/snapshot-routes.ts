@@ -1,7 +1,7 @@
 /**
  * sys/storage/raft/snapshot and sys/storage/raft/snapshot-force (Vault API:
  * https://developer.hashicorp.com/vault/api-docs/system/storage/raft): save a snapshot of the
- * whole D1 database (GET) and restore one (POST), so `vault operator raft snapshot save|restore`
+ * whole D1 database and the certificate bodies of the CERTS bucket (GET) and restore one (POST), so `vault operator raft snapshot save|restore`
  * and hvac's take_raft_snapshot / restore_raft_snapshot / force_restore_raft_snapshot work.
  * Format, integrity and what a restore refuses: src/core/db/snapshot-*.ts; the procedure and its
  * limits: docs/operations.md "Snapshots".
@@ -18,6 +18,7 @@
  * service sealed.
  */
 import { loadConfig } from "../../core/config";
+import type { ObjectSection } from "../../core/db/snapshot-objects";
 import { restoreSnapshot } from "../../core/db/snapshot-restore";
 import { snapshotStream } from "../../core/db/snapshot-stream";
 import { ApiError, badRequest, notFound } from "../../core/errors";
@@ -35,13 +36,20 @@ export function maxSnapshotBytes(env: Env): number {
   return Number(raw);
 }
 
+/**
+ * The buckets a snapshot carries beside D1: CERTS, the DER of issued certificates whose pki_certs
+ * rows hold none (docs/architecture.md "Certificate bodies"), so that a snapshot is a whole backup
+ * of the CA. The section name is the binding's.
+ */
+export const snapshotSections = (env: Env): ObjectSection[] => [{ name: "CERTS", bucket: env.CERTS }];
+
 function rootOnly(req: Req): void {
   if (req.ns.id !== ROOT_NAMESPACE.id) throw notFound([`unsupported path: ${req.path} is served in the root namespace only`]);
 }
 
 async function save(req: Req): Promise<Response> {
   rootOnly(req);
-  const body = await snapshotStream(req.env.DB, loadConfig(req.env).seal);
+  const body = await snapshotStream(req.env.DB, loadConfig(req.env).seal, snapshotSections(req.env));
   return new Response(body, {
     status: 200,
     headers: {
@@ -58,8 +66,8 @@ async function restore(req: Req, force: boolean): Promise<null> {
   const declared = Number(req.headers.get("content-length") ?? "0");
   if (declared > maxBytes) throw new ApiError(413, `snapshot refused: larger than MAX_SNAPSHOT_BYTES (${maxBytes} bytes); nothing was changed`);
   if (!req.bodyStream) throw badRequest("snapshot refused: the body is empty (no snapshot header); nothing was changed");
-  const result = await restoreSnapshot(req.env.DB, loadConfig(req.env).seal, req.bodyStream, { force, maxBytes });
-  console.log(`snapshot restored${force ? " (force)" : ""}: ${result.tables} tables, ${result.rows} rows (request ${req.requestId})`);
+  const result = await restoreSnapshot(req.env.DB, loadConfig(req.env).seal, req.bodyStream, { force, maxBytes, sections: snapshotSections(req.env) });
+  console.log(`snapshot restored${force ? " (force)" : ""}: ${result.tables} tables, ${result.rows} rows, ${result.objects} objects (request ${req.requestId})`);
   // Vault answers 204.
   return null;
 }

@@ -2,12 +2,21 @@
  * The storage snapshot's format (docs/operations.md "Snapshots"): what `GET sys/storage/raft/snapshot`
  * writes and `POST sys/storage/raft/snapshot` reads. Vault's snapshot is its Raft store as a gzip
  * tar (https://developer.hashicorp.com/vault/api-docs/system/storage/raft); Lanyard's is its D1
- * database as gzip'd lines of JSON, one line at a time in memory on either side:
+ * database and the objects of the R2 buckets the service keeps beside it (the certificate bodies
+ * of the CERTS bucket, docs/architecture.md "Certificate bodies") as gzip'd lines of JSON, one
+ * line at a time in memory on either side. Version 2:
  *
- *   header   {"format":"lanyard-snapshot","version":1,"schema":…,"deployment":…,"key_id":…,"key_check":…,"created_at":…}
+ *   header   {"format":"lanyard-snapshot","version":2,"schema":…,"deployment":…,"key_id":…,"key_check":…,"created_at":…}
  *   table    {"table":"<name>","columns":["<column>",…]}        once per table, then its pages:
  *   page     {"rows":[[value,…],…]}                              up to a page of rows
- *   trailer  {"end":true,"tables":N,"rows":M,"mac":"<hex>"}
+ *   objects  {"objects":"<section>"}                             after the tables, once per bucket, then its pages:
+ *   items    {"items":[["<key>","<base64 body>","<content type>"|null],…]}   up to a page of objects
+ *   trailer  {"end":true,"tables":N,"rows":M,"objects":K,"mac":"<hex>"}
+ *
+ * A section is named by the caller (src/app/sys/snapshot-routes.ts: "CERTS"); this layer knows
+ * only that it is an R2 bucket (./snapshot-objects.ts). Version 1, written before certificate
+ * bodies moved to R2, is version 2 without object sections and without the trailer's `objects`;
+ * it is still read, and restoring it leaves the buckets as they are.
  *
  * Values are as D1 stores them: null, numbers, text, and BLOBs tagged `{"b":"<base64>"}` so their
  * bytes come back exactly. Sealed columns are copied sealed: nothing here opens a value.
@@ -18,14 +27,20 @@
  * in SEAL_KEYS_PREVIOUS) can check, or forge, a snapshot. The header names the key by its id (as
  * sealed values do, src/core/db/seal.ts) and carries `key_check`, an HMAC of a fixed text: a
  * snapshot whose key is not configured here is told apart ("foreign") from one whose bytes
- * changed ("corrupt": the chain does not verify) or stop early ("truncated": no trailer).
+ * changed ("corrupt": the chain does not verify) or stop early ("truncated": no trailer). Object
+ * lines are chained like rows, so a changed body or a dropped page is refused the same way; the
+ * version is in the header, which is chained too, so a version-2 snapshot cannot be passed off as
+ * a version-1 one without its bodies.
  */
 import { base64ToBytes, base64ToBytesStrict, bytesToBase64, bytesToHex, concatBytes, timingSafeEqual } from "../encoding";
 import { badRequest } from "../errors";
 import { currentKeyId, type SealKeys } from "./seal";
 
 export const SNAPSHOT_FORMAT = "lanyard-snapshot";
-export const SNAPSHOT_VERSION = 1;
+/** The version written. */
+export const SNAPSHOT_VERSION = 2;
+/** The versions read: 1 (no object sections) and 2. */
+const READABLE_VERSIONS: readonly unknown[] = [1, 2];
 
 export interface SnapshotHeader {
   format: typeof SNAPSHOT_FORMAT;
@@ -43,6 +58,8 @@ export interface SnapshotTrailer {
   end: true;
   tables: number;
   rows: number;
+  /** Version 2: the objects of every section. */
+  objects?: number;
   mac: string;
 }
 
@@ -134,7 +151,7 @@ export function decodeValue(v: unknown): null | number | string | Uint8Array<Arr
 export function parseHeader(line: unknown): SnapshotHeader {
   const h = line as Partial<SnapshotHeader> | null;
   if (typeof h !== "object" || h === null || h.format !== SNAPSHOT_FORMAT) throw refused("the body is not a Lanyard storage snapshot (no snapshot header)");
-  if (h.version !== SNAPSHOT_VERSION) throw refused(`snapshot format version ${String(h.version)} is not supported (this deployment reads version ${SNAPSHOT_VERSION})`);
+  if (!READABLE_VERSIONS.includes(h.version)) throw refused(`snapshot format version ${String(h.version)} is not supported (this deployment reads versions ${READABLE_VERSIONS.join(" and ")})`);
   for (const k of ["schema", "deployment", "key_id", "key_check"] as const) {
     if (typeof h[k] !== "string") throw refused(`the snapshot header is corrupt (${k})`);
   }

@@ -11,11 +11,17 @@
  * batch, or when the restore is refused; those of a restore whose Worker died mid-way are dropped
  * by the next restore after an hour.
  *
+ * Object sections (version 2: the certificate bodies of the CERTS bucket) are staged in D1 the
+ * same way and put into their buckets once everything verified, before the swap; a failure there
+ * leaves D1 as it was and the bucket with bodies no row reads (./snapshot-objects.ts, invariants).
+ * A version-1 snapshot (no object sections) leaves the buckets as they are.
+ *
  * Refusals (400, nothing changed), whatever `force` says: not a snapshot; corrupt (the chain does
  * not verify, a line is malformed) or truncated (no trailer); taken with a seal key that is not
  * configured here (SEAL_KEY, SEAL_KEYS_PREVIOUS), or holding values sealed by one (this
  * deployment would be sealed after it); another schema version. `force` (Vault's snapshot-force)
- * bypasses one check only: that the snapshot was taken from this deployment.
+ * bypasses one check only: that the snapshot was taken from this deployment. A version-2
+ * snapshot must hold every section this deployment passes, and no other.
  */
 import { ApiError } from "../errors";
 import { randomHex } from "../encoding";
@@ -24,6 +30,7 @@ import { forgetSealVerdict, sealedColumns } from "./seal-canary";
 import { currentKeyId, type SealKeys } from "./seal";
 import { configuredKeyTexts, decodeValue, keyForHeader, MacChain, parseHeader, refused, type SnapshotHeader, type SnapshotTrailer } from "./snapshot-format";
 import { snapshotLines } from "./snapshot-lines";
+import { type ObjectSection, putStaged, stageObjects, type StagedObjects, startObjects } from "./snapshot-objects";
 import { swapFromStaging } from "./snapshot-swap";
 import { deploymentId, leftoverStaging, quoteIdent, snapshotTables, STAGING_PREFIX, type TableInfo } from "./snapshot-tables";
 
@@ -36,11 +43,14 @@ export interface RestoreOptions {
   force: boolean;
   /** MAX_SNAPSHOT_BYTES: the upload as sent. */
   maxBytes: number;
+  /** The buckets restored from the snapshot's object sections, by section name. */
+  sections?: readonly ObjectSection[];
 }
 
 export interface RestoreResult {
   tables: number;
   rows: number;
+  objects: number;
 }
 
 /** What the reading of the upload has reached. */
@@ -52,6 +62,11 @@ interface Progress {
   staged: Map<string, { staging: string; columns: string[]; sealedAt: number[] }>;
   current: string | null;
   rows: number;
+  /** The buckets configured here; the sections read so far; the one whose items come now. */
+  sections: Map<string, ObjectSection>;
+  objectStaged: Map<string, StagedObjects>;
+  currentObjects: StagedObjects | null;
+  objects: number;
   trailer: SnapshotTrailer | null;
   /** Key ids configured here; key ids of sealed values found that are not. */
   keyIds: Set<string>;
@@ -64,23 +79,32 @@ export async function restoreSnapshot(d1: D1Database, keys: SealKeys, body: Read
   if (stale.length > 0) await dropTables(d1, stale);
   const tag = `${STAGING_PREFIX}${now.toString(36)}_${randomHex(3)}_`;
   const keyIds = new Set(await Promise.all(configuredKeyTexts(keys).map((k) => currentKeyId({ current: k }))));
-  const p: Progress = { header: null, chain: null, live: new Map(tables.map((t) => [t.name, t])), staged: new Map(), current: null, rows: 0, trailer: null, keyIds, foreignKeyIds: new Set() };
+  const p: Progress = {
+    header: null, chain: null, live: new Map(tables.map((t) => [t.name, t])), staged: new Map(), current: null, rows: 0,
+    sections: new Map((opts.sections ?? []).map((s) => [s.name, s])), objectStaged: new Map(), currentObjects: null, objects: 0,
+    trailer: null, keyIds, foreignKeyIds: new Set(),
+  };
+  const objectStaging = () => [...p.objectStaged.values()].map((s) => s.staging);
   try {
     for await (const line of snapshotLines(body, opts.maxBytes)) {
       if (p.trailer) throw refused("the snapshot is corrupt (data after its trailer)");
       await readLine(d1, keys, p, line, { schema, deployment, force: opts.force, tag });
     }
     await checkComplete(p);
+    // Bodies first, rows second: a failure here leaves D1 as it was (./snapshot-objects.ts).
+    for (const s of p.objectStaged.values()) await putStaged(d1, s);
     await swapFromStaging(d1, [...p.staged.entries()].map(([name, s]) => ({ name, staging: s.staging, columns: s.columns })));
     // This isolate's caches and seal verdict describe the data before: forget them (other isolates
     // follow within CACHE_TTL_MS, docs/operations.md "Snapshots").
     invalidateAll();
     forgetSealVerdict();
   } catch (e) {
-    await dropTables(d1, [...p.staged.values()].map((s) => s.staging)).catch((drop: unknown) => console.error("snapshot restore: staging tables not dropped:", drop instanceof Error ? drop.message : String(drop)));
+    await dropQuietly(d1, [...[...p.staged.values()].map((s) => s.staging), ...objectStaging()]);
     throw e instanceof ApiError ? e : refusedByD1(e);
   }
-  return { tables: p.staged.size, rows: p.rows };
+  // The bodies' staging tables outlive the swap's batch; one left by a failure here goes with the next restore.
+  await dropQuietly(d1, objectStaging());
+  return { tables: p.staged.size, rows: p.rows, objects: p.objects };
 }
 
 /** A D1 error while staging or swapping: the batch rolled back; say why without a 500. */
@@ -117,9 +141,19 @@ async function readLine(d1: D1Database, keys: SealKeys, p: Progress, line: Uint8
     return;
   }
   await p.chain.add(line);
-  if (typeof v.table === "string") await startTable(d1, p, v.table, v.columns, target.tag);
-  else if (Array.isArray(v.rows)) await stageRows(d1, p, v.rows);
-  else throw refused("the snapshot is corrupt (a line of an unknown kind)");
+  const sections = p.header.version >= 2;
+  if (typeof v.table === "string") {
+    p.currentObjects = null;
+    await startTable(d1, p, v.table, v.columns, target.tag);
+  } else if (Array.isArray(v.rows)) await stageRows(d1, p, v.rows);
+  else if (sections && v.objects !== undefined) {
+    p.current = null;
+    p.currentObjects = await startObjects(d1, p.sections, p.objectStaged, v.objects, target.tag);
+    p.objectStaged.set(p.currentObjects.section.name, p.currentObjects);
+  } else if (sections && Array.isArray(v.items)) {
+    if (!p.currentObjects) throw refused("the snapshot is corrupt (objects before any object section)");
+    p.objects += await stageObjects(d1, p.currentObjects, v.items);
+  } else throw refused("the snapshot is corrupt (a line of an unknown kind)");
 }
 
 /** The header's promises about where the snapshot came from, against this deployment. */
@@ -182,9 +216,12 @@ async function checkComplete(p: Progress): Promise<void> {
   if (!p.trailer) throw refused("the snapshot is truncated (no trailer)");
   const t = p.trailer;
   if (typeof t.mac !== "string" || !(await p.chain.matches(t.mac))) throw refused("the snapshot is corrupt (its digest does not match its contents)");
-  if (t.tables !== p.staged.size || t.rows !== p.rows) throw refused("the snapshot is corrupt (its trailer's counts do not match its contents)");
+  const objects = p.header.version >= 2 ? t.objects : (t.objects ?? 0);
+  if (t.tables !== p.staged.size || t.rows !== p.rows || objects !== p.objects) throw refused("the snapshot is corrupt (its trailer's counts do not match its contents)");
   const missing = [...p.live.keys()].filter((n) => !p.staged.has(n));
   if (missing.length > 0) throw refused(`the snapshot lacks tables of this deployment's schema (${missing.slice(0, 5).join(", ")})`);
+  const lacking = [...p.sections.keys()].filter((n) => !p.objectStaged.has(n));
+  if (p.header.version >= 2 && lacking.length > 0) throw refused(`the snapshot lacks object sections of this deployment (${lacking.join(", ")})`);
   if (p.foreignKeyIds.size > 0) {
     throw refused(`the snapshot holds values sealed with key id(s) ${[...p.foreignKeyIds].slice(0, 5).join(", ")}, which neither SEAL_KEY nor SEAL_KEYS_PREVIOUS provides; this deployment would be sealed after the restore`);
   }
@@ -193,4 +230,9 @@ async function checkComplete(p: Progress): Promise<void> {
 async function dropTables(d1: D1Database, names: string[]): Promise<void> {
   if (names.length === 0) return;
   await d1.batch(names.map((n) => d1.prepare(`DROP TABLE IF EXISTS ${quoteIdent(n)}`)));
+}
+
+/** Staging tables dropped on the way out; a failure is logged (the next restore drops them after an hour). */
+async function dropQuietly(d1: D1Database, names: string[]): Promise<void> {
+  await dropTables(d1, names).catch((drop: unknown) => console.error("snapshot restore: staging tables not dropped:", drop instanceof Error ? drop.message : String(drop)));
 }

@@ -10,8 +10,14 @@
  * after the snapshot started are left out (the rowid bound, which also guarantees the snapshot
  * ends); a row changed or deleted during the snapshot is taken as its page found it. It is not a
  * point-in-time copy across tables: for that, D1 Time Travel.
+ *
+ * After the tables, the objects of each bucket the caller passes (./snapshot-objects.ts), listed
+ * when the tables are done: a certificate whose row was read is in the bucket by then (issuance
+ * answers only once its row and its body are both stored), and a body stored after the listing
+ * passed its key is left out, like a row inserted after its table's bound.
  */
 import type { SealKeys } from "./seal";
+import { type ObjectSection, objectPages } from "./snapshot-objects";
 import { encodeValue, keyCheck, MacChain, macKeyOf, SNAPSHOT_FORMAT, SNAPSHOT_VERSION, type SnapshotHeader, type SnapshotTrailer, utf8 } from "./snapshot-format";
 import { deploymentId, quoteIdent, snapshotTables, type TableInfo } from "./snapshot-tables";
 
@@ -59,7 +65,7 @@ async function* pagesOf(d1: D1Database, t: TablePlan): AsyncGenerator<unknown[][
 }
 
 /** Every line of the snapshot, the MAC chained over all but the trailer. */
-async function* linesOf(d1: D1Database, keys: SealKeys, header: Omit<SnapshotHeader, "key_id" | "key_check">, plans: TablePlan[]): AsyncGenerator<Uint8Array<ArrayBuffer>> {
+async function* linesOf(d1: D1Database, keys: SealKeys, header: Omit<SnapshotHeader, "key_id" | "key_check">, plans: TablePlan[], sections: readonly ObjectSection[]): AsyncGenerator<Uint8Array<ArrayBuffer>> {
   const { id, key } = await macKeyOf(keys.current);
   const chain = new MacChain(key);
   const emit = async (v: unknown) => {
@@ -76,18 +82,27 @@ async function* linesOf(d1: D1Database, keys: SealKeys, header: Omit<SnapshotHea
       yield await emit({ rows: page });
     }
   }
-  const trailer: SnapshotTrailer = { end: true, tables: plans.length, rows, mac: await chain.hex() };
+  let objects = 0;
+  for (const s of sections) {
+    yield await emit({ objects: s.name });
+    for await (const items of objectPages(s.bucket)) {
+      objects += items.length;
+      yield await emit({ items });
+    }
+  }
+  const trailer: SnapshotTrailer = { end: true, tables: plans.length, rows, objects, mac: await chain.hex() };
   yield lineOf(trailer);
 }
 
 /**
  * The snapshot as a gzip stream. The tables, schema version and identity are read before it is
  * returned, so a database that cannot be snapshotted fails the request instead of the stream.
+ * `sections`: the buckets whose objects it carries, after the tables.
  */
-export async function snapshotStream(d1: D1Database, keys: SealKeys, now = Date.now()): Promise<ReadableStream<Uint8Array>> {
+export async function snapshotStream(d1: D1Database, keys: SealKeys, sections: readonly ObjectSection[] = [], now = Date.now()): Promise<ReadableStream<Uint8Array>> {
   const [{ schema, tables }, deployment] = await Promise.all([snapshotTables(d1), deploymentId(d1)]);
   const plans = await plan(d1, tables);
-  const lines = linesOf(d1, keys, { format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, schema, deployment, created_at: now }, plans);
+  const lines = linesOf(d1, keys, { format: SNAPSHOT_FORMAT, version: SNAPSHOT_VERSION, schema, deployment, created_at: now }, plans, sections);
   const plain = new ReadableStream<Uint8Array>({
     async pull(controller) {
       const next = await lines.next();

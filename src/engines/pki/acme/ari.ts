@@ -100,17 +100,24 @@ function keyIdMatches(issuer: IssuerRow | undefined, keyId: Uint8Array): boolean
 
 type Answer = { ok: true; window: RenewalWindow; base: string } | { ok: false; error: AcmeError; base: string | null };
 
+function validityOf(derB64: string): { from: number; to: number } {
+  const info = parseCertificate(base64ToBytes(derB64));
+  return { from: info.notBefore.getTime(), to: info.notAfter.getTime() };
+}
+
 /** The window of one certificate from what the store holds. */
 function windowOf(facts: RenewalFacts, keyId: Uint8Array, issuers: readonly IssuerRow[], now: number): RenewalWindow | AcmeError {
   const cert = facts.cert;
   if (!cert) return acmeError("malformed", "no certificate of this mount has that serial", 404);
   const issuer = issuers.find((i) => i.id === cert.issuerId);
   if (!keyIdMatches(issuer, keyId)) return acmeError("malformed", "the certID's key identifier is not the certificate's issuer's", 404);
-  const info = parseCertificate(base64ToBytes(cert.der));
+  // The validity from the row's columns: a row written since bodies moved to R2 has no DER in D1
+  // (storage/cert-bodies.ts) but always its not_before; older rows may lack not_before, never DER.
+  const validity = cert.notBefore !== null ? { from: cert.notBefore * 1000, to: cert.notAfter * 1000 } : validityOf(cert.der);
   if (facts.revoked || issuer?.revoked) return immediateWindow(now, "");
   const mark = facts.marks.find((m) => m.markedAt > cert.createdAt && ((m.kind === "issuer" && m.ref === cert.issuerId) || (m.kind === "role" && facts.orderRole !== null && m.ref === facts.orderRole)));
   if (mark) return immediateWindow(now, mark.explanationUrl);
-  return defaultWindow(info.notBefore.getTime(), info.notAfter.getTime());
+  return defaultWindow(validity.from, validity.to);
 }
 
 const answers = new ReadCache<Answer>("pki.acmeRenewalInfo", "pki", 2048);

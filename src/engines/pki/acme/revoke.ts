@@ -12,7 +12,7 @@ import { base64ToBytes, base64UrlToBytes } from "../../../core/encoding";
 import { revokeCertificate } from "../revocation/revoke";
 import { getOrderBySerial } from "../storage/acme-store";
 import { getRevoked } from "../storage/revocation-store";
-import { getCert } from "../storage/store";
+import { getCertWithBody } from "../storage/store";
 import { normalizeSerial } from "../x509/pem";
 import { parseCertificate, type CertInfo } from "../x509/x509";
 import type { AcmeReply, SignedRequest } from "./context";
@@ -53,7 +53,7 @@ export async function revokeCert(s: SignedRequest): Promise<AcmeReply> {
   }
   const serial = normalizeSerial(cert.serialHex) ?? "";
   const { db, mount } = s.ctx;
-  const stored = serial ? await getCert(db, mount.id, serial) : null;
+  const stored = serial ? await getCertWithBody(db, s.ctx.env.CERTS, mount.id, serial) : null;
   if (!stored || !sameBytes(base64ToBytes(stored.der), cert.der)) throw acmeError("unauthorized", "this mount did not issue the certificate");
 
   if (s.account) {

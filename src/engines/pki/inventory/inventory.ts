@@ -43,7 +43,7 @@ function keyInfo(r: InventoryRow, now: number): KeyInfo {
   let cn = r.common_name ?? "";
   let sans = sanList(r.sans);
   let notBefore = r.not_before ?? 0;
-  if (r.not_before === null && r.der !== null) {
+  if (r.not_before === null && r.der !== null && r.der !== "") {
     // Not backfilled yet (./backfill.ts): the same facts, read from the certificate now.
     const c = inventoryColumns(base64ToBytes(r.der));
     cn = c.commonName;

@@ -19,10 +19,14 @@
  *   database handle, inside its own request, which it keeps open until the batch ends (its own
  *   row is in it); the batch is also handed to waitUntil so a client going away cannot cut it
  *   short. Leader, hand-over, wake-up and a stale lead's takeover are src/core/group-commit.ts.
+ * - **Body with its row.** `storeLeafCertificate` writes the certificate's DER to R2 while its
+ *   slim row joins a group (both awaited: one round trip's wait, not two); the order of the two
+ *   and what a failure of either leaves are ../storage/cert-bodies.ts's invariants.
  */
 import type { Db } from "../../../core/db/client";
 import { GroupCommit } from "../../../core/group-commit";
-import { insertCertRowsStmts, insertCertsBatch, type CertInsert } from "../storage/store";
+import { insertCertRowsStmts, insertCertsBatch, keepBodyInRow, type CertInsert } from "../storage/store";
+import { deleteBodies, putBody } from "../storage/cert-bodies";
 
 /** Rows per batch: well under D1's statement limits, and a bounded wait for the last joiner. */
 const MAX_GROUP = 64;
@@ -58,6 +62,39 @@ const commit = new GroupCommit<CertInsert[], Outcome, Db>({
 export async function commitCertificate(db: Db, rows: CertInsert[], waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
   const outcome = await commit.submit(db, rows, waitUntil);
   if (outcome.kind === "failed") throw outcome.error;
+}
+
+/**
+ * Stores a certificate: its body (base64 DER in `row.der`) in the CERTS bucket and its row, with
+ * `der` '', group-committed; resolves once both are durable. A put that fails after the row
+ * committed leaves the body in the row instead; a row that fails takes its body back out.
+ */
+export function storeLeafCertificate(db: Db, bodies: R2Bucket, row: CertInsert, der: Uint8Array, waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
+  return storeWithBody(db, bodies, row, der, (slim) => commitCertificate(db, [slim], waitUntil), waitUntil);
+}
+
+/**
+ * As storeLeafCertificate, the slim row committed by `commitRow` (a D1 batch of the caller's
+ * that holds it with other statements).
+ */
+export async function storeWithBody(
+  db: Db,
+  bodies: R2Bucket,
+  row: CertInsert,
+  der: Uint8Array,
+  commitRow: (slim: CertInsert) => Promise<void>,
+  waitUntil?: (p: Promise<unknown>) => void,
+): Promise<void> {
+  const [put, committed] = await Promise.allSettled([putBody(bodies, row.mountId, row.serial, der), commitRow({ ...row, der: "" })]);
+  if (committed.status === "rejected") {
+    if (put.status === "fulfilled") {
+      const gone = deleteBodies(bodies, row.mountId, [row.serial]).catch(() => undefined);
+      waitUntil?.(gone);
+      await gone;
+    }
+    throw committed.reason;
+  }
+  if (put.status === "rejected") await keepBodyInRow(db, row.mountId, row.serial, row.der);
 }
 
 /**

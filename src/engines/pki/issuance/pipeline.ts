@@ -45,7 +45,7 @@ import {
 import { sealMetadata } from "./cert-metadata";
 import { certOutput, encodeCert, formatPrivateKey, responseChain, type CertFormat } from "./format";
 import { reserveSerial } from "./serials";
-import { commitCertificate } from "./cert-commit";
+import { storeLeafCertificate, storeWithBody } from "./cert-commit";
 import { inventoryColumns } from "../inventory/columns";
 import { shardOf } from "../revocation/crl-shards";
 import { computeValidity, type LeafNotAfterBehavior, type Validity } from "./ttl";
@@ -302,8 +302,9 @@ function certificateRow(ctx: IssueContext, signed: SignedCertificate, r: CertRec
 /**
  * Stores the certificate with its cert_metadata, sealed (cert-metadata.ts), in one D1 batch
  * with `before` (D1 has no interactive transactions: drizzle's BEGIN is refused). A certificate
- * alone is group-committed with the isolate's concurrent issues (cert-commit.ts); resolved only
- * once its row is committed either way.
+ * alone is group-committed with the isolate's concurrent issues, its body in R2 (cert-commit.ts,
+ * storage/cert-bodies.ts); with `before`, its row goes in one batch with them, its body to R2
+ * beside it the same way. Resolved only once its row and body are durable either way.
  */
 export async function storeCertificate(
   ctx: IssueContext,
@@ -312,8 +313,8 @@ export async function storeCertificate(
   before: Stmt[] = [],
 ): Promise<void> {
   const sealed = r.metadata ? await sealMetadata(ctx.env, ctx.mount.id, signed.serial, r.metadata.role, r.metadata.value) : null;
-  if (before.length === 0) await commitCertificate(ctx.db, [certificateRow(ctx, signed, r, sealed)], ctx.waitUntil);
-  else await runBatch(ctx.db, [...before, certificateRecord(ctx, signed, r, sealed)]);
+  if (before.length === 0) await storeLeafCertificate(ctx.db, ctx.env.CERTS, certificateRow(ctx, signed, r, sealed), signed.der, ctx.waitUntil);
+  else await storeWithBody(ctx.db, ctx.env.CERTS, certificateRow(ctx, signed, r, sealed), signed.der, (slim) => runBatch(ctx.db, [...before, insertCertStmt(ctx.db, slim)]), ctx.waitUntil);
 }
 
 // -- 6. output ----------------------------------------------------------------------------------

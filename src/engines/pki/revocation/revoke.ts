@@ -19,7 +19,7 @@ import { checkKeySize } from "../x509/keytypes";
 import { decodePemBlocks, normalizeSerial } from "../x509/pem";
 import { getRevoked, insertRevoked, type RevokedRow } from "../storage/revocation-store";
 import { inventoryColumns } from "../inventory/columns";
-import { getAllConfig, getCert, insertCertStmt, listIssuers, runBatch, updateIssuerStmt, type ConfigShapes, type IssuerRow } from "../storage/store";
+import { getAllConfig, getCertWithBody, insertCertStmt, listIssuers, runBatch, updateIssuerStmt, type ConfigShapes, type IssuerRow } from "../storage/store";
 import { resolveAia } from "../issuance/profile";
 import { crlDistributionPointUrls } from "../x509/x509";
 import { shardNamedBy } from "./crl-shards";
@@ -88,7 +88,7 @@ async function locateByPem(ctx: IssueContext, pem: string, issuers: IssuerRow[])
   const cert = parseOrRefuse(block.der);
   const serial = normalizeSerial(cert.serialHex) ?? "";
   if (serial === "") throw badRequest("invalid serial number on presented certificate");
-  const stored = await getCert(ctx.db, ctx.mount.id, serial);
+  const stored = await getCertWithBody(ctx.db, ctx.env.CERTS, ctx.mount.id, serial);
   if (stored) {
     if (stored.der !== bytesToBase64(cert.der)) {
       throw badRequest("certificate with same serial but unequal value already present in this cluster's storage; refusing to revoke");
@@ -177,7 +177,7 @@ export async function revokeCertificate(ctx: IssueContext, input: RevokeInput): 
     if (given === "") throw badRequest("The serial number must be provided");
     const serial = normalizeSerial(given);
     if (!serial) throw badRequest(`serial_number: "${given}" is not a hexadecimal serial number (colon- or hyphen-separated)`);
-    const row = await getCert(db, mount.id, serial);
+    const row = await getCertWithBody(db, ctx.env.CERTS, mount.id, serial);
     if (!row) throw badRequest(`certificate with serial ${given} not found.`);
     located = { cert: parseOrRefuse(base64ToBytes(row.der)), serial, issuerId: row.issuerId, store: false, crlShard: row.crlShard };
   }
@@ -257,7 +257,7 @@ export async function revokeIssuer(ctx: IssueContext, ref: string): Promise<Json
   const der = certDerFromPem(issuer.certificate);
   // A revocation row when the mount stored this certificate, so reads, LIST certs/revoked and
   // OCSP see it; the CRLs take revoked issuers from the issuer records (crl-rebuild.ts).
-  const stored = await getCert(db, mount.id, issuer.serial);
+  const stored = await getCertWithBody(db, ctx.env.CERTS, mount.id, issuer.serial);
   if (stored && stored.der === bytesToBase64(der)) {
     const cert = parseOrRefuse(der);
     const others = issuers.filter((i) => i.id !== issuer.id);

@@ -17,7 +17,7 @@ import { certDerFromPem, chainPems } from "../ca/issuers";
 import { normalizeSerial, toPem } from "../x509/pem";
 import { getRevoked } from "../storage/revocation-store";
 import { revocationData } from "../revocation/revoke";
-import { getAllConfig, getCert, listCertSerials, loadIssuanceState, putConfigStmt, runBatch, type ClusterConfig, type IssuerRow, type UrlsConfig } from "../storage/store";
+import { getAllConfig, getCertWithBody, listCertSerials, loadIssuanceState, putConfigStmt, runBatch, type ClusterConfig, type IssuerRow, type UrlsConfig } from "../storage/store";
 import { mountOf, notModified, listPage, raw } from "./common";
 import { publicAnswer, servePublic } from "./edge-cache";
 import { resolveAia } from "../issuance/profile";
@@ -72,7 +72,7 @@ async function readCert(req: Req) {
   }
   const serial = normalizeSerial(what);
   if (!serial) throw notFound([`unsupported path: cert/${rest}`]);
-  const row = await getCert(req.db, mountOf(req).id, serial);
+  const row = await getCertWithBody(req.db, req.env.CERTS, mountOf(req).id, serial);
   if (rawPart) {
     if (!row) return raw(null, "");
     const der = base64ToBytes(row.der);

@@ -20,7 +20,8 @@ export type RenewalMarkRow = typeof pkiAcmeRenewalMarks.$inferSelect;
 
 export interface RenewalFacts {
   acmeConfig: unknown;
-  cert: { der: string; issuerId: string; createdAt: number } | null;
+  /** notBefore/notAfter in Unix seconds; notBefore null on rows the inventory backfill has not reached. */
+  cert: { der: string; issuerId: string; createdAt: number; notBefore: number | null; notAfter: number } | null;
   revoked: boolean;
   /** The role of the ACME order that issued the certificate, null when ACME did not. */
   orderRole: string | null;
@@ -31,7 +32,7 @@ export interface RenewalFacts {
 export async function renewalFacts(db: Db, mountId: string, serial: string): Promise<RenewalFacts> {
   const [config, certs, revoked, orders, marks] = await db.batch([
     db.select({ value: pkiAcmeConfig.value }).from(pkiAcmeConfig).where(eq(pkiAcmeConfig.mountId, mountId)),
-    db.select({ der: pkiCerts.der, issuerId: pkiCerts.issuerId, createdAt: pkiCerts.createdAt }).from(pkiCerts).where(and(eq(pkiCerts.mountId, mountId), eq(pkiCerts.serial, serial))),
+    db.select({ der: pkiCerts.der, issuerId: pkiCerts.issuerId, createdAt: pkiCerts.createdAt, notBefore: pkiCerts.notBefore, notAfter: pkiCerts.notAfter }).from(pkiCerts).where(and(eq(pkiCerts.mountId, mountId), eq(pkiCerts.serial, serial))),
     db.select({ serial: pkiRevoked.serial }).from(pkiRevoked).where(and(eq(pkiRevoked.mountId, mountId), eq(pkiRevoked.serial, serial))),
     db.select({ role: pkiAcmeOrders.role }).from(pkiAcmeOrders).where(and(eq(pkiAcmeOrders.mountId, mountId), eq(pkiAcmeOrders.certSerial, serial))),
     db.select().from(pkiAcmeRenewalMarks).where(eq(pkiAcmeRenewalMarks.mountId, mountId)),

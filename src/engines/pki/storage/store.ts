@@ -1,6 +1,7 @@
 /**
  * Storage of the PKI engine: issuers, keys, roles, certificates and config. The other pki_* tables
- * have their own doors beside it (revocation-store.ts, tidy-store.ts, metadata-store.ts); nothing
+ * have their own doors beside it (revocation-store.ts, tidy-store.ts, metadata-store.ts), and the
+ * certificate bodies kept in R2 theirs (cert-bodies.ts; getCertWithBody reads through it); nothing
  * outside storage/ touches any of them. Roles, issuers and
  * configuration come out through the decoders of ./decode.ts (defaults filled). Writes that must
  * land together are returned as statements for `db.batch` (D1 has no interactive transactions:
@@ -13,6 +14,7 @@ import { pkiCerts, pkiConfig, pkiIssuers, pkiKeys, pkiRoles } from "../../../cor
 import type { ConfigShapes, Role } from "../defaults";
 import { decodeAllConfig, decodeConfig, decodeIssuer, decodeRole } from "./decode";
 import { generationOf, invalidate, ReadCache } from "../../../core/read-cache";
+import { bodyOf } from "./cert-bodies";
 
 // The read shapes of the configuration, for the modules that take them from storage; their
 // definitions and defaults are in ../defaults.ts.
@@ -231,6 +233,22 @@ export async function getCert(db: Db, mountId: string, serial: string): Promise<
 }
 
 /**
+ * A certificate row with its body in `der` (base64 DER, from the row or from R2: cert-bodies.ts);
+ * null when there is no row, or its body is not there yet (an issue still in flight).
+ */
+export async function getCertWithBody(db: Db, bodies: R2Bucket, mountId: string, serial: string): Promise<CertRow | null> {
+  const row = await getCert(db, mountId, serial);
+  if (!row) return null;
+  const der = await bodyOf(bodies, row);
+  return der === null ? null : { ...row, der };
+}
+
+/** Puts a certificate's body into its row (the layout before R2), for a row whose R2 put failed. */
+export async function keepBodyInRow(db: Db, mountId: string, serial: string, derB64: string): Promise<void> {
+  await db.update(pkiCerts).set({ der: derB64 }).where(and(eq(pkiCerts.mountId, mountId), eq(pkiCerts.serial, serial)));
+}
+
+/**
  * Stored serials in key order, `after` exclusive, at most `limit` (0: all). The page is cut in
  * SQL on the (mount, serial) unique index, so a paginated LIST at a million certificates reads
  * one page, not every serial (SQLite's BINARY order is JavaScript's sort for these ASCII keys).
@@ -244,7 +262,7 @@ export async function listCertSerials(db: Db, mountId: string, page: { after: st
 
 // -- mount removal ----------------------------------------------------------------------------
 
-/** Removes every row of a mount (the mount is being disabled). */
+/** Removes every row of a mount (the mount is being disabled; ../purge.ts deletes its R2 bodies first). */
 export async function purgePkiRows(db: Db, mountId: string): Promise<void> {
   await db.batch([
     db.delete(pkiCerts).where(eq(pkiCerts.mountId, mountId)),

@@ -14,6 +14,7 @@ import { mounts, pkiCerts, pkiConfig, pkiRevoked } from "../../../core/db/schema
 import type { MountRow } from "../../../core/mount-store";
 import type { AutoTidyConfig } from "../defaults";
 import { decodeConfig } from "./decode";
+import { deleteBodies } from "./cert-bodies";
 
 const CHUNK = 90;
 
@@ -64,10 +65,13 @@ function chunks<T>(xs: T[]): T[][] {
 
 /**
  * Deletes stored certificates and revocation entries by serial, in one D1 batch (all or
- * nothing); returns how many rows of each really went.
+ * nothing), then the R2 bodies of the certificate rows that went (cert-bodies.ts: rows first, so
+ * no row is left without its body; a body left by a failure here is an orphan, never read);
+ * returns how many rows of each really went.
  */
 export async function deleteBySerial(
   db: Db,
+  bodies: R2Bucket,
   mountId: string,
   certSerials: string[],
   revokedSerials: string[],
@@ -88,13 +92,14 @@ export async function deleteBySerial(
   const [first, ...rest] = all;
   if (!first) return { certs: 0, revoked: 0 };
   const results = await db.batch([first, ...rest]);
-  let certs = 0;
+  const goneCerts: string[] = [];
   let revoked = 0;
   results.forEach((r, i) => {
-    if (i < certStmts.length) certs += r.length;
+    if (i < certStmts.length) goneCerts.push(...r.map((x) => x.serial));
     else revoked += r.length;
   });
-  return { certs, revoked };
+  await deleteBodies(bodies, mountId, goneCerts);
+  return { certs: goneCerts.length, revoked };
 }
 
 /**

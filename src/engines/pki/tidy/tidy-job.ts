@@ -18,6 +18,7 @@ import { TIDY_PHASES, certVerdict, nextPhase, revokedExpired, stepSize, type Tid
 import { acmeAccountVerdict } from "./acme-tidy";
 import { applyAcmeTidy, deleteExpiredAcmeNonces, deleteStaleEabs, listAcmeAccountsPage, listAcmeOrdersOf } from "../storage/acme-tidy-store";
 import { deleteBySerial, listCertsPage, listRevokedPage, setRevokedIssuers } from "../storage/tidy-store";
+import { bodiesOf } from "../storage/cert-bodies";
 import { isSignedBy, parseCertificate, type CertInfo } from "../x509/x509";
 
 import { rebuildCrls } from "../revocation/crl-rebuild";
@@ -49,22 +50,26 @@ function advance(job: TidyJob, from: TidyPhase): TidyJob {
   return { ...job, phase: nextPhase(job.params, after, job.rebuildCrl), cursor: "", counters: { ...job.counters, checked: 0 } };
 }
 
-async function certStorePage(db: Db, mount: MountRow, job: TidyJob, now: number): Promise<TidyJob> {
+async function certStorePage(env: Env, db: Db, mount: MountRow, job: TidyJob, now: number): Promise<TidyJob> {
   const p = job.params;
   const size = stepSize(p);
   const rows = await listCertsPage(db, mount.id, job.cursor, size);
   if (rows.length === 0) return advance(job, "certs");
+  // Bodies only when tidy_invalid_certs parses them: from R2 for rows that keep none in D1; a row
+  // without any body (storage/cert-bodies.ts) counts as invalid.
+  const bodies = p.tidy_invalid_certs ? await bodiesOf(env.CERTS, mount.id, rows) : [];
   const nowSec = Math.floor(now / 1000);
   const certs: string[] = [];
   const revoked: string[] = [];
-  for (const r of rows) {
+  for (const [i, r] of rows.entries()) {
     // Parsing costs time; only tidy_invalid_certs needs it (notAfter is a column).
-    const parses = p.tidy_invalid_certs ? tryParse(r.der) !== null : null;
+    const body = bodies[i];
+    const parses = p.tidy_invalid_certs ? typeof body === "string" && tryParse(body) !== null : null;
     const verdict = certVerdict(p, { notAfter: r.notAfter, revoked: r.revoked, parses }, nowSec);
     if (verdict !== "keep") certs.push(r.serial);
     if (verdict === "delete-with-revocation") revoked.push(r.serial);
   }
-  const gone = await deleteBySerial(db, mount.id, certs, revoked);
+  const gone = await deleteBySerial(db, env.CERTS, mount.id, certs, revoked);
   const checked = job.counters.checked + rows.length;
   const last = rows[rows.length - 1];
   const next: TidyJob = {
@@ -82,7 +87,7 @@ async function certStorePage(db: Db, mount: MountRow, job: TidyJob, now: number)
   return rows.length < size ? advance(next, "certs") : next;
 }
 
-async function revocationPage(db: Db, mount: MountRow, job: TidyJob, now: number): Promise<TidyJob> {
+async function revocationPage(env: Env, db: Db, mount: MountRow, job: TidyJob, now: number): Promise<TidyJob> {
   const p = job.params;
   const size = stepSize(p);
   const rows = await listRevokedPage(db, mount.id, Number(job.cursor || "0"), size);
@@ -112,7 +117,7 @@ async function revocationPage(db: Db, mount: MountRow, job: TidyJob, now: number
     else if (issuerId !== r.issuerId) reassigned.push({ serial: r.serial, issuerId });
   }
   // An expired revocation entry takes its stored certificate with it (upstream deletes both).
-  const gone = await deleteBySerial(db, mount.id, toDelete, toDelete);
+  const gone = await deleteBySerial(db, env.CERTS, mount.id, toDelete, toDelete);
   await setRevokedIssuers(db, mount.id, reassigned);
   const checked = job.counters.checked + rows.length;
   const last = rows[rows.length - 1];
@@ -236,9 +241,9 @@ export async function tidyStep(env: Env, mount: MountRow, job: TidyJob, now: num
   const db = openDb(env.DB);
   switch (job.phase) {
     case "certs":
-      return certStorePage(db, mount, job, now);
+      return certStorePage(env, db, mount, job, now);
     case "revoked":
-      return revocationPage(db, mount, job, now);
+      return revocationPage(env, db, mount, job, now);
     case "crl":
       return crlRebuild(env, db, mount, job);
     case "issuers":
