@@ -13,7 +13,7 @@
 import { sql, type SQL } from "drizzle-orm";
 import type { Db } from "../../../core/db/client";
 import { pkiIds } from "../../../core/db/schema";
-import type { Stmt } from "./store";
+import type { BatchItem } from "drizzle-orm/batch";
 
 export { firstSerialAfter, serialOctets, serialText, type BlobValue } from "../../../core/db/schema/pki-serial";
 
@@ -30,7 +30,7 @@ export const noOf = (id: string): SQL<number> => sql<number>`(SELECT no FROM pki
 export const idOf = (column: SQL | { name: string }): SQL<string> => sql<string>`(SELECT id FROM pki_ids WHERE no = ${column})`;
 
 /** Numbers the ids not numbered yet (for the batch that writes rows naming them). */
-export function ensureIdsStmt(db: Db, ids: Iterable<string>): Stmt {
+export function ensureIdsStmt(db: Db, ids: Iterable<string>): BatchItem<"sqlite"> {
   const values = [...new Set(ids)].map((id) => ({ id }));
   return db.insert(pkiIds).values(values).onConflictDoNothing();
 }
