@@ -4,8 +4,8 @@
  * storage modules build their pki_certs statements from these pieces, so the API's forms (ids,
  * colon hex) never leave storage/ changed.
  *
- * Invariant: every statement that writes a pki_certs row runs in a batch after ensureIdsStmt for
- * its mount and issuer (an id without a number would make mount_no/issuer_no NULL: the NOT NULL
+ * Invariant: every statement that writes a pki_certs row runs in a batch after the statements of
+ * its mount and issuer (ensureIdsStmts; an id without a number would make mount_no/issuer_no NULL: the NOT NULL
  * constraint refuses the row rather than storing it under no mount). Reads use the subquery
  * `(SELECT no FROM pki_ids WHERE id = ?)`: a constant for SQLite, so the indexes on mount_no are
  * searched by equality; an id never numbered matches nothing.
@@ -29,8 +29,13 @@ export const noOf = (id: string): SQL<number> => sql<number>`(SELECT no FROM pki
 /** Drizzle: the id of a number column. */
 export const idOf = (column: SQL | { name: string }): SQL<string> => sql<string>`(SELECT id FROM pki_ids WHERE no = ${column})`;
 
-/** Numbers the ids not numbered yet (for the batch that writes rows naming them). */
-export function ensureIdsStmt(db: Db, ids: Iterable<string>): BatchItem<"sqlite"> {
+/** Ids per statement: D1 binds at most 100 parameters per statement. */
+const IDS_PER_STATEMENT = 90;
+
+/** Numbers the ids not numbered yet (for the batch that writes rows naming them): one statement per 90 distinct ids. */
+export function ensureIdsStmts(db: Db, ids: Iterable<string>): BatchItem<"sqlite">[] {
   const values = [...new Set(ids)].map((id) => ({ id }));
-  return db.insert(pkiIds).values(values).onConflictDoNothing();
+  const out: BatchItem<"sqlite">[] = [];
+  for (let i = 0; i < values.length; i += IDS_PER_STATEMENT) out.push(db.insert(pkiIds).values(values.slice(i, i + IDS_PER_STATEMENT)).onConflictDoNothing());
+  return out;
 }

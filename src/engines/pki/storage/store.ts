@@ -15,7 +15,7 @@ import type { ConfigShapes, Role } from "../defaults";
 import { decodeAllConfig, decodeConfig, decodeIssuer, decodeRole } from "./decode";
 import { generationOf, invalidate, ReadCache } from "../../../core/read-cache";
 import { bodyOf } from "./cert-bodies";
-import { ensureIdsStmt, firstSerialAfter, idOf, noOf, serialText } from "./cert-keys";
+import { ensureIdsStmts, firstSerialAfter, idOf, noOf, serialText } from "./cert-keys";
 
 // The read shapes of the configuration, for the modules that take them from storage; their
 // definitions and defaults are in ../defaults.ts.
@@ -238,25 +238,25 @@ export interface CertRow {
 type Required = "mountId" | "serial" | "der" | "issuerId" | "notAfter" | "createdAt";
 export type CertInsert = Pick<CertRow, Required> & Partial<Omit<CertRow, Required>>;
 
-/** The row's values in the slim layout: ids as their numbers (numbered by ensureIdsStmt in the same batch). */
+/** The row's values in the slim layout: ids as their numbers (numbered by ensureIdsStmts in the same batch). */
 function slimValues(row: CertInsert) {
   const { mountId, issuerId, ...rest } = row;
   return { ...rest, mountNo: noOf(mountId), issuerNo: noOf(issuerId) };
 }
 
 /** The statements that store one certificate row (the ids' numbers first), for the caller's batch. */
-export const insertCertStmts = (db: Db, row: CertInsert): Stmt[] => [ensureIdsStmt(db, [row.mountId, row.issuerId]), db.insert(pkiCerts).values(slimValues(row))];
+export const insertCertStmts = (db: Db, row: CertInsert): Stmt[] => [...ensureIdsStmts(db, [row.mountId, row.issuerId]), db.insert(pkiCerts).values(slimValues(row))];
 
 /**
- * Several certificate rows as multi-row INSERTs, CERT_ROWS_PER_INSERT rows each, after one
- * statement numbering their ids: D1 allows 100 bound parameters per statement and a row binds 12
- * (with the inventory's columns). One statement per 8 rows instead of one per row costs the local
+ * Several certificate rows as multi-row INSERTs, CERT_ROWS_PER_INSERT rows each, after the
+ * statement(s) numbering their ids: D1 allows 100 bound parameters per statement and a row binds
+ * 12 (with the inventory's columns; revoked_at, never set at insert, is written as a literal NULL). One statement per 8 rows instead of one per row costs the local
  * D1 less per group commit (npm run bench).
  */
 export const CERT_ROWS_PER_INSERT = 8;
 export function insertCertRowsStmts(db: Db, rows: CertInsert[]): Stmt[] {
   if (rows.length === 0) return [];
-  const out: Stmt[] = [ensureIdsStmt(db, rows.flatMap((r) => [r.mountId, r.issuerId]))];
+  const out: Stmt[] = ensureIdsStmts(db, rows.flatMap((r) => [r.mountId, r.issuerId]));
   for (let i = 0; i < rows.length; i += CERT_ROWS_PER_INSERT) out.push(db.insert(pkiCerts).values(rows.slice(i, i + CERT_ROWS_PER_INSERT).map(slimValues)));
   return out;
 }
