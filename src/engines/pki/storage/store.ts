@@ -235,8 +235,8 @@ export interface CertRow {
   crlShard: number | null;
 }
 
-type Required = "mountId" | "serial" | "der" | "issuerId" | "notAfter" | "createdAt";
-export type CertInsert = Pick<CertRow, Required> & Partial<Omit<CertRow, Required>>;
+type InsertRequired = "mountId" | "serial" | "der" | "issuerId" | "notAfter" | "createdAt";
+export type CertInsert = Pick<CertRow, InsertRequired> & Partial<Omit<CertRow, InsertRequired>>;
 
 /** The row's values in the slim layout: ids as their numbers (numbered by ensureIdsStmts in the same batch). */
 function slimValues(row: CertInsert) {
