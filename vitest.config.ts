@@ -35,6 +35,7 @@ const NODE_UNIT_TESTS = [
   "metrics-format",
   "pki-crl-der",
   "pki-names",
+  "pki-serial",
   "pki-tidy",
   "pki-ttl",
   "policy-parser",

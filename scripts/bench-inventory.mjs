@@ -41,9 +41,10 @@ function seed(dir, mountId, issuerId, now) {
   const day = 86400;
   d1(
     dir,
-    `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ROWS})
-     INSERT INTO pki_certs (mount_id, serial, der, issuer_id, not_after, created_at, metadata, common_name, sans, not_before, role, revoked_at)
-     SELECT '${mountId}', printf('%08x:%08x', (i * 2654435761) % 4294967296, i), 'AA==', '${issuerId}',
+    `INSERT OR IGNORE INTO pki_ids (id) VALUES ('${mountId}'), ('${issuerId}');
+     WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ${ROWS})
+     INSERT INTO pki_certs (mount_no, serial, der, issuer_no, not_after, created_at, metadata, common_name, sans, not_before, role, revoked_at)
+     SELECT (SELECT no FROM pki_ids WHERE id = '${mountId}'), unhex(printf('%08x%08x', (i * 2654435761) % 4294967296, i)), 'AA==', (SELECT no FROM pki_ids WHERE id = '${issuerId}'),
             ${now - 30 * day} + (i * 7919) % ${395 * day}, ${now * 1000}, NULL,
             'host' || i || '.svc' || (i % 97) || '.example.com',
             'host' || i || '.svc' || (i % 97) || '.example.com' || char(10) || 'alt' || i || '.example.net',
@@ -57,7 +58,8 @@ function seed(dir, mountId, issuerId, now) {
 // bundled here by esbuild, wrangler's bundler), their binds written in as literals for the plans.
 const store = await esbuild.build({ entryPoints: [path.join(root, "src/engines/pki/storage/inventory-store.ts")], bundle: true, format: "esm", platform: "neutral", write: false });
 const { pageStatement, SCAN_WINDOW } = await import(`data:text/javascript;base64,${Buffer.from(store.outputFiles[0].text).toString("base64")}`);
-const literal = (v) => (typeof v === "number" ? String(v) : `'${String(v).replaceAll("'", "''")}'`);
+const literal = (v) =>
+  typeof v === "number" ? String(v) : v instanceof Uint8Array ? `X'${Buffer.from(v).toString("hex")}'` : `'${String(v).replaceAll("'", "''")}'`;
 function inline({ query, binds }) {
   let i = 0;
   return query.replace(/\?/g, () => literal(binds[i++]));
@@ -153,7 +155,9 @@ async function main() {
     const now = Math.floor(Date.now() / 1000);
     ({ worker, base } = await start(opts));
     const midI = Math.floor(ROWS / 2);
-    const mid = { serial: `${((midI * 2654435761) % 4294967296).toString(16).padStart(8, "0")}:${midI.toString(16).padStart(8, "0")}`, notAfter: state.now - 30 * 86400 + ((midI * 7919) % (395 * 86400)) };
+    // The seeded row i: serial the 8 octets of printf('%08x%08x') in colon hex; id about i (the plans only need its shape).
+    const midHex = `${((midI * 2654435761) % 4294967296).toString(16).padStart(8, "0")}${midI.toString(16).padStart(8, "0")}`;
+    const mid = { serial: (midHex.match(/../g) ?? []).join(":"), notAfter: state.now - 30 * 86400 + ((midI * 7919) % (395 * 86400)), id: midI };
     const week = now + 7 * 86400;
     const issuerId = state.issuerId;
     const L = (q) => `LIST ${MOUNT}/certs/detailed${q ? `?${q}` : ""}`;

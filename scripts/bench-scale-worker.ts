@@ -6,7 +6,7 @@
 // (scripts/lib/bench-common.mjs startBenchWorker({entry})), never in the deployed Worker, and
 // it takes no token: the bench Worker listens on loopback only.
 //
-// The rows follow docs/storage-schema.md (pki_certs with the inventory columns of 0017;
+// The rows follow docs/storage-schema.md (pki_certs with the inventory columns of 0017, in the slim layout of 0019;
 // pki_revoked with its AUTOINCREMENT sequence, whose insert trigger marks pki_certs.revoked_at).
 // Everything that writes a row is in `seedSql`, so a change of where certificate bodies live
 // (e.g. DER outside D1) is one function to adapt.
@@ -102,8 +102,9 @@ function seedSql(r: SeedRequest): { sql: string; values: unknown[] } {
   // (1M rows span 12 days: all past tidy's 72 h buffer).
   const notAfter = expired ? `?5 - ${60 * day} + i` : `?5 + ${30 * day} + i * 25`;
   return {
-    sql: `${range} INSERT INTO pki_certs (mount_id, serial, der, issuer_id, not_after, created_at, metadata, common_name, sans, not_before, role)
-          SELECT ?3, ${serialSql(expired ? "00:01" : "00:00")}, ?6, ?4, ${notAfter}, ?5 * 1000, NULL,
+    // pki_certs keeps pki_ids numbers and the serial's octets (migration 0019; seed() numbers the ids).
+    sql: `${range} INSERT INTO pki_certs (mount_no, serial, der, issuer_no, not_after, created_at, metadata, common_name, sans, not_before, role)
+          SELECT (SELECT no FROM pki_ids WHERE id = ?3), unhex(replace(${serialSql(expired ? "00:01" : "00:00")}, ':', '')), ?6, (SELECT no FROM pki_ids WHERE id = ?4), ${notAfter}, ?5 * 1000, NULL,
                  'host' || i || '.scale.example', 'host' || i || '.scale.example', ${notAfter} - ${90 * day}, 'ec' FROM n`,
     values: [r.from, r.to, r.mountId, r.issuerId, r.now, r.der],
   };
@@ -114,14 +115,14 @@ async function seed(request: Request, env: Env): Promise<Response> {
   if (!(r.to > r.from)) return Response.json({ written: 0 });
   const { sql, values } = seedSql(r);
   const t = Date.now();
-  const res = await env.DB.prepare(sql).bind(...values).run();
-  return Response.json({ written: res.meta.changes, ms: Date.now() - t });
+  const [, res] = await env.DB.batch([env.DB.prepare("INSERT OR IGNORE INTO pki_ids (id) VALUES (?1), (?2)").bind(r.mountId, r.issuerId), env.DB.prepare(sql).bind(...values)]);
+  return Response.json({ written: res?.meta.changes ?? 0, ms: Date.now() - t });
 }
 
 /** Row counts of a mount (the bench's own bookkeeping, not a service path). */
 async function counts(env: Env, mountId: string): Promise<Response> {
   const [c, r] = await env.DB.batch([
-    env.DB.prepare("SELECT count(*) AS n FROM pki_certs WHERE mount_id = ?1").bind(mountId),
+    env.DB.prepare("SELECT count(*) AS n FROM pki_certs WHERE mount_no = (SELECT no FROM pki_ids WHERE id = ?1)").bind(mountId),
     env.DB.prepare("SELECT count(*) AS n FROM pki_revoked WHERE mount_id = ?1").bind(mountId),
   ]);
   return Response.json({ certs: (c?.results[0] as { n: number }).n, revoked: (r?.results[0] as { n: number }).n });

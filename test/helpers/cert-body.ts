@@ -7,7 +7,7 @@ import { env } from "cloudflare:test";
 
 /** Base64 DER of the stored certificate `serial`; throws when there is no row or no body. */
 export async function storedBody(serial: string): Promise<{ mountId: string; der: string; inRow: boolean }> {
-  const row = await env.DB.prepare("SELECT mount_id, der FROM pki_certs WHERE serial = ?").bind(serial).first<{ mount_id: string; der: string }>();
+  const row = await env.DB.prepare("SELECT (SELECT id FROM pki_ids WHERE no = mount_no) AS mount_id, der FROM pki_certs WHERE serial = unhex(replace(?, ':', ''))").bind(serial).first<{ mount_id: string; der: string }>();
   if (!row) throw new Error(`no stored certificate ${serial}`);
   if (row.der !== "") return { mountId: row.mount_id, der: row.der, inRow: true };
   const obj = await env.CERTS.get(`${row.mount_id}/${serial}`);

@@ -124,7 +124,7 @@ describe("four shards", () => {
     const id = (await env.DB.prepare("SELECT id FROM mounts WHERE path = ?").bind(`${path}/`).first<{ id: string }>())?.id;
     for (const [s, leaf] of leaves) {
       expect(leaf.cdp).toEqual([`${BASE}/shard/${s}`]);
-      const row = await env.DB.prepare("SELECT crl_shard FROM pki_certs WHERE mount_id = ? AND serial = ?").bind(id, leaf.serial).first<{ crl_shard: number }>();
+      const row = await env.DB.prepare("SELECT crl_shard FROM pki_certs WHERE mount_no = (SELECT no FROM pki_ids WHERE id = ?) AND serial = unhex(replace(?, ':', ''))").bind(id, leaf.serial).first<{ crl_shard: number }>();
       expect(row?.crl_shard).toBe(s);
     }
     for (const leaf of leaves.values()) expect((await write(`${path}/revoke`, { serial_number: leaf.serial })).status).toBe(200);

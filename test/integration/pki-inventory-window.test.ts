@@ -76,10 +76,10 @@ beforeAll(async () => {
   // in not_after order, beyond the first window. Serials are distinct (a bijection of i).
   await env.DB.prepare(
     `WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
-     INSERT INTO pki_certs (mount_id, serial, der, issuer_id, not_after, created_at, metadata, common_name, sans, not_before, role, revoked_at)
-     SELECT ?, printf('%02x:%02x:%02x:%02x:%02x', (i * 2654435761) % 4294967296 / 16777216, (i * 2654435761) % 16777216 / 65536,
-                      (i * 2654435761) % 65536 / 256, (i * 2654435761) % 256, i % 256),
-            'AA==', ?, ? + (i * 7919) % ?, ?, NULL,
+     INSERT INTO pki_certs (mount_no, serial, der, issuer_no, not_after, created_at, metadata, common_name, sans, not_before, role, revoked_at)
+     SELECT (SELECT no FROM pki_ids WHERE id = ?), unhex(printf('%02x%02x%02x%02x%02x', (i * 2654435761) % 4294967296 / 16777216, (i * 2654435761) % 16777216 / 65536,
+                      (i * 2654435761) % 65536 / 256, (i * 2654435761) % 256, i % 256)),
+            'AA==', (SELECT no FROM pki_ids WHERE id = ?), ? + (i * 7919) % ?, ?, NULL,
             CASE WHEN i % ? = 0 THEN 'multi' || i || '.example.com' ELSE 'bulk' || i || '.example.com' END,
             'bulk' || i || '.example.net', ? - ?, 'bulk', NULL
      FROM n`,

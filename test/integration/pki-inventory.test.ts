@@ -249,7 +249,7 @@ describe("rows stored before the inventory columns", () => {
     const serial = r.body.data.serial_number as string;
     // A row from before the inventory columns is also one from before bodies moved to R2: its DER is in the row.
     const { der } = await storedBody(serial);
-    await env.DB.prepare("UPDATE pki_certs SET common_name = NULL, sans = NULL, not_before = NULL, der = ? WHERE serial = ?").bind(der, serial).run();
+    await env.DB.prepare("UPDATE pki_certs SET common_name = NULL, sans = NULL, not_before = NULL, der = ? WHERE serial = unhex(replace(?, ':', ''))").bind(der, serial).run();
     const before = await detailed(ctx.path, "limit=10");
     expect(before.key_info[serial]).toMatchObject(facts(r.body.data.certificate));
     expect((await detailed(ctx.path, "common_name=old.example")).keys).toEqual([]);

@@ -29,9 +29,11 @@ async function rowsOfMount(id: string): Promise<{ table: string; rows: Record<st
   const out: { table: string; rows: Record<string, unknown>[] }[] = [];
   for (const { name } of tables.results) {
     const cols = await env.DB.prepare(`SELECT name FROM pragma_table_info('${name}')`).all<{ name: string }>();
-    const col = name === "mounts" ? "id" : cols.results.some((c) => c.name === "mount_id") ? "mount_id" : null;
-    if (!col) continue;
-    const rows = await env.DB.prepare(`SELECT * FROM "${name}" WHERE ${col} = ?`).bind(id).all<Record<string, unknown>>();
+    // pki_certs names its mount by number (pki_ids, migration 0019), which stays after a disable.
+    const names = (c: string) => cols.results.some((x) => x.name === c);
+    const where = name === "mounts" ? "id = ?" : names("mount_id") ? "mount_id = ?" : names("mount_no") ? "mount_no = (SELECT no FROM pki_ids WHERE id = ?)" : null;
+    if (!where) continue;
+    const rows = await env.DB.prepare(`SELECT * FROM "${name}" WHERE ${where}`).bind(id).all<Record<string, unknown>>();
     out.push({ table: name, rows: rows.results });
   }
   // The mount's row first: the engine rows refer to it.
@@ -42,7 +44,8 @@ async function putBack(snapshot: { table: string; rows: Record<string, unknown>[
   for (const { table, rows } of snapshot) {
     for (const row of rows) {
       const cols = Object.keys(row);
-      const values = cols.map((c) => row[c] ?? null);
+      // D1 hands BLOBs (pki_certs.serial) back as arrays of numbers.
+      const values = cols.map((c) => { const v = row[c] ?? null; return Array.isArray(v) ? new Uint8Array(v as number[]) : v; });
       await env.DB.prepare(`INSERT OR REPLACE INTO "${table}" (${cols.map((c) => `"${c}"`).join(", ")}) VALUES (${cols.map(() => "?").join(", ")})`)
         .bind(...values)
         .run();

@@ -288,7 +288,7 @@ describe("cert_metadata (issue, sign, sign-verbatim) and cert-metadata reads", (
     const marker = btoa("very-recognizable-metadata-marker");
     const issued = (await write(`${path}/issue/meta`, { common_name: "sealed.example", cert_metadata: marker })).body.data;
     const { env } = await import("cloudflare:test");
-    const row = await (env as { DB: D1Database }).DB.prepare("SELECT metadata FROM pki_certs WHERE serial = ?").bind(issued.serial_number).first<{ metadata: string }>();
+    const row = await (env as { DB: D1Database }).DB.prepare("SELECT metadata FROM pki_certs WHERE serial = unhex(replace(?, ':', ''))").bind(issued.serial_number).first<{ metadata: string }>();
     expect(row?.metadata.startsWith("v1:")).toBe(true);
     expect(row?.metadata).not.toContain(marker);
     expect(row?.metadata).not.toContain("very-recognizable");

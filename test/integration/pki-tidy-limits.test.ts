@@ -16,12 +16,12 @@ import { read } from "../helpers/api";
 import { pkiWithRoot } from "../helpers/pki";
 import { counted } from "../helpers/counted-db";
 
-/** `n` rows of a table for the mount, written in one statement (serials "ee:<i>"), with the given not_after. */
+/** `n` rows of a table for the mount, written in one statement (serials "ee:<i>"; as pki_certs keeps octets, its rows' colon hex is "ee:" and three octets), with the given not_after. */
 async function fill(table: "pki_certs" | "pki_revoked", mountId: string, issuerId: string, n: number, notAfter: number): Promise<void> {
   const rows = `WITH RECURSIVE k(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM k WHERE i + 1 < ?3)`;
   const sql =
     table === "pki_certs"
-      ? `${rows} INSERT INTO pki_certs (mount_id, serial, der, issuer_id, not_after, created_at) SELECT ?1, printf('ee:%06x', i), 'AA==', ?2, ?4, 0 FROM k`
+      ? `${rows} INSERT INTO pki_certs (mount_no, serial, der, issuer_no, not_after, created_at) SELECT (SELECT no FROM pki_ids WHERE id = ?1), unhex(printf('ee%06x', i)), 'AA==', (SELECT no FROM pki_ids WHERE id = ?2), ?4, 0 FROM k`
       : `${rows} INSERT INTO pki_revoked (mount_id, serial, issuer_id, revocation_time, not_after, der, created_at) SELECT ?1, printf('ee:%06x', i), ?2, 1, ?4, 'AA==', 0 FROM k`;
   await env.DB.prepare(sql).bind(mountId, issuerId, n, notAfter).run();
 }

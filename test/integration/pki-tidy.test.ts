@@ -57,7 +57,7 @@ async function finished(path: string, state = "Finished"): Promise<Record<string
 }
 
 async function insertRevoked(mountId: string, serial: string, issuerId: string) {
-  const cert = await env.DB.prepare("SELECT not_after FROM pki_certs WHERE mount_id = ? AND serial = ?").bind(mountId, serial).first<{ not_after: number }>();
+  const cert = await env.DB.prepare("SELECT not_after FROM pki_certs WHERE mount_no = (SELECT no FROM pki_ids WHERE id = ?) AND serial = unhex(replace(?, ':', ''))").bind(mountId, serial).first<{ not_after: number }>();
   if (!cert) throw new Error(`no stored certificate ${serial}`);
   const { der } = await storedBody(serial);
   const now = Math.floor(Date.now() / 1000);
@@ -232,7 +232,7 @@ describe("tidy_invalid_certs", () => {
     const { path, mountId, issuerId } = await setup();
     const good = await issue(path, "1h");
     const junk = btoa("definitely not a certificate");
-    await env.DB.prepare("INSERT INTO pki_certs (mount_id, serial, der, issuer_id, not_after, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+    await env.DB.prepare("INSERT INTO pki_certs (mount_no, serial, der, issuer_no, not_after, created_at) VALUES ((SELECT no FROM pki_ids WHERE id = ?), unhex(replace(?, ':', '')), ?, (SELECT no FROM pki_ids WHERE id = ?), ?, ?)")
       .bind(mountId, "0f:0f", junk, issuerId, 4102444800, Date.now())
       .run();
     await env.DB.prepare("INSERT INTO pki_revoked (mount_id, serial, issuer_id, revocation_time, not_after, der, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")

@@ -119,7 +119,7 @@ describe("group commit of certificate rows", () => {
     const outcomes = await Promise.allSettled(serials.map((s) => commitCertificate(openDb(env.DB), [row(s)])));
     expect(outcomes.filter((o) => o.status === "rejected")).toHaveLength(1);
     expect(outcomes[17]?.status).toBe("rejected");
-    const stored = await env.DB.prepare("SELECT count(*) AS n FROM pki_certs WHERE mount_id = ?").bind(mountId).first<{ n: number }>();
+    const stored = await env.DB.prepare("SELECT count(*) AS n FROM pki_certs WHERE mount_no = (SELECT no FROM pki_ids WHERE id = ?)").bind(mountId).first<{ n: number }>();
     // The root's own row, "aa:00" and the 39 others.
     expect(stored?.n).toBe(41);
   });

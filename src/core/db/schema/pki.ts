@@ -6,6 +6,7 @@
  */
 import { sql } from "drizzle-orm";
 import { index, integer, primaryKey, sqliteTable, text, uniqueIndex } from "drizzle-orm/sqlite-core";
+import { serialBlob } from "./pki-serial";
 
 export const pkiKeys = sqliteTable(
   "pki_keys",
@@ -89,18 +90,40 @@ export const pkiRoles = sqliteTable(
 );
 
 /**
- * Certificates issued by (or generated in) the mount. The unique index on (mount, serial) is
- * the last line of defence behind the Authority Durable Object's serial reservation.
+ * Mount and issuer ids by number (migration 0019): pki_certs keeps the small `no` in each row and
+ * index entry instead of the 36-character id. A row is added (INSERT OR IGNORE) in the same batch
+ * as the first certificate that needs it and never renumbered (`no` is a declared column, not an
+ * implicit rowid, so VACUUM keeps it); rows of removed mounts and issuers stay (a few bytes each).
+ */
+export const pkiIds = sqliteTable(
+  "pki_ids",
+  {
+    no: integer("no").primaryKey(),
+    id: text("id").notNull(),
+  },
+  (t) => [uniqueIndex("pki_ids_id").on(t.id)],
+);
+
+/**
+ * Certificates issued by (or generated in) the mount, in the slim layout of migration 0019
+ * (docs/storage-schema.md "pki_certs": about 250 bytes of D1 per certificate with its indexes).
+ * The unique index on (mount, serial) is the last line of defence behind the Authority Durable
+ * Object's serial reservation. Mount and issuer are pki_ids numbers; the inventory indexes end
+ * at not_after and order ties by `id`, which every SQLite index entry carries.
  */
 export const pkiCerts = sqliteTable(
   "pki_certs",
   {
-    mountId: text("mount_id").notNull(),
-    /** Colon-separated lowercase hex, as Vault writes serial numbers ("17:67:16:..."). */
-    serial: text("serial").notNull(),
-    /** base64 DER. */
-    der: text("der").notNull(),
-    issuerId: text("issuer_id").notNull(),
+    /** Storage order; ties in not_after are ordered by it (docs/pki-inventory.md). */
+    id: integer("id").primaryKey(),
+    /** pki_ids.no of the mount. */
+    mountNo: integer("mount_no").notNull(),
+    /** The serial's octets (./pki-serial.ts); colon hex in TypeScript. */
+    serial: serialBlob("serial").notNull(),
+    /** base64 DER for rows that keep their body in D1; '' when the body is in R2 (cert-bodies.ts). */
+    der: text("der").notNull().default(""),
+    /** pki_ids.no of the issuer. */
+    issuerNo: integer("issuer_no").notNull(),
     /** Unix seconds. */
     notAfter: integer("not_after").notNull(),
     createdAt: integer("created_at").notNull(),
@@ -125,14 +148,14 @@ export const pkiCerts = sqliteTable(
     crlShard: integer("crl_shard"),
   },
   (t) => [
-    uniqueIndex("pki_certs_mount_serial").on(t.mountId, t.serial),
-    index("pki_certs_inv_not_after").on(t.mountId, t.notAfter, t.serial),
-    index("pki_certs_inv_role").on(t.mountId, t.role, t.notAfter, t.serial),
+    uniqueIndex("pki_certs_mount_serial").on(t.mountNo, t.serial),
+    index("pki_certs_inv_not_after").on(t.mountNo, t.notAfter),
+    index("pki_certs_inv_role").on(t.mountNo, t.role, t.notAfter),
     // Also covers sys/metrics' count by mount, issuer and time to expiry: the count reads this
-    // index, never the rows' DER (docs/operations.md "Metrics").
-    index("pki_certs_inv_issuer").on(t.mountId, t.issuerId, t.notAfter, t.serial),
-    index("pki_certs_inv_revoked").on(t.mountId, t.notAfter, t.serial).where(sql`${t.revokedAt} IS NOT NULL`),
-    index("pki_certs_inv_pending").on(t.mountId, t.serial).where(sql`${t.notBefore} IS NULL`),
+    // index, never the rows (docs/operations.md "Metrics").
+    index("pki_certs_inv_issuer").on(t.mountNo, t.issuerNo, t.notAfter),
+    index("pki_certs_inv_revoked").on(t.mountNo, t.notAfter).where(sql`${t.revokedAt} IS NOT NULL`),
+    index("pki_certs_inv_pending").on(t.mountNo, t.serial).where(sql`${t.notBefore} IS NULL`),
   ],
 );
 

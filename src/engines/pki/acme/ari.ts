@@ -44,7 +44,7 @@ const rfc3339 = (ms: number): string => new Date(ms).toISOString().replace(/\.\d
 
 export interface CertId {
   keyId: Uint8Array<ArrayBuffer>;
-  /** Colon hex, leading zero octets dropped (the form pki_certs keeps). */
+  /** Colon hex, leading zero octets dropped (the form the API and storage take serials in). */
   serial: string;
 }
 

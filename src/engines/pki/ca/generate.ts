@@ -228,7 +228,7 @@ export async function generateRoot(ctx: IssueContext, f: FieldValues<typeof root
     keys: key.existing ? [] : [key.pkcs8],
     issuerName,
     keyName: key.existing ? undefined : (f.key_name ?? ""),
-    extra: [certificateRecord(ctx, signed, { issuerId: newIssuerId, createdAt: now })],
+    extra: certificateRecord(ctx, signed, { issuerId: newIssuerId, createdAt: now }),
   });
   warnings.push(...result.warnings);
   const issuerId = result.importedIssuers[0] ?? result.existingIssuers[0] ?? "";

@@ -16,7 +16,7 @@ import type { Db } from "../../../core/db/client";
 import { resolveIssuerIn } from "../ca/issuers";
 import { normalizeSerial } from "../x509/pem";
 import { loadIssuanceState } from "../storage/store";
-import { expiryPerDay, hasSubstring, inventoryPage, notAfterOf, SCAN_WINDOW, stateCounts, type CertState, type InventoryFilter, type InventoryRow, type StateCounts } from "../storage/inventory-store";
+import { expiryPerDay, hasSubstring, inventoryPage, positionOf, SCAN_WINDOW, stateCounts, type CertState, type InventoryFilter, type InventoryRow, type Position, type StateCounts } from "../storage/inventory-store";
 import { inventoryColumns, sanList } from "./columns";
 import { filterParams, intParam, MAX_HISTOGRAM_DAYS, pageParams } from "./query";
 
@@ -88,15 +88,15 @@ export interface DetailedList {
   scan_incomplete?: boolean;
 }
 
-/** The position after which a page starts (`after`), its not_after read back when sorting by it. */
-async function afterOf(db: Db, mountId: string, raw: string | undefined, sort: "not_after" | "serial"): Promise<{ serial: string; notAfter: number } | null> {
+/** The position after which a page starts (`after`), its not_after (and id, for ties) read back when sorting by it. */
+async function afterOf(db: Db, mountId: string, raw: string | undefined, sort: "not_after" | "serial"): Promise<Position | null> {
   if (raw === undefined) return null;
   const serial = normalizeSerial(raw);
   if (!serial) throw badRequest(`after: "${raw}" is not a serial number`);
-  if (sort === "serial") return { serial, notAfter: 0 };
-  const notAfter = await notAfterOf(db, mountId, serial);
-  if (notAfter === null) throw badRequest(`after: no stored certificate has serial ${serial} (removed by tidy since?)`);
-  return { serial, notAfter };
+  if (sort === "serial") return { serial, notAfter: 0, id: 0 };
+  const at = await positionOf(db, mountId, serial);
+  if (at === null) throw badRequest(`after: no stored certificate has serial ${serial} (removed by tidy since?)`);
+  return at;
 }
 
 export async function listDetailed(db: Db, mount: MountRow, p: Params, nowMs = Date.now()): Promise<DetailedList> {

@@ -32,7 +32,7 @@ import { issuerKeyIdOf } from "../x509/issuer-facts";
 import { resolveIssuerIn } from "../ca/issuers";
 import { unsealPrivateKey } from "../storage/keystore";
 import {
-  insertCertStmt,
+  insertCertStmts,
   loadIssuanceState,
   runBatch,
   type ConfigShapes,
@@ -276,12 +276,12 @@ export interface CertRecord {
 }
 
 /**
- * The pki_certs row of a signed certificate, as a statement for the caller's D1 batch (a new
+ * The pki_certs row of a signed certificate, as statements for the caller's D1 batch (a new
  * root's goes in with its issuer and key). Synchronous on purpose: Drizzle statements are
  * thenables, so one returned from an async function would run on its own, outside the batch.
  */
-export function certificateRecord(ctx: IssueContext, signed: SignedCertificate, r: CertRecord, sealedMetadata: string | null = null): Stmt {
-  return insertCertStmt(ctx.db, certificateRow(ctx, signed, r, sealedMetadata));
+export function certificateRecord(ctx: IssueContext, signed: SignedCertificate, r: CertRecord, sealedMetadata: string | null = null): Stmt[] {
+  return insertCertStmts(ctx.db, certificateRow(ctx, signed, r, sealedMetadata));
 }
 
 function certificateRow(ctx: IssueContext, signed: SignedCertificate, r: CertRecord, sealedMetadata: string | null): CertInsert {
@@ -314,7 +314,7 @@ export async function storeCertificate(
 ): Promise<void> {
   const sealed = r.metadata ? await sealMetadata(ctx.env, ctx.mount.id, signed.serial, r.metadata.role, r.metadata.value) : null;
   if (before.length === 0) await storeLeafCertificate(ctx.db, ctx.env.CERTS, certificateRow(ctx, signed, r, sealed), signed.der, ctx.waitUntil);
-  else await storeWithBody(ctx.db, ctx.env.CERTS, certificateRow(ctx, signed, r, sealed), signed.der, (slim) => runBatch(ctx.db, [...before, insertCertStmt(ctx.db, slim)]), ctx.waitUntil);
+  else await storeWithBody(ctx.db, ctx.env.CERTS, certificateRow(ctx, signed, r, sealed), signed.der, (slim) => runBatch(ctx.db, [...before, ...insertCertStmts(ctx.db, slim)]), ctx.waitUntil);
 }
 
 // -- 6. output ----------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import { checkKeySize } from "../x509/keytypes";
 import { decodePemBlocks, normalizeSerial } from "../x509/pem";
 import { getRevoked, insertRevoked, type RevokedRow } from "../storage/revocation-store";
 import { inventoryColumns } from "../inventory/columns";
-import { getAllConfig, getCertWithBody, insertCertStmt, listIssuers, runBatch, updateIssuerStmt, type ConfigShapes, type IssuerRow } from "../storage/store";
+import { getAllConfig, getCertWithBody, insertCertStmts, listIssuers, runBatch, updateIssuerStmt, type ConfigShapes, type IssuerRow } from "../storage/store";
 import { resolveAia } from "../issuance/profile";
 import { crlDistributionPointUrls } from "../x509/x509";
 import { shardNamedBy } from "./crl-shards";
@@ -202,7 +202,7 @@ export async function revokeCertificate(ctx: IssueContext, input: RevokeInput): 
     crlShard = shardOfUnstored(cert, issuers.find((i) => i.id === located.issuerId), cfg);
     // Upstream keeps a PEM-revoked certificate it had not stored, so reads and CRLs find it.
     const row = { mountId: mount.id, serial, der: bytesToBase64(cert.der), issuerId: located.issuerId, notAfter, createdAt: nowMs, crlShard };
-    await runBatch(db, [insertCertStmt(db, { ...row, ...inventoryColumns(cert.der) })]);
+    await runBatch(db, insertCertStmts(db, { ...row, ...inventoryColumns(cert.der) }));
   }
   // The stored association may name an issuer deleted since; re-derive it then (as upstream).
   let issuerId = located.issuerId;

@@ -14,6 +14,8 @@ import { and, desc, eq } from "drizzle-orm";
 import type { Db } from "../../../core/db/client";
 import { invalidate } from "../../../core/read-cache";
 import { pkiAcmeConfig, pkiAcmeOrders, pkiAcmeRenewalMarks, pkiCerts, pkiRevoked } from "../../../core/db/schema";
+import { idOf } from "./cert-keys";
+import { certKey } from "./store";
 import type { AcmeOrderRow } from "./acme-store";
 
 export type RenewalMarkRow = typeof pkiAcmeRenewalMarks.$inferSelect;
@@ -32,7 +34,7 @@ export interface RenewalFacts {
 export async function renewalFacts(db: Db, mountId: string, serial: string): Promise<RenewalFacts> {
   const [config, certs, revoked, orders, marks] = await db.batch([
     db.select({ value: pkiAcmeConfig.value }).from(pkiAcmeConfig).where(eq(pkiAcmeConfig.mountId, mountId)),
-    db.select({ der: pkiCerts.der, issuerId: pkiCerts.issuerId, createdAt: pkiCerts.createdAt, notBefore: pkiCerts.notBefore, notAfter: pkiCerts.notAfter }).from(pkiCerts).where(and(eq(pkiCerts.mountId, mountId), eq(pkiCerts.serial, serial))),
+    db.select({ der: pkiCerts.der, issuerId: idOf(pkiCerts.issuerNo), createdAt: pkiCerts.createdAt, notBefore: pkiCerts.notBefore, notAfter: pkiCerts.notAfter }).from(pkiCerts).where(certKey(mountId, serial)),
     db.select({ serial: pkiRevoked.serial }).from(pkiRevoked).where(and(eq(pkiRevoked.mountId, mountId), eq(pkiRevoked.serial, serial))),
     db.select({ role: pkiAcmeOrders.role }).from(pkiAcmeOrders).where(and(eq(pkiAcmeOrders.mountId, mountId), eq(pkiAcmeOrders.certSerial, serial))),
     db.select().from(pkiAcmeRenewalMarks).where(eq(pkiAcmeRenewalMarks.mountId, mountId)),

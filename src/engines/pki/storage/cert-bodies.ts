@@ -1,8 +1,8 @@
 /**
  * Certificate bodies in R2 (docs/architecture.md "Certificate bodies"): the DER of each issued
  * certificate as one object of the CERTS bucket under `<mount id>/<serial>`, beside a slim
- * pki_certs row in D1 whose `der` is '' (empty text: the column is NOT NULL and SQLite cannot
- * relax that with ALTER TABLE). Rows stored before bodies moved (and the few rows still written
+ * pki_certs row in D1 whose `der` is '' (empty text, the column's default since migration 0019
+ * rebuilt the table; it was NOT NULL before). Rows stored before bodies moved (and the few rows still written
  * with their body: CA certificates committed with their issuer, certificates stored at
  * revocation) keep base64 DER in `der`; a reader takes the row's body when it has one, else R2.
  *

@@ -4,15 +4,19 @@
  * inventory columns of rows stored before them.
  *
  * Every query is written as SQL text so that docs/pki-inventory.md can show the very statements
- * and their `EXPLAIN QUERY PLAN`. Pages are keyset pages, never OFFSET: `(not_after, serial) >
+ * and their `EXPLAIN QUERY PLAN`. Pages are keyset pages, never OFFSET: `(not_after, id) >
  * (?, ?)` (or `serial > ?`) walks an index from the previous page's last row, so page n costs
- * what page 1 costs. The indexes are migration 0017's (src/core/db/schema/pki.ts).
+ * what page 1 costs. The indexes are migration 0019's (src/core/db/schema/pki.ts): they end at
+ * not_after and SQLite appends the row's id to every index entry, so ties in not_after are
+ * ordered by id (storage order) without a sort. Mount and issuer are pki_ids numbers and serials
+ * octets (./cert-keys.ts); rows come back with ids and colon hex.
  *
  * Revocation state is the column `revoked_at`, kept by the trigger pki_certs_inv_revoked_mark on
  * every insert into pki_revoked (the one way a certificate becomes revoked), so no listing joins
  * pki_revoked.
  */
 import type { Db } from "../../../core/db/client";
+import { ID_OF, NO_OF, serialOctets, serialText, type BlobValue } from "./cert-keys";
 
 export type CertState = "valid" | "expired" | "revoked";
 
@@ -40,11 +44,18 @@ export interface PageQuery {
   window?: number;
   sort: "not_after" | "serial";
   order: "asc" | "desc";
-  /** The previous page's last row (its not_after read back from the row). */
-  after: { serial: string; notAfter: number } | null;
+  /** The previous page's last row (its not_after and id read back from the row; 0 when sorting by serial). */
+  after: Position | null;
   limit: number;
   /** Unix seconds: the boundary between valid and expired. */
   now: number;
+}
+
+/** A row's place in the orders of a page. */
+export interface Position {
+  serial: string;
+  notAfter: number;
+  id: number;
 }
 
 export interface InventoryRow {
@@ -60,7 +71,7 @@ export interface InventoryRow {
   der: string | null;
 }
 
-type Bind = string | number;
+type Bind = string | number | Uint8Array;
 
 /** `%…%` for LIKE with `\` as the escape character: the caller's `%`, `_` and `\` match themselves. */
 const likePattern = (s: string): string => `%${s.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
@@ -84,10 +95,10 @@ export const hasSubstring = (f: InventoryFilter): boolean => f.commonName !== un
  * so that counting the window reads index entries and no table rows.
  */
 export function whereOf(mountId: string, f: InventoryFilter, now: number, withState = true, index = false): { clause: string; binds: Bind[] } {
-  const parts = ["mount_id = ?"];
+  const parts = [`mount_no = ${NO_OF}`];
   const binds: Bind[] = [mountId];
   if (f.issuerId !== undefined) {
-    parts.push("issuer_id = ?");
+    parts.push(`issuer_no = ${NO_OF}`);
     binds.push(f.issuerId);
   }
   if (f.role !== undefined) {
@@ -124,15 +135,15 @@ export function whereOf(mountId: string, f: InventoryFilter, now: number, withSt
   return { clause: parts.join(" AND "), binds };
 }
 
-const PAGE_COLUMNS = "serial, common_name, sans, issuer_id, role, not_before, not_after, revoked_at, CASE WHEN not_before IS NULL THEN der END AS der";
+const PAGE_COLUMNS = `serial, common_name, sans, ${ID_OF("issuer_no")} AS issuer_id, role, not_before, not_after, revoked_at, CASE WHEN not_before IS NULL THEN der END AS der`;
 
 /** The keyset term (rows strictly after `q.after` in the page's order) and the ORDER BY. */
 function keysetOf(q: PageQuery): { keyset: string; binds: Bind[]; order: string } {
   const cmp = q.order === "asc" ? ">" : "<";
   const dir = q.order === "asc" ? "ASC" : "DESC";
-  const order = q.sort === "not_after" ? `not_after ${dir}, serial ${dir}` : `serial ${dir}`;
-  if (q.after && q.sort === "not_after") return { keyset: ` AND (not_after, serial) ${cmp} (?, ?)`, binds: [q.after.notAfter, q.after.serial], order };
-  if (q.after) return { keyset: ` AND serial ${cmp} ?`, binds: [q.after.serial], order };
+  const order = q.sort === "not_after" ? `not_after ${dir}, id ${dir}` : `serial ${dir}`;
+  if (q.after && q.sort === "not_after") return { keyset: ` AND (not_after, id) ${cmp} (?, ?)`, binds: [q.after.notAfter, q.after.id], order };
+  if (q.after) return { keyset: ` AND serial ${cmp} ?`, binds: [serialOctets(q.after.serial)], order };
   return { keyset: "", binds: [], order };
 }
 
@@ -144,15 +155,16 @@ export function pageStatement(mountId: string, q: PageQuery): { query: string; b
   return { query: `SELECT ${PAGE_COLUMNS} FROM pki_certs WHERE ${where.clause}${k.keyset} ORDER BY ${k.order} LIMIT ?`, binds: [...where.binds, ...k.binds, q.limit] };
 }
 
-// Beyond the last possible key in each direction: an integer (not_after) sorts before any BLOB
-// and a TEXT serial before any BLOB; -2^63 and '' sort before every not_after and serial
-// (SQLite's ordering of storage classes, https://www.sqlite.org/datatype3.html §4.1).
-const PAST_END = { asc: ["X''", "X''"], desc: ["-9223372036854775808", "''"] } as const;
+// Beyond the last possible key in each direction: an integer (not_after) sorts before any BLOB,
+// and 21 octets of ff after every serial (20 octets at most, RFC 5280 §4.1.2.2); -2^63 sorts
+// before every not_after and a TEXT '' before every BLOB serial (SQLite's ordering of storage
+// classes, https://www.sqlite.org/datatype3.html §4.1). The id half only matters on a tie.
+const PAST_END = { asc: ["X''", `X'${"ff".repeat(21)}'`], desc: ["-9223372036854775808", "''"] } as const;
 
 /**
  * The terms a window's edge is counted on: those one index holds in the page's order, so that
  * the edge is a walk of at most `window` entries of that index and no table row. Sorting by
- * serial, only pki_certs_mount_serial's (mount_id, serial); by not_after, the not_after range
+ * serial, only pki_certs_mount_serial's (mount_no, serial); by not_after, the not_after range
  * (expiry window, valid/expired) plus one of role (pki_certs_inv_role), issuer
  * (pki_certs_inv_issuer) or revoked (the partial pki_certs_inv_revoked), in that preference.
  * The other filters are tested on the page's rows, inside the window.
@@ -186,15 +198,16 @@ function windowStatement(mountId: string, q: PageQuery, window: number): { query
   const [endA, endS] = PAST_END[q.order];
   const bound =
     q.sort === "not_after"
-      ? `(not_after, serial) ${le} ((SELECT coalesce((SELECT not_after FROM edge), ${endA})), (SELECT coalesce((SELECT serial FROM edge), ${endS})))`
+      ? `(not_after, id) ${le} ((SELECT coalesce((SELECT not_after FROM edge), ${endA})), (SELECT coalesce((SELECT id FROM edge), ${endA})))`
       : `serial ${le} (SELECT coalesce((SELECT serial FROM edge), ${endS}))`;
-  // By serial, the edge reads (mount_id, serial) only: its not_after would cost a table row each.
-  const edgeKey = q.sort === "serial" ? "0 AS not_after, serial" : "not_after, serial";
+  // The edge walks index entries only (the key and the id each entry carries); its serial and
+  // not_after are read from its one row at the end.
+  const edgeKey = q.sort === "serial" ? "serial, id" : "not_after, id";
   const nulls = "NULL AS common_name, NULL AS sans, NULL AS issuer_id, NULL AS role, NULL AS not_before";
   const query =
     `WITH edge AS (SELECT ${edgeKey} FROM pki_certs WHERE ${idx.clause}${k.keyset} ORDER BY ${k.order} LIMIT 1 OFFSET ?) ` +
     `SELECT * FROM (SELECT 0 AS edge, ${PAGE_COLUMNS} FROM pki_certs WHERE ${all.clause}${k.keyset} AND ${bound} ORDER BY ${k.order} LIMIT ?) ` +
-    `UNION ALL SELECT 1 AS edge, serial, ${nulls}, not_after, NULL AS revoked_at, NULL AS der FROM edge`;
+    `UNION ALL SELECT 1 AS edge, c.serial, ${nulls}, c.not_after, NULL AS revoked_at, NULL AS der FROM edge JOIN pki_certs c ON c.id = edge.id`;
   return { query, binds: [...idx.binds, ...k.binds, window - 1, ...all.binds, ...k.binds, q.limit] };
 }
 
@@ -206,20 +219,27 @@ export interface WindowedPage {
 
 export async function inventoryPage(db: Db, mountId: string, q: PageQuery): Promise<WindowedPage> {
   const s = pageStatement(mountId, q);
-  const res = await db.$client.prepare(s.query).bind(...s.binds).all<InventoryRow & { edge?: number }>();
+  const res = await db.$client
+    .prepare(s.query)
+    .bind(...s.binds)
+    .all<Omit<InventoryRow, "serial"> & { serial: BlobValue; edge?: number }>();
   const rows: InventoryRow[] = [];
   let edge: WindowedPage["edge"] = null;
   for (const { edge: isEdge, ...r } of res.results) {
-    if (isEdge === 1) edge = { serial: r.serial, notAfter: r.not_after };
-    else rows.push(r);
+    const serial = serialText(r.serial);
+    if (isEdge === 1) edge = { serial, notAfter: r.not_after };
+    else rows.push({ ...r, serial });
   }
   return { rows, edge };
 }
 
-/** The not_after of a stored certificate (a page's `after`), or null when there is none. */
-export async function notAfterOf(db: Db, mountId: string, serial: string): Promise<number | null> {
-  const row = await db.$client.prepare("SELECT not_after FROM pki_certs WHERE mount_id = ? AND serial = ?").bind(mountId, serial).first<{ not_after: number }>();
-  return row ? row.not_after : null;
+/** The position of a stored certificate (a page's `after`), or null when there is none. */
+export async function positionOf(db: Db, mountId: string, serial: string): Promise<Position | null> {
+  const row = await db.$client
+    .prepare(`SELECT not_after, id FROM pki_certs WHERE mount_no = ${NO_OF} AND serial = ?`)
+    .bind(mountId, serialOctets(serial))
+    .first<{ not_after: number; id: number }>();
+  return row ? { serial, notAfter: row.not_after, id: row.id } : null;
 }
 
 export interface StateCounts {
@@ -256,7 +276,7 @@ export async function stateCounts(db: Db, mountId: string, f: InventoryFilter, n
  * `dayStart` (a UTC midnight). All of them minus the revoked ones, as in stateCounts.
  */
 export async function expiryPerDay(db: Db, mountId: string, dayStart: number, from: number, to: number): Promise<Map<number, number>> {
-  const q = "SELECT CAST((not_after - ?) / 86400 AS INTEGER) AS day, count(*) AS n FROM pki_certs WHERE mount_id = ? AND not_after >= ? AND not_after < ?";
+  const q = `SELECT CAST((not_after - ?) / 86400 AS INTEGER) AS day, count(*) AS n FROM pki_certs WHERE mount_no = ${NO_OF} AND not_after >= ? AND not_after < ?`;
   const [all, revoked] = await db.$client.batch<{ day: number; n: number }>([
     db.$client.prepare(`${q} GROUP BY day`).bind(dayStart, mountId, from, to),
     db.$client.prepare(`${q} AND revoked_at IS NOT NULL GROUP BY day`).bind(dayStart, mountId, from, to),
@@ -282,11 +302,11 @@ export interface PendingRow {
 export async function pendingInventoryRows(db: Db, limit: number): Promise<PendingRow[]> {
   const res = await db.$client
     .prepare(
-      "SELECT c.mount_id, c.serial, c.der FROM pki_certs c INDEXED BY pki_certs_inv_pending JOIN mounts m ON m.id = c.mount_id AND m.state = 'active' WHERE c.not_before IS NULL LIMIT ?",
+      "SELECT m.id AS mount_id, c.serial, c.der FROM pki_certs c INDEXED BY pki_certs_inv_pending JOIN pki_ids i ON i.no = c.mount_no JOIN mounts m ON m.id = i.id AND m.state = 'active' WHERE c.not_before IS NULL LIMIT ?",
     )
     .bind(limit)
-    .all<PendingRow>();
-  return res.results;
+    .all<Omit<PendingRow, "serial"> & { serial: BlobValue }>();
+  return res.results.map((r) => ({ ...r, serial: serialText(r.serial) }));
 }
 
 export interface FilledColumns {
@@ -308,7 +328,8 @@ export async function fillInventoryColumns(db: Db, rows: FilledColumns[], perSta
           `UPDATE pki_certs SET common_name = v.common_name, sans = v.sans, not_before = v.not_before
            FROM (SELECT value ->> 'mount_id' AS mount_id, value ->> 'serial' AS serial, value ->> 'common_name' AS common_name,
                         value ->> 'sans' AS sans, value ->> 'not_before' AS not_before FROM json_each(?)) AS v
-           WHERE pki_certs.mount_id = v.mount_id AND pki_certs.serial = v.serial AND pki_certs.not_before IS NULL`,
+           WHERE pki_certs.mount_no = (SELECT no FROM pki_ids WHERE id = v.mount_id) AND pki_certs.serial = unhex(replace(v.serial, ':', ''))
+             AND pki_certs.not_before IS NULL`,
         )
         .bind(chunk),
     );

@@ -5,6 +5,8 @@
 import { and, asc, eq, isNotNull } from "drizzle-orm";
 import type { Db } from "../../../core/db/client";
 import { pkiCerts } from "../../../core/db/schema";
+import { idOf, noOf } from "./cert-keys";
+import { certKey } from "./store";
 
 export interface MetadataRow {
   serial: string;
@@ -18,16 +20,16 @@ export async function listMetadataSerials(db: Db, mountId: string): Promise<stri
   const rows = await db
     .select({ serial: pkiCerts.serial })
     .from(pkiCerts)
-    .where(and(eq(pkiCerts.mountId, mountId), isNotNull(pkiCerts.metadata)))
+    .where(and(eq(pkiCerts.mountNo, noOf(mountId)), isNotNull(pkiCerts.metadata)))
     .orderBy(asc(pkiCerts.serial));
   return rows.map((r) => r.serial);
 }
 
 export async function getMetadataRow(db: Db, mountId: string, serial: string): Promise<MetadataRow | null> {
   const rows = await db
-    .select({ serial: pkiCerts.serial, issuerId: pkiCerts.issuerId, notAfter: pkiCerts.notAfter, metadata: pkiCerts.metadata })
+    .select({ serial: pkiCerts.serial, issuerId: idOf(pkiCerts.issuerNo), notAfter: pkiCerts.notAfter, metadata: pkiCerts.metadata })
     .from(pkiCerts)
-    .where(and(eq(pkiCerts.mountId, mountId), eq(pkiCerts.serial, serial)));
+    .where(certKey(mountId, serial));
   const r = rows[0];
   if (!r || r.metadata === null) return null;
   return { serial: r.serial, issuerId: r.issuerId, notAfter: r.notAfter, metadata: r.metadata };

@@ -6,6 +6,7 @@
  */
 import type { Db } from "../../../core/db/client";
 import { gauge, namespaceLabel, type GaugeFamily, type MetricsContext } from "../../../core/metrics";
+import { ID_OF } from "./cert-keys";
 
 /** The expiry buckets, by seconds left: already expired, under a day, a week, 30 days, later. */
 const DAY = 86_400;
@@ -41,7 +42,10 @@ async function readAggregates(db: Db, nowSeconds: number) {
   const bucket = `CASE WHEN not_after <= ?1 THEN 'expired' WHEN not_after <= ?1 + ${DAY} THEN 'lt_24h'
     WHEN not_after <= ?1 + ${7 * DAY} THEN 'lt_7d' WHEN not_after <= ?1 + ${30 * DAY} THEN 'lt_30d' ELSE 'later' END`;
   const [certs, revoked, issuers, crls] = await c.batch([
-    c.prepare(`SELECT mount_id, issuer_id, ${bucket} AS expiry, count(*) AS n FROM pki_certs GROUP BY mount_id, issuer_id, expiry`).bind(nowSeconds),
+    c.prepare(
+      `SELECT ${ID_OF("g.mount_no")} AS mount_id, ${ID_OF("g.issuer_no")} AS issuer_id, g.expiry, g.n
+       FROM (SELECT mount_no, issuer_no, ${bucket} AS expiry, count(*) AS n FROM pki_certs GROUP BY mount_no, issuer_no, expiry) g`,
+    ).bind(nowSeconds),
     c.prepare("SELECT mount_id, issuer_id, count(*) AS n FROM pki_revoked GROUP BY mount_id, issuer_id"),
     c.prepare("SELECT mount_id, id, name, not_after FROM pki_issuers"),
     // The full CRLs only: up to 256 shards per issuer would make 512 series each (docs/pki-revocation-crl.md "Sharded CRLs").

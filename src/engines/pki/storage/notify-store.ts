@@ -12,6 +12,7 @@ import { and, asc, eq, lt, sql } from "drizzle-orm";
 import type { Db } from "../../../core/db/client";
 import { mounts, pkiConfig, pkiIssuers, pkiNotifyMarks, pkiNotifySent } from "../../../core/db/schema";
 import type { Stmt } from "./store";
+import { NO_OF, serialOctets, serialText, type BlobValue } from "./cert-keys";
 
 export const NOTIFY_CONFIG = "notifications";
 
@@ -83,16 +84,18 @@ export interface DueCert {
 
 /**
  * Certificates after `mark` (in (not_after, serial) order) whose not_after is at most `until`:
- * a keyset page of the index pki_certs_inv_not_after.
+ * a range of the index pki_certs_inv_not_after from the mark's not_after, ties in not_after
+ * sorted by serial (octets, in colon hex's order: src/core/db/schema/pki-serial.ts) one
+ * not_after at a time, so the marks of pki_notify_marks (colon hex) keep their meaning.
  */
 export async function certsAfterMark(db: Db, mountId: string, mark: Mark, until: number, limit: number): Promise<DueCert[]> {
   const res = await db.$client
     .prepare(
-      "SELECT serial, common_name, not_after, not_before, created_at, revoked_at FROM pki_certs WHERE mount_id = ? AND (not_after, serial) > (?, ?) AND not_after <= ? ORDER BY not_after, serial LIMIT ?",
+      `SELECT serial, common_name, not_after, not_before, created_at, revoked_at FROM pki_certs WHERE mount_no = ${NO_OF} AND not_after >= ? AND (not_after, serial) > (?, ?) AND not_after <= ? ORDER BY not_after, serial LIMIT ?`,
     )
-    .bind(mountId, mark.notAfter, mark.serial, until, limit)
-    .all<DueCert>();
-  return res.results;
+    .bind(mountId, mark.notAfter, mark.notAfter, serialOctets(mark.serial), until, limit)
+    .all<Omit<DueCert, "serial"> & { serial: BlobValue }>();
+  return res.results.map((r) => ({ ...r, serial: serialText(r.serial) }));
 }
 
 /** The mount's issuers, not_after in Unix seconds (pki_issuers keeps milliseconds). */

@@ -7,7 +7,7 @@
  * land together are returned as statements for `db.batch` (D1 has no interactive transactions:
  * it refuses BEGIN), so an issuer and its key are never half-written.
  */
-import { and, asc, eq, gt, type SQL } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, gte, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../../core/db/client";
 import { pkiCerts, pkiConfig, pkiIssuers, pkiKeys, pkiRoles } from "../../../core/db/schema";
@@ -15,6 +15,7 @@ import type { ConfigShapes, Role } from "../defaults";
 import { decodeAllConfig, decodeConfig, decodeIssuer, decodeRole } from "./decode";
 import { generationOf, invalidate, ReadCache } from "../../../core/read-cache";
 import { bodyOf } from "./cert-bodies";
+import { ensureIdsStmts, firstSerialAfter, idOf, noOf, serialText } from "./cert-keys";
 
 // The read shapes of the configuration, for the modules that take them from storage; their
 // definitions and defaults are in ../defaults.ts.
@@ -22,7 +23,6 @@ export type { ClusterConfig, ConfigShapes, CrlConfig, IssuersConfig, KeysConfig,
 
 export type KeyRow = typeof pkiKeys.$inferSelect;
 export type IssuerRow = typeof pkiIssuers.$inferSelect;
-export type CertRow = typeof pkiCerts.$inferSelect;
 export type Stmt = BatchItem<"sqlite">;
 
 /**
@@ -212,24 +212,66 @@ export async function listRoles(db: Db, mountId: string): Promise<{ name: string
 
 // -- certificates -----------------------------------------------------------------------------
 
-export type CertInsert = typeof pkiCerts.$inferInsert;
-export const insertCertStmt = (db: Db, row: CertInsert): Stmt => db.insert(pkiCerts).values(row);
+/**
+ * A certificate row as the engine sees it: ids and colon hex. The table keeps pki_ids numbers and
+ * the serial's octets (migration 0019, ./cert-keys.ts); these functions convert.
+ */
+export interface CertRow {
+  mountId: string;
+  /** Colon-separated lowercase hex, as Vault writes serial numbers ("17:67:16:..."). */
+  serial: string;
+  /** base64 DER when the row keeps its body; '' when the body is in R2 (./cert-bodies.ts). */
+  der: string;
+  issuerId: string;
+  /** Unix seconds. */
+  notAfter: number;
+  createdAt: number;
+  metadata: string | null;
+  commonName: string | null;
+  sans: string | null;
+  notBefore: number | null;
+  role: string | null;
+  revokedAt: number | null;
+  crlShard: number | null;
+}
+
+type InsertRequired = "mountId" | "serial" | "der" | "issuerId" | "notAfter" | "createdAt";
+export type CertInsert = Pick<CertRow, InsertRequired> & Partial<Omit<CertRow, InsertRequired>>;
+
+/** The row's values in the slim layout: ids as their numbers (numbered by ensureIdsStmts in the same batch). */
+function slimValues(row: CertInsert) {
+  const { mountId, issuerId, ...rest } = row;
+  return { ...rest, mountNo: noOf(mountId), issuerNo: noOf(issuerId) };
+}
+
+/** The statements that store one certificate row (the ids' numbers first), for the caller's batch. */
+export const insertCertStmts = (db: Db, row: CertInsert): Stmt[] => [...ensureIdsStmts(db, [row.mountId, row.issuerId]), db.insert(pkiCerts).values(slimValues(row))];
 
 /**
- * Several certificate rows as multi-row INSERTs, CERT_ROWS_PER_INSERT rows each: D1 allows 100
- * bound parameters per statement and a row binds 12 (with the inventory's columns). One
- * statement per 8 rows instead of one per row costs the local D1 less per group commit (npm run bench).
+ * Several certificate rows as multi-row INSERTs, CERT_ROWS_PER_INSERT rows each, after the
+ * statement(s) numbering their ids: D1 allows 100 bound parameters per statement and a row binds
+ * 12 (with the inventory's columns; revoked_at, never set at insert, is written as a literal NULL). One statement per 8 rows instead of one per row costs the local
+ * D1 less per group commit (npm run bench).
  */
 export const CERT_ROWS_PER_INSERT = 8;
 export function insertCertRowsStmts(db: Db, rows: CertInsert[]): Stmt[] {
-  const out: Stmt[] = [];
-  for (let i = 0; i < rows.length; i += CERT_ROWS_PER_INSERT) out.push(db.insert(pkiCerts).values(rows.slice(i, i + CERT_ROWS_PER_INSERT)));
+  if (rows.length === 0) return [];
+  const out: Stmt[] = ensureIdsStmts(db, rows.flatMap((r) => [r.mountId, r.issuerId]));
+  for (let i = 0; i < rows.length; i += CERT_ROWS_PER_INSERT) out.push(db.insert(pkiCerts).values(rows.slice(i, i + CERT_ROWS_PER_INSERT).map(slimValues)));
   return out;
 }
 
+/** The row with this mount and serial (Drizzle terms, for the other storage modules). */
+export const certKey = (mountId: string, serial: string): SQL | undefined => and(eq(pkiCerts.mountNo, noOf(mountId)), eq(pkiCerts.serial, serial));
+
 export async function getCert(db: Db, mountId: string, serial: string): Promise<CertRow | null> {
-  const rows = await db.select().from(pkiCerts).where(and(eq(pkiCerts.mountId, mountId), eq(pkiCerts.serial, serial)));
-  return rows[0] ?? null;
+  const { id: _id, mountNo: _m, issuerNo, ...columns } = getTableColumns(pkiCerts);
+  const rows = await db
+    .select({ ...columns, issuerId: idOf(issuerNo) })
+    .from(pkiCerts)
+    .where(certKey(mountId, serial));
+  const row = rows[0];
+  return row ? { ...row, mountId } : null;
 }
 
 /**
@@ -245,16 +287,20 @@ export async function getCertWithBody(db: Db, bodies: R2Bucket, mountId: string,
 
 /** Puts a certificate's body into its row (the layout before R2), for a row whose R2 put failed. */
 export async function keepBodyInRow(db: Db, mountId: string, serial: string, derB64: string): Promise<void> {
-  await db.update(pkiCerts).set({ der: derB64 }).where(and(eq(pkiCerts.mountId, mountId), eq(pkiCerts.serial, serial)));
+  await db.update(pkiCerts).set({ der: derB64 }).where(certKey(mountId, serial));
 }
 
 /**
  * Stored serials in key order, `after` exclusive, at most `limit` (0: all). The page is cut in
  * SQL on the (mount, serial) unique index, so a paginated LIST at a million certificates reads
- * one page, not every serial (SQLite's BINARY order is JavaScript's sort for these ASCII keys).
+ * one page, not every serial. The octets' order is the colon hex's (src/core/db/schema/pki-serial.ts),
+ * which is JavaScript's sort for these ASCII keys; `after` may be any text (firstSerialAfter).
  */
 export async function listCertSerials(db: Db, mountId: string, page: { after: string; limit: number } = { after: "", limit: 0 }): Promise<string[]> {
-  const where = page.after ? and(eq(pkiCerts.mountId, mountId), gt(pkiCerts.serial, page.after)) : eq(pkiCerts.mountId, mountId);
+  const mount = eq(pkiCerts.mountNo, noOf(mountId));
+  const from = page.after ? firstSerialAfter(page.after) : null;
+  if (page.after && from === null) return [];
+  const where = from ? and(mount, gte(pkiCerts.serial, serialText(from))) : mount;
   const q = db.select({ serial: pkiCerts.serial }).from(pkiCerts).where(where).orderBy(asc(pkiCerts.serial));
   const rows = page.limit > 0 ? await q.limit(page.limit) : await q;
   return rows.map((r) => r.serial);
@@ -265,7 +311,7 @@ export async function listCertSerials(db: Db, mountId: string, page: { after: st
 /** Removes every row of a mount (the mount is being disabled; ../purge.ts deletes its R2 bodies first). */
 export async function purgePkiRows(db: Db, mountId: string): Promise<void> {
   await db.batch([
-    db.delete(pkiCerts).where(eq(pkiCerts.mountId, mountId)),
+    db.delete(pkiCerts).where(eq(pkiCerts.mountNo, noOf(mountId))),
     db.delete(pkiRoles).where(eq(pkiRoles.mountId, mountId)),
     db.delete(pkiIssuers).where(eq(pkiIssuers.mountId, mountId)),
     db.delete(pkiKeys).where(eq(pkiKeys.mountId, mountId)),

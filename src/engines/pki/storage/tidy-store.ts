@@ -8,13 +8,14 @@
  * delete RETURNs what it removed, so the job counts rows that really went (a retried step never
  * counts a row twice).
  */
-import { and, asc, count, eq, gt, inArray } from "drizzle-orm";
+import { and, asc, count, eq, gt, inArray, sql } from "drizzle-orm";
 import type { Db } from "../../../core/db/client";
 import { mounts, pkiCerts, pkiConfig, pkiRevoked } from "../../../core/db/schema";
 import type { MountRow } from "../../../core/mount-store";
 import type { AutoTidyConfig } from "../defaults";
 import { decodeConfig } from "./decode";
 import { deleteBodies } from "./cert-bodies";
+import { noOf } from "./cert-keys";
 
 const CHUNK = 90;
 
@@ -26,16 +27,27 @@ export interface CertPageRow {
   revoked: boolean;
 }
 
-/** Stored certificates after `afterSerial`, in serial order, with whether each is revoked. */
+/**
+ * Stored certificates after `afterSerial` (a stored serial, or "" for the first page), in serial
+ * order, with whether each has a revocation entry. pki_revoked keeps colon hex and pki_certs
+ * octets, so the entries are looked up for the page's serials (one statement, its index) rather
+ * than joined row by row.
+ */
 export async function listCertsPage(db: Db, mountId: string, afterSerial: string, limit: number): Promise<CertPageRow[]> {
+  const mount = eq(pkiCerts.mountNo, noOf(mountId));
   const rows = await db
-    .select({ serial: pkiCerts.serial, der: pkiCerts.der, notAfter: pkiCerts.notAfter, revokedSerial: pkiRevoked.serial })
+    .select({ serial: pkiCerts.serial, der: pkiCerts.der, notAfter: pkiCerts.notAfter })
     .from(pkiCerts)
-    .leftJoin(pkiRevoked, and(eq(pkiRevoked.mountId, pkiCerts.mountId), eq(pkiRevoked.serial, pkiCerts.serial)))
-    .where(and(eq(pkiCerts.mountId, mountId), gt(pkiCerts.serial, afterSerial)))
+    .where(afterSerial ? and(mount, gt(pkiCerts.serial, afterSerial)) : mount)
     .orderBy(asc(pkiCerts.serial))
     .limit(limit);
-  return rows.map((r) => ({ serial: r.serial, der: r.der, notAfter: r.notAfter, revoked: r.revokedSerial !== null }));
+  if (rows.length === 0) return [];
+  const revoked = await db
+    .select({ serial: pkiRevoked.serial })
+    .from(pkiRevoked)
+    .where(and(eq(pkiRevoked.mountId, mountId), inArray(pkiRevoked.serial, sql`(SELECT value FROM json_each(${JSON.stringify(rows.map((r) => r.serial))}))`)));
+  const isRevoked = new Set(revoked.map((r) => r.serial));
+  return rows.map((r) => ({ serial: r.serial, der: r.der, notAfter: r.notAfter, revoked: isRevoked.has(r.serial) }));
 }
 
 export interface RevokedPageRow {
@@ -79,7 +91,7 @@ export async function deleteBySerial(
   const certStmts = chunks(certSerials).map((c) =>
     db
       .delete(pkiCerts)
-      .where(and(eq(pkiCerts.mountId, mountId), inArray(pkiCerts.serial, c)))
+      .where(and(eq(pkiCerts.mountNo, noOf(mountId)), inArray(pkiCerts.serial, c)))
       .returning({ serial: pkiCerts.serial }),
   );
   const revokedStmts = chunks(revokedSerials).map((c) =>
@@ -124,7 +136,7 @@ export async function setRevokedIssuers(db: Db, mountId: string, updates: { seri
 /** Current numbers of stored certificates and revocation entries (tidy-status counts). */
 export async function countStored(db: Db, mountId: string): Promise<{ certs: number; revoked: number }> {
   const [c, r] = await db.batch([
-    db.select({ n: count() }).from(pkiCerts).where(eq(pkiCerts.mountId, mountId)),
+    db.select({ n: count() }).from(pkiCerts).where(eq(pkiCerts.mountNo, noOf(mountId))),
     db.select({ n: count() }).from(pkiRevoked).where(eq(pkiRevoked.mountId, mountId)),
   ]);
   return { certs: c[0]?.n ?? 0, revoked: r[0]?.n ?? 0 };
