@@ -21,6 +21,7 @@ import { createServer } from "node:http";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
 import { SECONDS, TOKEN, call, cpuPerRequest, load, startBenchWorker, workerdCpu } from "./lib/bench-common.mjs";
+import { rowProfiler } from "./lib/bench-profile.mjs";
 
 // Without this the local queue logs one line per consumed batch.
 process.env.WRANGLER_LOG = process.env.BENCH_LOG ?? "error";
@@ -28,6 +29,13 @@ process.env.WRANGLER_LOG = process.env.BENCH_LOG ?? "error";
 const C = Number((process.env.BENCH_CONCURRENCY ?? "8").split(",").pop());
 const RUNS = Number(process.env.BENCH_RUNS ?? "3");
 const FILTER = 'not (path matches "/ocsp/")';
+// BENCH_PROFILE=1: V8 CPU profiles of every isolate through workerd's inspector, per row
+// (scripts/lib/bench-profile.mjs), printed as breakdowns after the tables, and the target table
+// gains the CPU split (the local queue broker's share is not the Worker's on Cloudflare).
+const PROFILE = process.env.BENCH_PROFILE === "1";
+if (PROFILE) process.env.BENCH_INSPECTOR ??= "9329";
+// BENCH_SCENARIOS="KV read,issue": only the rows whose name starts with one of these.
+const ONLY = (process.env.BENCH_SCENARIOS ?? "").split(",").map((x) => x.trim()).filter((x) => x !== "");
 
 /** The issue's targets: throughput with ÷ without at least, workerd CPU with ÷ without at most. */
 const TARGETS = {
@@ -120,8 +128,33 @@ async function drained(seen, pairs) {
   return { ms: DRAIN_MS, ok: false };
 }
 
+/**
+ * With BENCH_PROFILE=1, per scenario, the rounds' CPU with ÷ without from the profiles: of the
+ * whole runtime (it reads /proc per thread, so it matches the table's column), less the local
+ * queue broker's JS (Miniflare's simulator: on Cloudflare the Queue is not the Worker's CPU), and
+ * less the audit consumer's JS too (the Worker's request path alone). The broker's C++ (its
+ * SQLite, the RPC into it) is not in any JS sample and stays in all three.
+ */
+function cpuSplit(profiler, scenarios) {
+  const out = {};
+  for (const s of scenarios) {
+    const w = profiler.split(`${s.name}, one http device`);
+    const wo = profiler.split(`${s.name}, none`);
+    if (!w || !wo) continue;
+    const ratio = (f) => +(f(w) / f(wo)).toFixed(2);
+    out[s.name] = {
+      "profiled CPU ms/req without→with": `${wo.total.toFixed(2)}→${w.total.toFixed(2)}`,
+      "broker isolate ms/req": +w.broker.toFixed(3),
+      "CPU less broker with÷without": ratio((x) => x.total - x.broker),
+      "request path only with÷without": ratio((x) => x.total - x.broker - x.consumer),
+    };
+  }
+  return out;
+}
+
 async function main() {
-  const { worker, base, dir } = await startBenchWorker();
+  const { worker, base, dir, entrypoint } = await startBenchWorker();
+  const profiler = PROFILE ? rowProfiler(Number(process.env.BENCH_INSPECTOR), entrypoint) : null;
   const collector = await startCollector();
   try {
     await call(base, "POST", "sys/mounts/kv", { type: "kv", options: { version: "2" } });
@@ -136,7 +169,7 @@ async function main() {
       { name: "KV read", req: { path: "/v1/kv/data/app", method: "GET", headers } },
       { name: "issue EC P-256 (stored)", req: { path: "/v1/pki/issue/ec", method: "POST", headers, body: JSON.stringify({ common_name: "a.bench.example" }) } },
       { name: "OCSP GET, device excluding public reads", req: { path: await ocspPath(base, dir), method: "GET" }, unaudited: true },
-    ];
+    ].filter((s) => ONLY.length === 0 || ONLY.some((o) => s.name.startsWith(o)));
     for (const s of scenarios) await load(base, s.req, 2, 1); // warm-up
 
     // A row's CPU runs from its start until its own entries reached the collector (the drain
@@ -146,11 +179,13 @@ async function main() {
       for (const s of scenarios) {
         const pairs0 = collector.seen.pairs;
         const counts0 = label === "none" || s.unaudited ? null : await isolateCounts(base);
+        const prof = profiler ? await profiler.begin(Object.keys(workerdCpu())) : null;
         const cpu0 = workerdCpu();
         const r = await load(base, s.req, C, SECONDS);
         const drain = label === "none" || s.unaudited ? { ms: 0, ok: true } : await drained(collector.seen, pairs0 + r.requests);
         // sendBatch calls (and hand-offs) per audited request: the row's counts ÷ the requests whose two entries arrived.
         const cpu1 = workerdCpu();
+        await prof?.end(`${s.name}, ${label}`, r.requests);
         const counts1 = counts0 ? await isolateCounts(base) : null;
         const audReq = collector.seen.pairs - pairs0;
         const per = (k) => (counts0 && counts1 && audReq > 0 ? +((counts1[k] - counts0[k]) / audReq).toFixed(2) : "");
@@ -187,6 +222,7 @@ async function main() {
       const xs = all.filter((r) => r.scenario === name && r.audit !== "none" && r["sendBatch/req"] !== "").map((r) => r["sendBatch/req"]);
       return xs.length > 0 ? median(xs) : "n/a";
     };
+    const split = profiler ? cpuSplit(profiler, scenarios) : null;
     const table = scenarios.map((s) => {
       const ratios = (key) =>
         Array.from({ length: RUNS }, (_, i) => {
@@ -209,6 +245,7 @@ async function main() {
         "target ": `≤ ${t.cpu}`,
         met: median(cpu) <= t.cpu ? "yes" : "NO",
         "sendBatch/req (median)": sendBatchMedian(s.name),
+        ...(split ? split[s.name] : {}),
       };
     });
     console.log("\nTargets (median of the rounds; spread = min–max):");
@@ -221,6 +258,7 @@ async function main() {
     // autocannon counts the answers inside its window; requests in flight at its end are audited too.
     console.log(`failed requests: ${errors}`);
     console.log(`collector: ${collector.seen.ids.size} distinct entries (${collector.seen.request} request, ${collector.seen.response} response) in ${collector.seen.batches} POSTs; entries received more than once: ${twice}; requests missing an entry: ${unpaired}; autocannon counted ${audited} audited answers (OCSP rows excluded by the filter)`);
+    profiler?.print();
     console.log(`every entry exactly once: ${twice === 0 && unpaired === 0 && collector.seen.response >= audited ? "yes" : "NO"}`);
   } finally {
     await collector.close();
