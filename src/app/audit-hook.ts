@@ -169,6 +169,15 @@ export class AuditTrail {
 
   /** The response entry, recorded before the answer leaves; 503 instead when no device could. */
   async answered(answer: Answer): Promise<void> {
+    try {
+      await this.recordAnswer(answer);
+    } finally {
+      // However it ends (a Response that cannot be read back throws): no longer in flight.
+      this.settle();
+    }
+  }
+
+  private async recordAnswer(answer: Answer): Promise<void> {
     if (!this.active || !this.devices || this.refusedByAudit) return;
     const status = answer === null ? 204 : answer instanceof Response ? answer.status : (answer.status ?? 200);
     const response = answer instanceof Response ? (this.known.opaque ? opaqueOf(answer) : await responseOf(answer)) : replyOf(answer, status);
@@ -182,6 +191,14 @@ export class AuditTrail {
 
   /** The error to throw for `err`: itself, or the 503 when the work began and could not be logged. */
   async failed(err: unknown): Promise<unknown> {
+    try {
+      return await this.recordFailure(err);
+    } finally {
+      this.settle();
+    }
+  }
+
+  private async recordFailure(err: unknown): Promise<unknown> {
     if (this.refusedByAudit) return err;
     let devices = this.devices ?? lastKnownDevices();
     if (devices === undefined) {
