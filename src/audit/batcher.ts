@@ -37,7 +37,6 @@
  *   the flush) and hands the send to waitUntil.
  */
 import { GroupCommit } from "../core/group-commit";
-import { utf8Length } from "../core/text";
 import { encodeMessage, headerBytes, indexBytes, messageDevice, type QueuedEntry } from "./message";
 import { MAX_AUDIT_MESSAGE_BYTES, type AuditDevice } from "./types";
 
@@ -160,7 +159,7 @@ export function build(group: readonly Waiter[]): Built[] {
     for (const part of w.parts) {
       for (const entry of part.entries) {
         // Its line and newline, and its item in the header's index.
-        const size = utf8Length(entry.text) + 1 + indexBytes(entry);
+        const size = entry.bytes + 1 + indexBytes(entry);
         let m = open.get(part.device.id);
         if (m && m.bytes + size > MAX_AUDIT_MESSAGE_BYTES) m = undefined;
         if (!m) {
