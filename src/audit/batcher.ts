@@ -23,8 +23,9 @@
  *   it costs at most the bound.
  * - **No waiter waits for ever.** Every waiter is settled by a flush that took its entries after
  *   they were added (the leader takes everything waiting once its linger ends, and the lead
- *   passes to the first waiter when a flush ends), and it looks at its result on its own 1 ms
- *   timers (src/core/group-commit.ts); a lead stuck longer than STALE_LEAD_MS is taken over.
+ *   passes to the first waiter when a flush ends), and it looks at its result on timers of its
+ *   own (src/core/group-commit.ts: first when the flush in flight should end, at most 8 ms on,
+ *   then every 1 ms); a lead stuck longer than STALE_LEAD_MS is taken over.
  *   Each step is bounded by the caller's own timers, none by a promise another request resolves.
  * - **Within the Queue's limits** (https://developers.cloudflare.com/queues/platform/limits/):
  *   a message holds one device's entries, at most MAX_AUDIT_MESSAGE_BYTES (the limit is 128 KB);

@@ -21,11 +21,11 @@
  *
  * How a waiter wakes: it looks at its result on timers of its own request: first when the lead in
  * flight should end (FIRST_LOOK_SHARE of the recent leads' length after that lead was given, at
- * most FIRST_LOOK_MAX_MS), then every POLL_MS. Each look is a timer event (the local runtime's
- * profile shows ~20–50 µs of workerd CPU each, most of it outside JavaScript), so a waiter that
- * looked every POLL_MS from the start paid one per millisecond of a flush it could not be in
- * (docs/audit.md "What it costs"). Not a promise the
- * leader resolves, tried twice: without workerd's `handle_cross_request_promise_resolution` (the
+ * most FIRST_LOOK_MAX_MS), then every POLL_MS. Each look is a timer event (JavaScript in the
+ * isolate and workerd's own work around it), so a waiter that looked every POLL_MS from the start
+ * paid one per millisecond of a group it could not be in (docs/audit.md "What it costs"). An
+ * estimate too long makes a waiter notice at most FIRST_LOOK_MAX_MS late, once per lead; one too
+ * short costs looks, as before. Not a promise the leader resolves, tried twice: without workerd's `handle_cross_request_promise_resolution` (the
  * Vitest Workers pool turns it off) the woken waiter ran in the leader's request ("Cannot
  * perform I/O on behalf of a different request"); with it (the default for this Worker's
  * compatibility date, https://developers.cloudflare.com/workers/configuration/compatibility-flags/),
@@ -36,7 +36,7 @@
 
 /** How often a waiter looks at its result once its group is due: the bound on how late it notices it. */
 const POLL_MS = 1;
-/** A waiter's first look comes at most this long after it began waiting (a bound on a wrong estimate). */
+/** A waiter's first look at a lead comes at most this long after it saw that lead (a bound on a wrong estimate). */
 const FIRST_LOOK_MAX_MS = 8;
 /** The share of a typical lead's length a waiter sleeps before its first look (early rather than late). */
 const FIRST_LOOK_SHARE = 0.75;
