@@ -15,6 +15,8 @@
 // the target table (median and spread of the ratios with ÷ without against the targets), and the
 // collector's count once the queue has drained: every entry exactly once, none missing.
 //   BENCH_SECONDS=5   BENCH_CONCURRENCY=8   BENCH_RUNS=3
+//   BENCH_PROFILE=1 (V8 profiles per row: where the CPU goes, the Worker's isolate apart from the
+//   local queue broker; BENCH_PROFILE_US, BENCH_PROFILE_DIR)   BENCH_SCENARIOS="KV read,issue"
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
