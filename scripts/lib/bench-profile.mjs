@@ -1,14 +1,16 @@
 // V8 CPU profiles of the local runtime for the benchmarks (BENCH_PROFILE=1 with scripts/bench-audit.mjs;
-// docs/audit.md "What it costs"). workerd runs one V8 isolate per service of Miniflare's config
-// (the Worker, its Durable Objects included, is `core:user:`; the local queue broker
-// `queues:queue…`; D1 `d1:db…`; Miniflare's entry worker `core:entry`) and its inspector (Miniflare's
-// `inspectorPort`, https://developers.cloudflare.com/workers/observability/dev-tools/) offers each
-// as a Chrome DevTools Protocol target (https://chromedevtools.github.io/devtools-protocol/v8/Profiler/).
-// `startProfiles` runs Profiler.enable / setSamplingInterval / start on every target, `stop` runs
-// Profiler.stop and returns the profiles; `summarize` turns them into self time by isolate, by
-// function and by part of the code (the stack's frames decide: the audit consumer, the batcher, …),
-// GC, and the rest of the process CPU (workerd's C++: I/O, RPC between isolates, SQLite; V8's
-// background threads), from /proc per thread. Not a benchmark itself.
+// docs/audit.md "What it costs", "Profiled"). workerd runs one V8 isolate per service of
+// Miniflare's config (the Worker, its Durable Objects included, is `core:user:`; the local queue
+// broker `queues:queue…`; D1 `d1:db…`; the assets router and proxy `assets:…`) and its inspector
+// (Miniflare's `inspectorPort`, https://developers.cloudflare.com/workers/observability/dev-tools/)
+// offers each as a Chrome DevTools Protocol target
+// (https://chromedevtools.github.io/devtools-protocol/v8/Profiler/). `startProfiles` runs
+// Profiler.enable / setSamplingInterval / start on the isolates a request touches (PROFILED),
+// `stop` runs Profiler.stop; `summarize` counts each isolate's samples (JS, GC, the C++ run for
+// it) and the Worker's by source file through the bundle's source map; `report` sets them against
+// each thread's CPU from /proc: what the busy thread spent outside every isolate (workerd's event
+// loop, sockets, RPC), V8's background thread, and the profiler's own thread (left out). Needs the
+// `ws` package (a dependency of miniflare) and BENCH_TARGET=worker (the default). Not a benchmark itself.
 import { readFileSync, readdirSync } from "node:fs";
 import { SourceMap } from "node:module";
 import WebSocket from "ws";
