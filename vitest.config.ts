@@ -15,6 +15,7 @@ const NODE_UNIT_TESTS = [
   "acme-validate-parsing",
   "architecture",
   "audit-filter",
+  "audit-hmac",
   "auth-jwt",
   "auth-login",
   "caches-doc",

@@ -15,12 +15,15 @@
 // the target table (median and spread of the ratios with ÷ without against the targets), and the
 // collector's count once the queue has drained: every entry exactly once, none missing.
 //   BENCH_SECONDS=5   BENCH_CONCURRENCY=8   BENCH_RUNS=3
+//   BENCH_PROFILE=1 (V8 profiles per row: where the CPU goes, the Worker's isolate apart from the
+//   local queue broker; BENCH_PROFILE_US, BENCH_PROFILE_DIR)   BENCH_SCENARIOS="KV read,issue"
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
 import path from "node:path";
 import { gunzipSync } from "node:zlib";
 import { SECONDS, TOKEN, call, cpuPerRequest, load, startBenchWorker, workerdCpu } from "./lib/bench-common.mjs";
+import { rowProfiler } from "./lib/bench-profile.mjs";
 
 // Without this the local queue logs one line per consumed batch.
 process.env.WRANGLER_LOG = process.env.BENCH_LOG ?? "error";
@@ -28,6 +31,13 @@ process.env.WRANGLER_LOG = process.env.BENCH_LOG ?? "error";
 const C = Number((process.env.BENCH_CONCURRENCY ?? "8").split(",").pop());
 const RUNS = Number(process.env.BENCH_RUNS ?? "3");
 const FILTER = 'not (path matches "/ocsp/")';
+// BENCH_PROFILE=1: V8 CPU profiles of every isolate through workerd's inspector, per row
+// (scripts/lib/bench-profile.mjs), printed as breakdowns after the tables, and the target table
+// gains the CPU split (the local queue broker's share is not the Worker's on Cloudflare).
+const PROFILE = process.env.BENCH_PROFILE === "1";
+if (PROFILE) process.env.BENCH_INSPECTOR ??= "9329";
+// BENCH_SCENARIOS="KV read,issue": only the rows whose name starts with one of these.
+const ONLY = (process.env.BENCH_SCENARIOS ?? "").split(",").map((x) => x.trim()).filter((x) => x !== "");
 
 /** The issue's targets: throughput with ÷ without at least, workerd CPU with ÷ without at most. */
 const TARGETS = {
@@ -120,8 +130,35 @@ async function drained(seen, pairs) {
   return { ms: DRAIN_MS, ok: false };
 }
 
+/**
+ * With BENCH_PROFILE=1, per scenario, from the rounds' profiles: the CPU with ÷ without of the
+ * whole runtime less the profiler's own thread (/proc per thread, so it follows the table's
+ * column), of the same less the local queue broker's isolate (Miniflare's simulator: on
+ * Cloudflare the Queue is not the Worker's CPU; the broker's work outside its isolate, the RPC
+ * into it, stays in), and of the Worker's isolate alone (its JS, GC and the C++ run for it, the
+ * audit consumer included: what Cloudflare bills as the Worker's CPU, local D1 being remote there).
+ */
+function cpuSplit(profiler, scenarios) {
+  const out = {};
+  for (const s of scenarios) {
+    const w = profiler.split(`${s.name}, one http device`);
+    const wo = profiler.split(`${s.name}, none`);
+    if (!w || !wo) continue;
+    const ratio = (f) => +(f(w) / f(wo)).toFixed(2);
+    out[s.name] = {
+      "profiled runtime ms/req without→with": `${wo.total.toFixed(2)}→${w.total.toFixed(2)}`,
+      "runtime less broker with÷without": ratio((x) => x.total - x.broker),
+      "Worker isolate ms/req without→with": `${wo.worker.toFixed(3)}→${w.worker.toFixed(3)}`,
+      "Worker isolate with÷without": ratio((x) => x.worker),
+      "of it the consumer ms/req": +w.consumer.toFixed(3),
+    };
+  }
+  return out;
+}
+
 async function main() {
-  const { worker, base, dir } = await startBenchWorker();
+  const { worker, base, dir, entrypoint } = await startBenchWorker();
+  const profiler = PROFILE ? rowProfiler(Number(process.env.BENCH_INSPECTOR), entrypoint) : null;
   const collector = await startCollector();
   try {
     await call(base, "POST", "sys/mounts/kv", { type: "kv", options: { version: "2" } });
@@ -136,7 +173,7 @@ async function main() {
       { name: "KV read", req: { path: "/v1/kv/data/app", method: "GET", headers } },
       { name: "issue EC P-256 (stored)", req: { path: "/v1/pki/issue/ec", method: "POST", headers, body: JSON.stringify({ common_name: "a.bench.example" }) } },
       { name: "OCSP GET, device excluding public reads", req: { path: await ocspPath(base, dir), method: "GET" }, unaudited: true },
-    ];
+    ].filter((s) => ONLY.length === 0 || ONLY.some((o) => s.name.startsWith(o)));
     for (const s of scenarios) await load(base, s.req, 2, 1); // warm-up
 
     // A row's CPU runs from its start until its own entries reached the collector (the drain
@@ -146,11 +183,13 @@ async function main() {
       for (const s of scenarios) {
         const pairs0 = collector.seen.pairs;
         const counts0 = label === "none" || s.unaudited ? null : await isolateCounts(base);
+        const prof = profiler ? await profiler.begin(Object.keys(workerdCpu())) : null;
         const cpu0 = workerdCpu();
         const r = await load(base, s.req, C, SECONDS);
         const drain = label === "none" || s.unaudited ? { ms: 0, ok: true } : await drained(collector.seen, pairs0 + r.requests);
         // sendBatch calls (and hand-offs) per audited request: the row's counts ÷ the requests whose two entries arrived.
         const cpu1 = workerdCpu();
+        await prof?.end(`${s.name}, ${label}`, r.requests);
         const counts1 = counts0 ? await isolateCounts(base) : null;
         const audReq = collector.seen.pairs - pairs0;
         const per = (k) => (counts0 && counts1 && audReq > 0 ? +((counts1[k] - counts0[k]) / audReq).toFixed(2) : "");
@@ -187,6 +226,7 @@ async function main() {
       const xs = all.filter((r) => r.scenario === name && r.audit !== "none" && r["sendBatch/req"] !== "").map((r) => r["sendBatch/req"]);
       return xs.length > 0 ? median(xs) : "n/a";
     };
+    const split = profiler ? cpuSplit(profiler, scenarios) : null;
     const table = scenarios.map((s) => {
       const ratios = (key) =>
         Array.from({ length: RUNS }, (_, i) => {
@@ -209,6 +249,7 @@ async function main() {
         "target ": `≤ ${t.cpu}`,
         met: median(cpu) <= t.cpu ? "yes" : "NO",
         "sendBatch/req (median)": sendBatchMedian(s.name),
+        ...(split ? split[s.name] : {}),
       };
     });
     console.log("\nTargets (median of the rounds; spread = min–max):");
@@ -221,6 +262,7 @@ async function main() {
     // autocannon counts the answers inside its window; requests in flight at its end are audited too.
     console.log(`failed requests: ${errors}`);
     console.log(`collector: ${collector.seen.ids.size} distinct entries (${collector.seen.request} request, ${collector.seen.response} response) in ${collector.seen.batches} POSTs; entries received more than once: ${twice}; requests missing an entry: ${unpaired}; autocannon counted ${audited} audited answers (OCSP rows excluded by the filter)`);
+    profiler?.print();
     console.log(`every entry exactly once: ${twice === 0 && unpaired === 0 && collector.seen.response >= audited ? "yes" : "NO"}`);
   } finally {
     await collector.close();

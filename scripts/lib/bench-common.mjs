@@ -139,7 +139,7 @@ function bundle(tree, outdir, entry) {
 /**
  * Applies the migrations to a throwaway state directory, bundles the Worker and starts it in the
  * local runtime with the bench's token and seal key (plus `bindings`, in startWorker's
- * {type, value} form). Resolves with {worker: {dispose}, dir, base}; `base` is the URL BENCH_TARGET
+ * {type, value} form). Resolves with {worker: {dispose}, dir, base, entrypoint}; `base` is the URL BENCH_TARGET
  * picks. `opts.entry`: a bench-only entry module bundled instead of wrangler.toml's `main` (it
  * must export the Durable Object classes wrangler.toml names); not with BENCH_REV.
  * - "worker" (the default): the Worker's own socket in workerd (Miniflare's unsafeDirectSockets),
@@ -164,8 +164,8 @@ export async function startBenchWorker(bindings = {}, opts = {}) {
     SEAL_KEY: { type: "plain_text", value: SEAL_KEY },
     ...bindings,
   };
-  if (TARGET === "worker") return { ...(await startOnOwnSocket(tree, entrypoint, dir, vars)), dir };
-  return { ...(await startWithDevEnv(tree, entrypoint, dir, vars)), dir };
+  if (TARGET === "worker") return { ...(await startOnOwnSocket(tree, entrypoint, dir, vars)), dir, entrypoint };
+  return { ...(await startWithDevEnv(tree, entrypoint, dir, vars)), dir, entrypoint };
 }
 
 /** BENCH_TARGET=worker: Miniflare with the Worker on a socket of its own (no entry Worker). */

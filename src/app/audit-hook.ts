@@ -169,6 +169,15 @@ export class AuditTrail {
 
   /** The response entry, recorded before the answer leaves; 503 instead when no device could. */
   async answered(answer: Answer): Promise<void> {
+    try {
+      await this.recordAnswer(answer);
+    } finally {
+      // However it ends (a Response that cannot be read back throws): no longer in flight.
+      this.settle();
+    }
+  }
+
+  private async recordAnswer(answer: Answer): Promise<void> {
     if (!this.active || !this.devices || this.refusedByAudit) return;
     const status = answer === null ? 204 : answer instanceof Response ? answer.status : (answer.status ?? 200);
     const response = answer instanceof Response ? (this.known.opaque ? opaqueOf(answer) : await responseOf(answer)) : replyOf(answer, status);
@@ -182,6 +191,14 @@ export class AuditTrail {
 
   /** The error to throw for `err`: itself, or the 503 when the work began and could not be logged. */
   async failed(err: unknown): Promise<unknown> {
+    try {
+      return await this.recordFailure(err);
+    } finally {
+      this.settle();
+    }
+  }
+
+  private async recordFailure(err: unknown): Promise<unknown> {
     if (this.refusedByAudit) return err;
     let devices = this.devices ?? lastKnownDevices();
     if (devices === undefined) {
@@ -250,13 +267,20 @@ export class AuditTrail {
   }
 
   private requestEntry(error?: string): AuditEntry {
-    // One `auth` and `request` object for both entries once the work is allowed (nothing is
-    // learnt after that): src/audit/hmac.ts hashes them once per device for both.
-    const parts = this.parts ?? this.buildParts();
-    if (this.allowed) this.parts = parts;
+    const parts = this.partsNow();
     const entry: AuditEntry = { id: `${this.cfg.requestId}:request`, time: rfc3339(this.requestAt ?? Date.now()), type: "request", auth: parts.auth, request: parts.request };
     if (error !== undefined) entry.error = error;
     return entry;
+  }
+
+  /**
+   * One `auth` and `request` object for both entries once the work is allowed (nothing is
+   * learnt after that): src/audit/hmac.ts hashes them once per device for both.
+   */
+  private partsNow(): { auth: AuditAuth | undefined; request: AuditRequest } {
+    const parts = this.parts ?? this.buildParts();
+    if (this.allowed) this.parts = parts;
+    return parts;
   }
 
   private buildParts(): { auth: AuditAuth | undefined; request: AuditRequest } {
@@ -284,14 +308,15 @@ export class AuditTrail {
   }
 
   private responseEntry(response: AuditResponse, error?: string): AuditEntry {
-    const req = this.requestEntry();
+    const parts = this.partsNow();
+    const { request } = parts;
     const entry: AuditEntry = {
       id: `${this.cfg.requestId}:response`,
       time: rfc3339(Date.now()),
       type: "response",
-      auth: req.auth,
-      request: req.request,
-      response: { mount_point: req.request.mount_point, mount_type: req.request.mount_type, mount_accessor: req.request.mount_accessor, ...response },
+      auth: parts.auth,
+      request,
+      response: { mount_point: request.mount_point, mount_type: request.mount_type, mount_accessor: request.mount_accessor, ...response },
     };
     if (error !== undefined) entry.error = error;
     return entry;

@@ -19,11 +19,13 @@
  *   flight (`auditedRequestBegins`: their work started, their last hand-off not ended) and fewer
  *   hand-offs wait than that, the leader waits at most LINGER_TICKS more timer ticks and at most
  *   LINGER_MS for their entries (`gather`); with nothing else in flight it does not linger. The
- *   count is a hint only: wrong, it costs at most the bound.
+ *   count is exact but for requests cancelled mid-way, which count until IN_FLIGHT_MAX_MS; wrong,
+ *   it costs at most the bound.
  * - **No waiter waits for ever.** Every waiter is settled by a flush that took its entries after
  *   they were added (the leader takes everything waiting once its linger ends, and the lead
- *   passes to the first waiter when a flush ends), and it looks at its result on its own 1 ms
- *   timers (src/core/group-commit.ts); a lead stuck longer than STALE_LEAD_MS is taken over.
+ *   passes to the first waiter when a flush ends), and it looks at its result on timers of its
+ *   own (src/core/group-commit.ts: first when the flush in flight should end, at most 8 ms on,
+ *   then every 1 ms); a lead stuck longer than STALE_LEAD_MS is taken over.
  *   Each step is bounded by the caller's own timers, none by a promise another request resolves.
  * - **Within the Queue's limits** (https://developers.cloudflare.com/queues/platform/limits/):
  *   a message holds one device's entries, at most MAX_AUDIT_MESSAGE_BYTES (the limit is 128 KB);
@@ -36,7 +38,6 @@
  *   the flush) and hands the send to waitUntil.
  */
 import { GroupCommit } from "../core/group-commit";
-import { utf8Length } from "../core/text";
 import { encodeMessage, headerBytes, indexBytes, messageDevice, type QueuedEntry } from "./message";
 import { MAX_AUDIT_MESSAGE_BYTES, type AuditDevice } from "./types";
 
@@ -92,20 +93,32 @@ export const STALE_LEAD_MS = 15_000;
 
 /**
  * Audited requests of this isolate whose entries may still reach the batcher: from the start of
- * their work (src/app/audit-hook.ts `beforeWork`) to the end of their last hand-off. Only a hint
- * for the linger: a count left too high (a request cancelled mid-way) makes leaders linger to
- * their bound, never longer.
+ * their work (src/app/audit-hook.ts `beforeWork`) to the end of their last hand-off, which the
+ * trail ends in a `finally` (an answer that fails to render, a hand-off that throws). A request
+ * cancelled mid-way (the client went away) never runs its code again, not even a `finally`: it
+ * stops counting IN_FLIGHT_MAX_MS after it began. Oldest first (a Set keeps insertion order).
  */
-let inFlight = 0;
+const inFlight = new Set<{ since: number }>();
+
+/** Longer than any audited request's work; a request counted longer than this was cancelled. */
+export const IN_FLIGHT_MAX_MS = STALE_LEAD_MS;
 
 /** Counts one audited request in flight; the function returned (idempotent) stops counting it. */
 export function auditedRequestBegins(): () => void {
-  inFlight++;
-  let counted = true;
+  const me = { since: Date.now() };
+  inFlight.add(me);
   return () => {
-    if (counted) inFlight--;
-    counted = false;
+    inFlight.delete(me);
   };
+}
+
+/** The audited requests in flight now (those counted longer than IN_FLIGHT_MAX_MS dropped). */
+export function auditedInFlight(now = Date.now()): number {
+  for (const r of inFlight) {
+    if (now - r.since <= IN_FLIGHT_MAX_MS) break;
+    inFlight.delete(r);
+  }
+  return inFlight.size;
 }
 
 /** The linger's bounds: extra timer ticks, and milliseconds since the first tick, whichever ends first. */
@@ -119,7 +132,7 @@ const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 0));
  * requests wait than are in flight, at most LINGER_TICKS more ticks within LINGER_MS. Alone
  * (nothing else in flight) it never lingers. Bounded by its own timers, so it always ends.
  */
-export async function gather(waiting: () => number, inFlightNow: () => number = () => inFlight): Promise<void> {
+export async function gather(waiting: () => number, inFlightNow: () => number = auditedInFlight): Promise<void> {
   await tick();
   const start = Date.now();
   for (let i = 0; i < LINGER_TICKS && waiting() < inFlightNow() && Date.now() - start < LINGER_MS; i++) await tick();
@@ -147,7 +160,7 @@ export function build(group: readonly Waiter[]): Built[] {
     for (const part of w.parts) {
       for (const entry of part.entries) {
         // Its line and newline, and its item in the header's index.
-        const size = utf8Length(entry.text) + 1 + indexBytes(entry);
+        const size = entry.bytes + 1 + indexBytes(entry);
         let m = open.get(part.device.id);
         if (m && m.bytes + size > MAX_AUDIT_MESSAGE_BYTES) m = undefined;
         if (!m) {

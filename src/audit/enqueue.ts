@@ -37,8 +37,8 @@ export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: 
     devices.map(async (device) => {
       try {
         const texts = await Promise.all(entries.map(async (e) => serialized(device, await hashEntry(device, e))));
-        if (device.type === "stdout") for (const t of texts) console.log(t);
-        else parts.push({ device, entries: texts.map((text, i) => queued(entries[i] as AuditEntry, text)) });
+        if (device.type === "stdout") for (const t of texts) console.log(t.text);
+        else parts.push({ device, entries: texts.map((t, i) => queued(entries[i] as AuditEntry, t)) });
       } catch (e) {
         errors.set(device.id, e);
       }
@@ -57,9 +57,9 @@ export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: 
 }
 
 /** An entry as the batcher carries it: the message header indexes its id and time (./message.ts). */
-function queued(entry: AuditEntry, text: string): QueuedEntry {
+function queued(entry: AuditEntry, t: { text: string; bytes: number }): QueuedEntry {
   const time = Date.parse(entry.time);
-  return { id: entry.id, time: Number.isNaN(time) ? 0 : time, text };
+  return { id: entry.id, time: Number.isNaN(time) ? 0 : time, text: t.text, bytes: t.bytes };
 }
 
 function errorText(e: unknown): string {
@@ -72,16 +72,17 @@ function errorText(e: unknown): string {
  * a message on its own keeps everything but its `data`, replaced by a marker naming its size (the
  * Queue cannot carry it; docs/audit.md states the limit). Still too big: the device fails.
  */
-function serialized(device: AuditDevice, hashed: AuditEntry): string {
+function serialized(device: AuditDevice, hashed: AuditEntry): { text: string; bytes: number } {
   const entry = device.elideListResponses ? elideList(hashed) : hashed;
-  let text = JSON.stringify(entry);
+  const text = JSON.stringify(entry);
+  // A stdout line has no size limit and is not measured.
+  if (device.type === "stdout") return { text, bytes: 0 };
   const size = utf8Length(text);
-  if (device.type !== "stdout" && size > ENTRY_ROOM) {
-    text = JSON.stringify(elideData(entry, size));
-    const smaller = utf8Length(text);
-    if (smaller > ENTRY_ROOM) throw new Error(`an audit entry of ${smaller} bytes exceeds the queue message limit even without its data`);
-  }
-  return text;
+  if (size <= ENTRY_ROOM) return { text, bytes: size };
+  const smaller = JSON.stringify(elideData(entry, size));
+  const bytes = utf8Length(smaller);
+  if (bytes > ENTRY_ROOM) throw new Error(`an audit entry of ${bytes} bytes exceeds the queue message limit even without its data`);
+  return { text: smaller, bytes };
 }
 
 function elideData(entry: AuditEntry, size: number): AuditEntry {

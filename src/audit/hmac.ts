@@ -86,15 +86,45 @@ export function isTimestamp(s: string): boolean {
  * Every string and number leaf of a JSON value replaced by its HMAC, except timestamps. A value
  * is hashed as its JSON text reads (a number JSON cannot write is null, `toJSON` is honoured):
  * response data comes straight from the handler's reply, not back from the serialized answer.
+ * In two passes: the texts to HMAC are gathered first, each distinct one HMAC'd once (an issue's
+ * `issuing_ca` is its `ca_chain`'s first item), then the value is rebuilt with them, without a
+ * promise per leaf. The HMACs live only for this call.
  */
 export async function hashData(salt: string, value: unknown): Promise<unknown> {
-  if (typeof value === "string") return isTimestamp(value) ? value : hmacValue(salt, value);
-  if (typeof value === "number") return Number.isFinite(value) ? hmacValue(salt, JSON.stringify(value)) : null;
-  if (Array.isArray(value)) return Promise.all(value.map((v) => hashData(salt, v)));
+  const macs = new Map<string, string>();
+  const json = new Map<object, unknown>();
+  gatherTexts(value, macs, json);
+  await Promise.all([...macs.keys()].map(async (text) => macs.set(text, await hmacValue(salt, text))));
+  return rebuild(value, macs, json);
+}
+
+/** The leaf texts of `value` to HMAC, as keys of `macs`; each `toJSON` result kept in `json` (called once). */
+function gatherTexts(value: unknown, macs: Map<string, string>, json: Map<object, unknown>): void {
+  if (typeof value === "string") {
+    if (!isTimestamp(value)) macs.set(value, "");
+  } else if (typeof value === "number") {
+    if (Number.isFinite(value)) macs.set(JSON.stringify(value), "");
+  } else if (Array.isArray(value)) {
+    for (const v of value) gatherTexts(v, macs, json);
+  } else if (value !== null && typeof value === "object") {
+    if (typeof (value as { toJSON?: unknown }).toJSON === "function") {
+      const j = (value as { toJSON(): unknown }).toJSON();
+      json.set(value, j);
+      gatherTexts(j, macs, json);
+    } else for (const v of Object.values(value)) gatherTexts(v, macs, json);
+  }
+}
+
+/** `value` with each leaf replaced as hashData says, from the HMACs `gatherTexts` listed. */
+function rebuild(value: unknown, macs: Map<string, string>, json: Map<object, unknown>): unknown {
+  // A timestamp was not gathered (nor is any number's JSON text one): it stays.
+  if (typeof value === "string") return macs.get(value) ?? value;
+  if (typeof value === "number") return Number.isFinite(value) ? macs.get(JSON.stringify(value)) : null;
+  if (Array.isArray(value)) return value.map((v) => rebuild(v, macs, json));
   if (value !== null && typeof value === "object") {
-    if (typeof (value as { toJSON?: unknown }).toJSON === "function") return hashData(salt, (value as { toJSON(): unknown }).toJSON());
-    const entries = await Promise.all(Object.entries(value).map(async ([k, v]) => [k, await hashData(salt, v)] as const));
-    return Object.fromEntries(entries);
+    if (json.has(value)) return rebuild(json.get(value), macs, json);
+    // fromEntries, not assignment: a body's own "__proto__" key stays a key.
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, rebuild(v, macs, json)]));
   }
   return value;
 }
@@ -152,7 +182,7 @@ export async function hashEntry(device: Pick<AuditDevice, "salt" | "logRaw" | "h
   const rawToken = entry.auth?.client_token ?? entry.request.client_token;
   // A secret in the path is hidden wherever the path is echoed: the path and the error text.
   const inPath = secretsInPath(entry.request.path, rawToken);
-  const path = await replaceSecrets(salt, entry.request.path, inPath);
+  const path = inPath.length > 0 ? await replaceSecrets(salt, entry.request.path, inPath) : entry.request.path;
   const error = entry.error !== undefined && inPath.length > 0 ? await replaceSecrets(salt, entry.error, inPath) : entry.error;
   const base: AuditEntry = { ...entry, request: { ...entry.request, path } };
   if (error !== undefined) base.error = error;

@@ -41,11 +41,12 @@ export interface DecodedMessage {
   lines: QueuedLine[];
 }
 
-/** What the batcher needs of an entry: its id and time, and its JSON text. */
+/** What the batcher needs of an entry: its id and time, its JSON text and that text's UTF-8 length (measured once, in enqueue.ts). */
 export interface QueuedEntry {
   id: string;
   time: number;
   text: string;
+  bytes: number;
 }
 
 /** The device as a message names it. */

@@ -30,6 +30,9 @@ function derLengthBytes(len: number): number[] {
   return [0x80 | out.length, ...out];
 }
 
+/** "00"…"ff" by byte value: one lookup a byte instead of a number-to-string and a pad (every audit HMAC is 32 bytes of hex). */
+const HEX_PAIRS = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
+
 /** One DER TLV with the given tag byte and content. */
 export function derTlv(tag: number, content: Uint8Array): Uint8Array<ArrayBuffer> {
   return concatBytes([Uint8Array.from([tag, ...derLengthBytes(content.length)]), content]);
@@ -37,7 +40,7 @@ export function derTlv(tag: number, content: Uint8Array): Uint8Array<ArrayBuffer
 
 export function bytesToHex(bytes: Uint8Array): string {
   let s = "";
-  for (const b of bytes) s += b.toString(16).padStart(2, "0");
+  for (const b of bytes) s += HEX_PAIRS[b] as string;
   return s;
 }
 

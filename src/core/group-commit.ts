@@ -19,9 +19,13 @@
  *   leader runs the group in its own request (kept open: its own input is in it) and hands it to
  *   waitUntil; a waiter's code only ever runs in its own request (below).
  *
- * How a waiter wakes: it looks at its result every POLL_MS on timers of its own request (a timer
- * event, a few microseconds of CPU, per waiting request per millisecond). Not a promise the
- * leader resolves, tried twice: without workerd's `handle_cross_request_promise_resolution` (the
+ * How a waiter wakes: it looks at its result on timers of its own request: first when the lead in
+ * flight should end (FIRST_LOOK_SHARE of the recent leads' length after that lead was given, at
+ * most FIRST_LOOK_MAX_MS), then every POLL_MS. Each look is a timer event (JavaScript in the
+ * isolate and workerd's own work around it), so a waiter that looked every POLL_MS from the start
+ * paid one per millisecond of a group it could not be in (docs/audit.md "What it costs"). An
+ * estimate too long makes a waiter notice at most FIRST_LOOK_MAX_MS late, once per lead; one too
+ * short costs looks, as before. Not a promise the leader resolves, tried twice: without workerd's `handle_cross_request_promise_resolution` (the
  * Vitest Workers pool turns it off) the woken waiter ran in the leader's request ("Cannot
  * perform I/O on behalf of a different request"); with it (the default for this Worker's
  * compatibility date, https://developers.cloudflare.com/workers/configuration/compatibility-flags/),
@@ -30,8 +34,12 @@
  * with the 1 ms poll kept beside the promise (docs/audit.md "What it costs").
  */
 
-/** How often a waiter looks at its result: the bound on how late it notices it. */
+/** How often a waiter looks at its result once its group is due: the bound on how late it notices it. */
 const POLL_MS = 1;
+/** A waiter's first look at a lead comes at most this long after it saw that lead (a bound on a wrong estimate). */
+const FIRST_LOOK_MAX_MS = 8;
+/** The share of a typical lead's length a waiter sleeps before its first look (early rather than late). */
+const FIRST_LOOK_SHARE = 0.75;
 
 interface Waiter<I, O> {
   input: I;
@@ -58,6 +66,8 @@ export class GroupCommit<I, O, C> {
   private leader: Waiter<I, O> | null = null;
   /** When the current lead was given. */
   private leadSince = 0;
+  /** A lead's typical length, from being given to its group's end (moving average; 0 before any). */
+  private typicalLeadMs = 0;
 
   constructor(private readonly opts: GroupCommitOptions<I, O, C>) {}
 
@@ -80,8 +90,12 @@ export class GroupCommit<I, O, C> {
 
   /** Waits until the waiter has its result or the lead, looking on timers of its own request. */
   private async settled(me: Waiter<I, O>): Promise<void> {
+    let seen = -1;
     while (!me.result && this.leader !== me) {
-      await sleep(POLL_MS);
+      // A lead not seen before: the first look when it should end; then every POLL_MS.
+      const due = this.leadSince !== seen ? Math.min(FIRST_LOOK_MAX_MS, this.leadSince + Math.floor(this.typicalLeadMs * FIRST_LOOK_SHARE) - Date.now()) : 0;
+      seen = this.leadSince;
+      await sleep(Math.max(POLL_MS, due));
       if (!me.result && this.leader !== me && Date.now() - this.leadSince > this.opts.staleLeadMs && this.firstWaiter() === me) this.giveLead(me);
     }
   }
@@ -94,6 +108,7 @@ export class GroupCommit<I, O, C> {
   /** Runs what is waiting (`me` first), gives every waiter of the group its result (`me` too), passes the lead on. */
   private async lead(me: Waiter<I, O>, ctx: C, waitUntil?: (p: Promise<unknown>) => void): Promise<void> {
     const group = this.take(me);
+    const since = this.leadSince;
     const run = this.opts.run(
       ctx,
       group.map((w) => w.input),
@@ -106,8 +121,10 @@ export class GroupCommit<I, O, C> {
       // `run` never rejects; if it did, every input of the group is lost().
     } finally {
       for (const [i, w] of group.entries()) settle(w, { value: i < results.length ? (results[i] as O) : this.opts.lost(w.input) });
-      // A lead taken over meanwhile is no longer this one's to pass.
+      // A lead taken over meanwhile is no longer this one's to pass, nor a typical length.
       if (this.leader === me) {
+        const took = Date.now() - since;
+        this.typicalLeadMs = this.typicalLeadMs === 0 ? took : 0.8 * this.typicalLeadMs + 0.2 * took;
         const next = this.waiting[0];
         if (next) this.giveLead(next);
         else this.leader = null;

@@ -4,10 +4,11 @@
  * arrival order and each gets its own result, within milliseconds of their group's end; and a lead that never runs its group (its request cancelled) is taken over
  * by the first waiter once stale, the stale leader's input included, nothing run twice. And the
  * audit batcher's linger (src/audit/batcher.ts `gather`): none when alone, bounded when the
- * requests counted in flight never hand anything over.
+ * requests counted in flight never hand anything over; its count of requests in flight exact,
+ * a cancelled request (never released) dropped from it once IN_FLIGHT_MAX_MS old.
  */
 import { describe, expect, it } from "vitest";
-import { gather, LINGER_MS, LINGER_TICKS } from "../../src/audit/batcher";
+import { auditedInFlight, auditedRequestBegins, gather, IN_FLIGHT_MAX_MS, LINGER_MS, LINGER_TICKS } from "../../src/audit/batcher";
 import { GroupCommit } from "../../src/core/group-commit";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -90,5 +91,26 @@ describe("group commit", () => {
     setTimeout(() => (waiting = 3), 0);
     await gather(() => waiting, () => 3);
     expect(waiting).toBe(3);
+  });
+
+  it("the audit linger's count: each request counted once, released once however often its release runs; a request cancelled before its release stops counting after IN_FLIGHT_MAX_MS", () => {
+    const base = auditedInFlight();
+    const a = auditedRequestBegins();
+    const b = auditedRequestBegins();
+    expect(auditedInFlight()).toBe(base + 2);
+    a();
+    a();
+    expect(auditedInFlight()).toBe(base + 1);
+    b();
+    expect(auditedInFlight()).toBe(base);
+    // Cancelled: workerd never runs its code again, so its release never runs.
+    const t0 = Date.now();
+    auditedRequestBegins();
+    const late = auditedRequestBegins();
+    expect(auditedInFlight(t0 + IN_FLIGHT_MAX_MS - 1_000)).toBe(base + 2);
+    // Once old enough it no longer makes leaders linger for entries that never come.
+    expect(auditedInFlight(t0 + IN_FLIGHT_MAX_MS + 1_000)).toBe(base);
+    late();
+    expect(auditedInFlight()).toBe(base);
   });
 });
