@@ -4,7 +4,7 @@
  * order), and a LIST's `after` of any text cuts the octets where the text comparison cut it.
  */
 import { describe, expect, it } from "vitest";
-import { firstSerialAfter, serialOctets, serialText } from "../../src/core/db/schema/pki-serial";
+import { firstSerialAfter, serialFromHex, serialOctets, serialText } from "../../src/core/db/schema/pki-serial";
 
 /** SQLite's BLOB order (memcmp, then length). */
 function cmp(a: Uint8Array, b: Uint8Array): number {
@@ -29,6 +29,8 @@ describe("pki_certs serials", () => {
     expect(serialText([1, 2, 255])).toBe("01:02:ff");
     expect(serialText(new Uint8Array([0xab]).buffer)).toBe("ab");
     for (const bad of ["", "1:2", "AB:CD", "ab-cd", "abc", "ab:", "zz"]) expect(serialOctets(bad).length, bad).toBe(0);
+    // As SQLite's lower(hex(serial)) gives it, for long lists.
+    for (const t of ["ab", "01:02:ff", "17:67:16:0a:ff:00:80:7f:09:0a:11:22:33:44:55:66:77:88:99:aa"]) expect(serialFromHex(t.replaceAll(":", ""))).toBe(t);
   });
 
   it("sort as octets exactly as they sorted as colon hex", () => {

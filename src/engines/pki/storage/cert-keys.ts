@@ -15,7 +15,7 @@ import type { Db } from "../../../core/db/client";
 import { pkiIds } from "../../../core/db/schema";
 import type { BatchItem } from "drizzle-orm/batch";
 
-export { firstSerialAfter, serialOctets, serialText, type BlobValue } from "../../../core/db/schema/pki-serial";
+export { firstSerialAfter, serialFromHex, serialOctets, serialText, type BlobValue } from "../../../core/db/schema/pki-serial";
 
 /** Raw SQL: the number of the id bound in its place. */
 export const NO_OF = "(SELECT no FROM pki_ids WHERE id = ?)";

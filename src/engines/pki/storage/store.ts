@@ -7,7 +7,7 @@
  * land together are returned as statements for `db.batch` (D1 has no interactive transactions:
  * it refuses BEGIN), so an issuer and its key are never half-written.
  */
-import { and, asc, eq, getTableColumns, gte, type SQL } from "drizzle-orm";
+import { and, asc, eq, getTableColumns, gte, sql, type SQL } from "drizzle-orm";
 import type { BatchItem } from "drizzle-orm/batch";
 import type { Db } from "../../../core/db/client";
 import { pkiCerts, pkiConfig, pkiIssuers, pkiKeys, pkiRoles } from "../../../core/db/schema";
@@ -15,7 +15,7 @@ import type { ConfigShapes, Role } from "../defaults";
 import { decodeAllConfig, decodeConfig, decodeIssuer, decodeRole } from "./decode";
 import { generationOf, invalidate, ReadCache } from "../../../core/read-cache";
 import { bodyOf } from "./cert-bodies";
-import { ensureIdsStmts, firstSerialAfter, idOf, noOf, serialText } from "./cert-keys";
+import { ensureIdsStmts, firstSerialAfter, idOf, noOf, serialFromHex, serialText } from "./cert-keys";
 
 // The read shapes of the configuration, for the modules that take them from storage; their
 // definitions and defaults are in ../defaults.ts.
@@ -301,9 +301,10 @@ export async function listCertSerials(db: Db, mountId: string, page: { after: st
   const from = page.after ? firstSerialAfter(page.after) : null;
   if (page.after && from === null) return [];
   const where = from ? and(mount, gte(pkiCerts.serial, serialText(from))) : mount;
-  const q = db.select({ serial: pkiCerts.serial }).from(pkiCerts).where(where).orderBy(asc(pkiCerts.serial));
+  // The serial as hex text, not as the BLOB: see serialFromHex.
+  const q = db.select({ hex: sql<string>`lower(hex(${pkiCerts.serial}))` }).from(pkiCerts).where(where).orderBy(asc(pkiCerts.serial));
   const rows = page.limit > 0 ? await q.limit(page.limit) : await q;
-  return rows.map((r) => r.serial);
+  return rows.map((r) => serialFromHex(r.hex));
 }
 
 // -- mount removal ----------------------------------------------------------------------------
