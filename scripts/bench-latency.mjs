@@ -5,7 +5,8 @@
 // started with BENCH_D1_DELAY_MS=<delay> (every D1 round trip, the Authority Durable Object's too,
 // waits that long first; src/core/db/bench-d1.ts) and each row is loaded in a closed loop with a
 // non-root token whose policies grant the rows' paths: p50/p99 latency, then 20 sequential probes
-// read X-Lanyard-D1 (round trips per request in steady state). The table ends with the targets:
+// read X-Lanyard-D1 (round trips per request in steady state) and X-Lanyard-R2 (calls to the
+// certificate bodies' bucket, delayed alike; a stored issue's put overlaps its D1 batch). The table ends with the targets:
 // a stored issue or sign waits one round trip plus under 5 ms, a KV read one round trip, OCSP,
 // CRL and a warm no_store issue none (the time judged as what the delay adds to p50 at delay 0).
 //   BENCH_D1_DELAYS=0,20,50,100  BENCH_SECONDS=4 (per row)  BENCH_CONCURRENCY=1 (one number)
@@ -65,9 +66,9 @@ async function measureDelay(delay) {
     for (const row of ROWS) {
       const r = await load(base, reqs[row.id], CONCURRENCY, SECONDS);
       const probe = await d1PerRequest(base, reqs[row.id]);
-      out[row.id] = { ...r, d1: probe.d1 };
+      out[row.id] = { ...r, d1: probe.d1, r2: probe.r2 };
       const failed = probe.failed ? ` (${probe.failed} of 20 probes failed, first: ${probe.firstFailure})` : "";
-      console.log(`delay ${delay} ms ${row.name}: p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.requests} requests, ${r.errors} errors, D1 ${probe.d1.toFixed(2)}${failed}`);
+      console.log(`delay ${delay} ms ${row.name}: p50 ${r.p50} ms, p99 ${r.p99} ms, ${r.requests} requests, ${r.errors} errors, D1 ${probe.d1.toFixed(2)}, R2 ${probe.r2.toFixed(2)}${failed}`);
     }
     return out;
   } finally {
@@ -94,9 +95,9 @@ function verdict(row, delay, m, base) {
 async function main() {
   const results = {};
   for (const delay of DELAYS) results[delay] = await measureDelay(delay);
-  console.log(`\nLatency at the edge: every D1 round trip delayed; local workerd, concurrency ${CONCURRENCY}, ${SECONDS} s per row; non-root token`);
+  console.log(`\nLatency at the edge: every D1 round trip and R2 call delayed; local workerd, concurrency ${CONCURRENCY}, ${SECONDS} s per row; non-root token`);
   console.log(`targets: stored issue, sign and KV read ≤ 1 round trip, adding ≤ delay + 5 ms to p50; no_store, OCSP, CRL 0, adding ≤ 5 ms (round trips +${SLACK} slack; added = p50 − p50 at delay 0 when measured)\n`);
-  const header = ["path", ...DELAYS.map((d) => `${d} ms: p50 / p99`), "D1/req", "target"];
+  const header = ["path", ...DELAYS.map((d) => `${d} ms: p50 / p99`), "D1/req", "R2/req", "target"];
   const lines = [header, header.map(() => "---")];
   for (const row of ROWS) {
     const cells = DELAYS.map((d) => {
@@ -106,7 +107,8 @@ async function main() {
     const trips = DELAYS.map((d) => results[d][row.id].d1.toFixed(2)).join(", ");
     const verdicts = DELAYS.map((d) => verdict(row, d, results[d][row.id], results[0]?.[row.id]));
     const same = verdicts.every((v) => v === verdicts[0]);
-    lines.push([row.name, ...cells, trips, same ? verdicts[0] : verdicts.map((v, i) => `${DELAYS[i]}: ${v}`).join("; ")]);
+    const r2 = DELAYS.map((d) => results[d][row.id].r2.toFixed(2)).join(", ");
+    lines.push([row.name, ...cells, trips, r2, same ? verdicts[0] : verdicts.map((v, i) => `${DELAYS[i]}: ${v}`).join("; ")]);
   }
   console.log(lines.map((l) => `| ${l.join(" | ")} |`).join("\n"));
 }

@@ -80,6 +80,7 @@ export function lanyardRequests({ token, csr, ocspDer }) {
  */
 export async function d1PerRequest(base, req, n = 20) {
   let sum = 0;
+  let r2 = 0;
   let answered = 0;
   let failed = 0;
   let firstFailure;
@@ -93,8 +94,9 @@ export async function d1PerRequest(base, req, n = 20) {
     }
     if (h !== null && res.ok) {
       sum += Number(h);
+      r2 += Number(res.headers.get("x-lanyard-r2") ?? "0");
       answered++;
     }
   }
-  return { d1: answered > 0 ? sum / answered : NaN, answered, failed, firstFailure };
+  return { d1: answered > 0 ? sum / answered : NaN, r2: answered > 0 ? r2 / answered : NaN, answered, failed, firstFailure };
 }

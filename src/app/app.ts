@@ -7,7 +7,7 @@
 import { Hono } from "hono";
 import { loadConfig, refuseWhileSealed, serviceProblem } from "../core/config";
 import { openDb } from "../core/db/client";
-import { benchEnv, d1RoundTrips } from "../core/db/bench-d1";
+import { benchEnv, d1RoundTrips, r2Calls } from "../core/db/bench-d1";
 import { dispatch } from "./dispatch";
 import { refreshInBackground } from "../core/read-cache";
 import { errorReply, errorResponse } from "../core/envelope";
@@ -44,6 +44,7 @@ app.all("/v1/*", async (c) => {
   // (X-Lanyard-Count-D1). Only those: re-wrapping an answer to add a header costs the loaded
   // requests measurable CPU (a CRL's body pumped through a second Response).
   const before = env !== c.env && c.req.raw.headers.has("x-lanyard-count-d1") ? d1RoundTrips() : undefined;
+  const r2Before = r2Calls();
   const db = openDb(env.DB);
   const waitUntil = (p: Promise<unknown>) => c.executionCtx.waitUntil(p);
   let res: Response;
@@ -59,6 +60,7 @@ app.all("/v1/*", async (c) => {
   if (before === undefined) return res;
   const counted = new Response(res.body, res);
   counted.headers.set("x-lanyard-d1", String(trips));
+  counted.headers.set("x-lanyard-r2", String(r2Calls() - r2Before));
   return counted;
 });
 

@@ -3,7 +3,10 @@
  * docs/pki-issuance-benchmark.md): a wrapper around the D1 binding that counts every round trip
  * and, with `BENCH_D1_DELAY_MS`, waits that long before each one, as a Worker far from the
  * database's primary does on Cloudflare. A round trip is one statement's first/all/run/raw, one
- * batch or one exec, on the binding or on a session of it (withSession).
+ * batch or one exec, on the binding or on a session of it (withSession). The certificate bodies'
+ * R2 bucket (`CERTS`) is a regional store too: each of its calls (get, put, head, delete, list)
+ * waits the same delay and is counted apart (`r2Calls`), since a stored issue makes its put
+ * concurrently with its D1 batch and the two overlap.
  *
  * Development only: `BENCH_COUNT_D1` and `BENCH_D1_DELAY_MS`, like every `BENCH_*` variable, make
  * the service refuse to run outside `ENVIRONMENT=development` (src/core/config.ts), so a
@@ -22,12 +25,19 @@
 /** The variables that turn the instrument on. */
 interface BenchVars {
   DB: D1Database;
+  CERTS?: R2Bucket;
   ENVIRONMENT?: string;
   BENCH_COUNT_D1?: string;
   BENCH_D1_DELAY_MS?: string;
 }
 
 let roundTrips = 0;
+let r2 = 0;
+
+/** R2 calls made so far through a wrapped bucket in this isolate. */
+export function r2Calls(): number {
+  return r2;
+}
 
 /** Round trips made so far through a wrapped binding in this isolate. */
 export function d1RoundTrips(): number {
@@ -48,6 +58,7 @@ export function benchD1Enabled(env: BenchVars): boolean {
 
 /** One wrapped binding per raw binding and delay (the runtime hands the same object to each request). */
 const wrapped = new WeakMap<D1Database, { delay: number; db: D1Database }>();
+const wrappedBuckets = new WeakMap<R2Bucket, { delay: number; bucket: R2Bucket }>();
 
 /** `env` with its DB wrapped when the instrument is on; `env` itself otherwise. */
 export function benchEnv<E extends BenchVars>(env: E): E {
@@ -59,7 +70,30 @@ export function benchEnv<E extends BenchVars>(env: E): E {
     w = { delay, db: instrumented(env.DB, delay) };
     wrapped.set(env.DB, w);
   }
-  return { ...env, DB: w.db };
+  if (!env.CERTS) return { ...env, DB: w.db };
+  let b = wrappedBuckets.get(env.CERTS);
+  if (!b || b.delay !== delay) {
+    b = { delay, bucket: instrumentedBucket(env.CERTS, delay) };
+    wrappedBuckets.set(env.CERTS, b);
+  }
+  return { ...env, DB: w.db, CERTS: b.bucket };
+}
+
+const R2_CALLS: ReadonlySet<string | symbol> = new Set(["get", "put", "head", "delete", "list"]);
+
+/** The bucket with each call counted and, with a delay, waiting it first. */
+function instrumentedBucket(bucket: R2Bucket, delay: number): R2Bucket {
+  return new Proxy(bucket, {
+    get(target, prop) {
+      if (!R2_CALLS.has(prop)) return passThrough(target, prop);
+      const fn = Reflect.get(target, prop, target) as (...a: unknown[]) => Promise<unknown>;
+      return (...a: unknown[]) => {
+        r2++;
+        if (delay <= 0) return fn.apply(target, a);
+        return new Promise<void>((resolve) => setTimeout(resolve, delay)).then(() => fn.apply(target, a));
+      };
+    },
+  });
 }
 
 /** One round trip: counted, then (with a delay) the network's share before the call. */
