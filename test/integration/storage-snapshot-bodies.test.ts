@@ -17,21 +17,14 @@ import { describe, expect, it } from "vitest";
 import { app } from "../../src/app/app";
 import { api, read, ROOT, write } from "../helpers/api";
 import { pkiWithRoot, x509 } from "../helpers/pki";
+import { dumpTables } from "../helpers/db-dump";
 
 const bytesOf = async (s: ReadableStream<Uint8Array>) => new Uint8Array(await new Response(s).arrayBuffer());
 const gunzip = (b: Uint8Array) => bytesOf(new Blob([b]).stream().pipeThrough(new DecompressionStream("gzip")));
 const hex = (b: ArrayBuffer | Uint8Array) => Buffer.from(b instanceof Uint8Array ? b : new Uint8Array(b)).toString("hex");
 const derOf = (pem: string) => new Uint8Array(x509.PemConverter.decodeFirst(pem));
 
-/** Every table a snapshot covers, each as its rows in rowid order. */
-async function dump(): Promise<Record<string, unknown[]>> {
-  const tables = await env.DB.prepare(
-    String.raw`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name NOT LIKE '\_cf\_%' ESCAPE '\' AND name NOT IN ('d1_migrations', 'deployment_identity') ORDER BY name`,
-  ).all<{ name: string }>();
-  const out: Record<string, unknown[]> = {};
-  for (const { name } of tables.results) out[name] = (await env.DB.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).raw()).map((r) => r.map((v) => (v instanceof ArrayBuffer ? [...new Uint8Array(v)] : v)));
-  return out;
-}
+const dump = dumpTables;
 
 /** An object's bytes as hex ("" when there is none). */
 async function bodyHex(key: string): Promise<string> {

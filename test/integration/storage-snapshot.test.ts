@@ -14,18 +14,11 @@ import { snapshotStream } from "../../src/core/db/snapshot-stream";
 import { api, del, patch, read, ROOT, tokenWithPolicy, write } from "../helpers/api";
 import { pkiWithRoot } from "../helpers/pki";
 import { BODIES, uid } from "../helpers/sync-bodies";
+import { dumpTables } from "../helpers/db-dump";
 
 const KEY_B = btoa(String.fromCharCode(...Array.from({ length: 32 }, (_, i) => 200 - i)));
 
-/** Every table a snapshot covers, each as its rows in rowid order. */
-async function dump(): Promise<Record<string, unknown[]>> {
-  const tables = await env.DB.prepare(
-    String.raw`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name NOT LIKE '\_cf\_%' ESCAPE '\' AND name NOT IN ('d1_migrations', 'deployment_identity') ORDER BY name`,
-  ).all<{ name: string }>();
-  const out: Record<string, unknown[]> = {};
-  for (const { name } of tables.results) out[name] = (await env.DB.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).raw()).map((r) => r.map((v) => (v instanceof ArrayBuffer ? [...new Uint8Array(v)] : v)));
-  return out;
-}
+const dump = dumpTables;
 
 async function save(opts: { token?: string; namespace?: string } = {}): Promise<Response> {
   const headers: Record<string, string> = { "x-service-token": opts.token ?? ROOT };
