@@ -20,6 +20,8 @@ const N = Math.floor(BATCH * 2.5);
 const bytesOf = async (s: ReadableStream<Uint8Array>) => new Uint8Array(await new Response(s).arrayBuffer());
 const gunzip = (b: Uint8Array) => bytesOf(new Blob([b]).stream().pipeThrough(new DecompressionStream("gzip")));
 const hex = (b: ArrayBuffer | Uint8Array) => Buffer.from(b instanceof Uint8Array ? b : new Uint8Array(b)).toString("hex");
+/** Thousands of R2 calls to seed and compare: ~20 s on an idle 2-core machine, several times that on a loaded one. */
+const SLOW = 180_000;
 const TYPES = ["application/pkix-cert", null, "application/octet-stream"] as const;
 
 /** Every table a snapshot covers, each as its rows in rowid order. */
@@ -152,7 +154,7 @@ describe("storage snapshots: R2 in batches through the SnapshotIo Durable Object
     expect(restoring.io).toEqual({ write: Math.ceil(N / BATCH) });
     expect(await bucket()).toEqual(seeded);
     expect(await dump()).toEqual(before);
-  });
+  }, SLOW);
 
   it("without the SNAPSHOT_IO binding the Worker makes the R2 calls itself, one get per body, and the snapshot is the same", async () => {
     const direct = fresh();
@@ -180,5 +182,5 @@ describe("storage snapshots: R2 in batches through the SnapshotIo Durable Object
     const r = await restoreWith(snap, {});
     expect(r.status, r.text).toBe(204);
     expect(await bucket()).toEqual(seeded);
-  });
+  }, SLOW);
 });

@@ -13,24 +13,23 @@
  * into lines of at most OBJECT_PAGE objects and OBJECT_PAGE_BYTES of bodies, each line read in
  * one call, AHEAD calls in flight and the lines yielded in key order: the Worker holds a few
  * lines' bodies, whatever the bucket's size. An object deleted between the listing and its read
- * (tidy) is left out. An object larger
- * than MAX_OBJECT_BYTES fails the snapshot (a restore stages each body as one D1 value, which
- * holds at most 2 MB: https://developers.cloudflare.com/d1/platform/limits/); certificate bodies
- * are about 1 KB.
+ * (tidy) is left out. An object larger than MAX_OBJECT_BYTES fails the snapshot (a restore
+ * stages each body as one D1 value, which holds at most 2 MB:
+ * https://developers.cloudflare.com/d1/platform/limits/); certificate bodies are about 1 KB.
  *
  * Restoring, invariants:
  * - **Nothing is written to a bucket before the whole upload verified.** Bodies are staged in a
  *   D1 staging table (`lanyard_restore_<tag>__o_<section>`, dropped like the tables' staging
  *   ones, ./snapshot-restore.ts) while the MAC chain is computed; a refused restore never
  *   reaches a bucket.
- * - **Bodies go in before the rows.** Once verified, the staged bodies are read back (OBJECT_PAGE and
- *   OBJECT_PAGE_BYTES per D1 query) and put, one write call per page, AHEAD calls in flight, and only then are the D1 tables swapped. A put that fails fails the restore before
- *   the swap (as does a swap that fails): D1 is as it was and the bucket has some of the
- *   snapshot's bodies. Those are
- *   harmless: a key is `<mount id>/<serial>`, serials are unique per mount, so a body put over an
- *   existing key is the same certificate's same bytes, and one without a row is never read (every
- *   read starts from a row) and is deleted with its mount. After the swap, every row of the
- *   snapshot has its body.
+ * - **Bodies go in before the rows.** Once verified, the staged bodies are read back (READ_BACK
+ *   objects and OBJECT_PAGE_BYTES per D1 query) and put, a write call per OBJECT_PAGE of them,
+ *   AHEAD calls in flight, and only then are the D1 tables swapped. A put that fails fails the
+ *   restore before the swap (as does a swap that fails): D1 is as it was and the bucket has
+ *   some of the snapshot's bodies. Those are harmless: a key is `<mount id>/<serial>`, serials
+ *   are unique per mount, so a body put over an existing key is the same certificate's same
+ *   bytes, and one without a row is never read (every read starts from a row) and is deleted
+ *   with its mount. After the swap, every row of the snapshot has its body.
  * - **Objects the snapshot does not hold are left in the bucket**: bodies of certificates issued
  *   after the snapshot was taken, whose rows the restore removed. Never read, deleted with their
  *   mount; deleting them would mean listing the whole bucket against the snapshot's keys.
@@ -51,6 +50,8 @@ export const OBJECT_PAGE_BYTES = 4 * 1024 * 1024;
 export const MAX_OBJECT_BYTES = 1024 * 1024;
 /** R2 keys are at most 1024 bytes (https://developers.cloudflare.com/r2/reference/limits/). */
 const MAX_KEY_BYTES = 1024;
+/** Staged bodies read back per D1 query at most (with OBJECT_PAGE_BYTES): 4 write calls' worth. */
+const READ_BACK = 4 * OBJECT_PAGE;
 /** Read or write calls in flight at once, per snapshot or restore (each to another SnapshotIo object). */
 export const AHEAD = 4;
 /** D1 binds at most 100 parameters per statement (https://developers.cloudflare.com/d1/platform/limits/). */
@@ -158,9 +159,9 @@ function blobBytes(v: unknown): Uint8Array {
 
 /**
  * Puts a verified section's staged bodies into its bucket: a page read from D1 per query
- * (OBJECT_PAGE objects, OBJECT_PAGE_BYTES of bodies, more only by the one object that crosses
- * it), each page one write call, AHEAD calls in flight while the next page is read. A failed
- * write is a 503 naming what the restore left.
+ * (READ_BACK objects, OBJECT_PAGE_BYTES of bodies, more only by the one object that crosses it),
+ * cut into write calls of up to OBJECT_PAGE objects, AHEAD calls in flight while the next page
+ * is read. A failed write is a 503 naming what the restore left.
  */
 export async function putStaged(d1: D1Database, s: StagedObjects): Promise<void> {
   const io = objectIo(s.section);
@@ -169,12 +170,7 @@ export async function putStaged(d1: D1Database, s: StagedObjects): Promise<void>
   );
   const inFlight = new Set<Promise<void>>();
   let failure: unknown = null;
-  let after = 0;
-  for (;;) {
-    const rows = failure === null ? await stmt.bind(after, OBJECT_PAGE, OBJECT_PAGE_BYTES).raw<[number, string, unknown, string | null]>() : [];
-    if (rows.length === 0) break;
-    after = Number(rows[rows.length - 1]?.[0]);
-    const items = rows.map(([, key, body, type]): PutItem => [key, blobBytes(body), type]);
+  const send = (items: PutItem[]) => {
     const call: Promise<void> = io.write(items).then(
       () => void inFlight.delete(call),
       (e: unknown) => {
@@ -183,7 +179,16 @@ export async function putStaged(d1: D1Database, s: StagedObjects): Promise<void>
       },
     );
     inFlight.add(call);
-    while (inFlight.size >= AHEAD) await Promise.race(inFlight);
+  };
+  let after = 0;
+  for (;;) {
+    const rows = failure === null ? await stmt.bind(after, READ_BACK, OBJECT_PAGE_BYTES).raw<[number, string, unknown, string | null]>() : [];
+    if (rows.length === 0) break;
+    after = Number(rows[rows.length - 1]?.[0]);
+    for (let i = 0; i < rows.length && failure === null; i += OBJECT_PAGE) {
+      while (inFlight.size >= AHEAD) await Promise.race(inFlight);
+      send(rows.slice(i, i + OBJECT_PAGE).map(([, key, body, type]): PutItem => [key, blobBytes(body), type]));
+    }
   }
   await Promise.all(inFlight);
   if (failure !== null) {
