@@ -11,8 +11,9 @@
  *
  * Saving: the bucket is listed with its cursor (LIST_LIMIT keys a call), each listed page cut
  * into lines of at most OBJECT_PAGE objects and OBJECT_PAGE_BYTES of bodies, each line read in
- * one call, AHEAD calls in flight and the lines yielded in key order: the Worker holds a few
- * lines' bodies, whatever the bucket's size. An object deleted between the listing and its read
+ * one call, the reads running ahead of the consumer (the next page listed while fewer than AHEAD
+ * are in flight) and the lines yielded in key order: the Worker holds a few lines' bodies,
+ * whatever the bucket's size. An object deleted between the listing and its read
  * (tidy) is left out. An object larger than MAX_OBJECT_BYTES fails the snapshot (a restore
  * stages each body as one D1 value, which holds at most 2 MB:
  * https://developers.cloudflare.com/d1/platform/limits/); certificate bodies are about 1 KB.
@@ -76,36 +77,32 @@ function linesOfListing(objects: ListedPage["objects"]): string[][] {
   return lines;
 }
 
-/** `call` over `inputs`, up to `ahead` in flight, the results yielded in order. */
-async function* inOrder<T, R>(inputs: readonly T[], ahead: number, call: (input: T) => Promise<R>): AsyncGenerator<R> {
-  const started: Promise<R>[] = [];
-  const start = (i: number) => {
-    const input = inputs[i];
-    if (input === undefined) return;
-    const p = call(input);
-    p.catch(() => undefined); // awaited below; a consumer that stops early leaves no unhandled rejection
-    started.push(p);
-  };
-  for (let i = 0; i < Math.min(ahead, inputs.length); i++) start(i);
-  for (let i = 0; i < inputs.length; i++) {
-    const result = await started[i];
-    start(i + ahead);
-    yield result as R;
-  }
-}
-
-/** The section's objects, a line's worth at a time, in key order. */
+/**
+ * The section's objects, a line's worth at a time, in key order. Reads run ahead of the
+ * consumer: while fewer than AHEAD are in flight the next page is listed and its lines' reads
+ * started (so at most AHEAD + a page's lines, about 5 lines of bodies, are held at once).
+ */
 export async function* objectPages(section: ObjectSection): AsyncGenerator<SnapshotItem[]> {
   const io = objectIo(section);
+  const pending: Promise<(SnapshotItem | null)[]>[] = [];
   let cursor: string | null = null;
-  do {
-    const listed: ListedPage = await io.list(cursor);
-    for await (const items of inOrder(linesOfListing(listed.objects), AHEAD, (keys) => io.read(keys))) {
-      const present = items.filter((i): i is SnapshotItem => i !== null);
-      if (present.length > 0) yield present;
+  let listed = false;
+  for (;;) {
+    while ((!listed || cursor !== null) && pending.length < AHEAD) {
+      const page: ListedPage = await io.list(cursor);
+      listed = true;
+      cursor = page.cursor;
+      for (const keys of linesOfListing(page.objects)) {
+        const read = io.read(keys);
+        read.catch(() => undefined); // awaited below, or dropped with the generator: never unhandled
+        pending.push(read);
+      }
     }
-    cursor = listed.cursor;
-  } while (cursor !== null);
+    const next = pending.shift();
+    if (next === undefined) return;
+    const present = (await next).filter((i): i is SnapshotItem => i !== null);
+    if (present.length > 0) yield present;
+  }
 }
 
 /** A section being restored: its bucket and the D1 table its bodies are staged in. */
