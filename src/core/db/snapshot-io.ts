@@ -6,8 +6,9 @@
  * on Workers Paid in the current table, https://developers.cloudflare.com/workers/platform/limits/#subrequests).
  * One R2 get per body to save and one put per body to restore, all inside the one snapshot
  * request, held a snapshot to a few thousand certificate bodies. A call to a Durable Object is
- * one subrequest for the Worker, and each call is a fresh invocation of the object with its own
- * budget (https://developers.cloudflare.com/durable-objects/platform/limits/), so the Worker
+ * one subrequest for the Worker, and the Workers limits apply to an object per request it
+ * receives (https://developers.cloudflare.com/durable-objects/platform/limits/: "Durable Objects
+ * are a special kind of Worker"), so each call brings its own budget. The Worker
  * makes one call per batch of up to BATCH bodies: `list` (one page of keys, LIST_LIMIT), `read`
  * (a batch of bodies, IO_CONCURRENCY gets in flight inside the object) and `write` (a batch of
  * puts, the same). The objects are named `snapshot-io-<k>`, k rotating over INSTANCES, so a
