@@ -14,11 +14,13 @@ import { AUDIT_QUEUE_NAME } from "../audit/types";
 import { Authority } from "../engines/pki";
 import { SyncGate } from "../engines/sync";
 import { serviceProblem } from "../core/config";
+import { SnapshotIo } from "../core/db/snapshot-io";
 import { app } from "./app";
 import { runScheduled } from "./cron";
 import { ENGINES, type RegisteredEngine } from "./engines";
 
-export { Authority, SyncGate };
+// SnapshotIo is the core's (the storage snapshot's R2 calls in batches, src/core/db/snapshot-io.ts), not an engine's.
+export { Authority, SnapshotIo, SyncGate };
 
 /** The Durable Object classes the registry declares, by name, and the ones exported above. */
 type DurableObjectsOf<E> = E extends { durableObjects: infer D } ? D : Record<never, never>;

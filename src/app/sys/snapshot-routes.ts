@@ -39,9 +39,11 @@ export function maxSnapshotBytes(env: Env): number {
 /**
  * The buckets a snapshot carries beside D1: CERTS, the DER of issued certificates whose pki_certs
  * rows hold none (docs/architecture.md "Certificate bodies"), so that a snapshot is a whole backup
- * of the CA. The section name is the binding's.
+ * of the CA. The section name is the binding's. Their R2 calls go through the SnapshotIo Durable
+ * Object (binding SNAPSHOT_IO, src/core/db/snapshot-io.ts) in batches, so the request's
+ * subrequests do not grow with the bodies; without that binding they are made here.
  */
-export const snapshotSections = (env: Env): ObjectSection[] => [{ name: "CERTS", bucket: env.CERTS }];
+export const snapshotSections = (env: Env): ObjectSection[] => [{ name: "CERTS", bucket: env.CERTS, io: (env as Partial<Env>).SNAPSHOT_IO }];
 
 function rootOnly(req: Req): void {
   if (req.ns.id !== ROOT_NAMESPACE.id) throw notFound([`unsupported path: ${req.path} is served in the root namespace only`]);

@@ -5,116 +5,104 @@
  * docs/architecture.md "Certificate bodies"); this layer names no engine and reads no engine's
  * table.
  *
+ * The R2 calls go through ./snapshot-io.ts: batches of up to BATCH bodies, each batch one call
+ * of the Worker's to a SnapshotIo Durable Object (or to the bucket directly when the deployment
+ * has no SNAPSHOT_IO binding), so the Worker's subrequests grow with the batches, not the bodies.
+ *
  * Saving: the bucket is listed with its cursor (LIST_LIMIT keys a call), each listed page cut
- * into lines of at most OBJECT_PAGE objects and OBJECT_PAGE_BYTES of bodies, the bodies of a
- * line read GET_CONCURRENCY at a time: the Worker holds one line's bodies, whatever the bucket's
- * size. An object deleted between the listing and its read (tidy) is left out. An object larger
- * than MAX_OBJECT_BYTES fails the snapshot (a restore stages each body as one D1 value, which
- * holds at most 2 MB: https://developers.cloudflare.com/d1/platform/limits/); certificate bodies
- * are about 1 KB.
+ * into lines of at most OBJECT_PAGE objects and OBJECT_PAGE_BYTES of bodies, each line read in
+ * one call, the reads running ahead of the consumer (the next page listed while fewer than AHEAD
+ * are in flight) and the lines yielded in key order: the Worker holds a few lines' bodies,
+ * whatever the bucket's size. An object deleted between the listing and its read
+ * (tidy) is left out. An object larger than MAX_OBJECT_BYTES fails the snapshot (a restore
+ * stages each body as one D1 value, which holds at most 2 MB:
+ * https://developers.cloudflare.com/d1/platform/limits/); certificate bodies are about 1 KB.
  *
  * Restoring, invariants:
  * - **Nothing is written to a bucket before the whole upload verified.** Bodies are staged in a
  *   D1 staging table (`lanyard_restore_<tag>__o_<section>`, dropped like the tables' staging
  *   ones, ./snapshot-restore.ts) while the MAC chain is computed; a refused restore never
  *   reaches a bucket.
- * - **Bodies go in before the rows.** Once verified, the staged bodies are put (PUT_CONCURRENCY
- *   at a time) and only then are the D1 tables swapped. A put that fails fails the restore before
- *   the swap (as does a swap that fails): D1 is as it was and the bucket has some of the
- *   snapshot's bodies. Those are
- *   harmless: a key is `<mount id>/<serial>`, serials are unique per mount, so a body put over an
- *   existing key is the same certificate's same bytes, and one without a row is never read (every
- *   read starts from a row) and is deleted with its mount. After the swap, every row of the
- *   snapshot has its body.
+ * - **Bodies go in before the rows.** Once verified, the staged bodies are read back (READ_BACK
+ *   objects and OBJECT_PAGE_BYTES per D1 query) and put, a write call per OBJECT_PAGE of them,
+ *   AHEAD calls in flight, and only then are the D1 tables swapped. A put that fails fails the
+ *   restore before the swap (as does a swap that fails): D1 is as it was and the bucket has
+ *   some of the snapshot's bodies. Those are harmless: a key is `<mount id>/<serial>`, serials
+ *   are unique per mount, so a body put over an existing key is the same certificate's same
+ *   bytes, and one without a row is never read (every read starts from a row) and is deleted
+ *   with its mount. After the swap, every row of the snapshot has its body.
  * - **Objects the snapshot does not hold are left in the bucket**: bodies of certificates issued
  *   after the snapshot was taken, whose rows the restore removed. Never read, deleted with their
  *   mount; deleting them would mean listing the whole bucket against the snapshot's keys.
  */
 import { ApiError } from "../errors";
-import { base64ToBytesStrict, bytesToBase64 } from "../encoding";
+import { base64ToBytesStrict } from "../encoding";
 import { refused } from "./snapshot-format";
+import { BATCH, type ListedPage, objectIo, type ObjectSection, type PutItem, type SnapshotItem } from "./snapshot-io";
 import { quoteIdent } from "./snapshot-tables";
 
-/** A bucket whose objects a snapshot carries, under the section name the snapshot gives it. */
-export interface ObjectSection {
-  name: string;
-  bucket: R2Bucket;
-}
+export type { ObjectSection, SnapshotItem } from "./snapshot-io";
 
-/** Keys per list call (R2 returns at most 1000: https://developers.cloudflare.com/r2/api/workers/workers-api-reference/#r2listoptions). */
-export const LIST_LIMIT = 1000;
-/** Objects per line at most (about 270 KB of base64 for certificate bodies). */
-export const OBJECT_PAGE = 200;
+/** Objects per line at most: one read or write call (about 680 KB of base64 for certificate bodies). */
+export const OBJECT_PAGE = BATCH;
 /** Bytes of bodies per line at most (a line is read whole: ./snapshot-lines.ts MAX_LINE_BYTES). */
 export const OBJECT_PAGE_BYTES = 4 * 1024 * 1024;
 /** One object at most: staged as one D1 value (2 MB a row), with room for its key. */
 export const MAX_OBJECT_BYTES = 1024 * 1024;
 /** R2 keys are at most 1024 bytes (https://developers.cloudflare.com/r2/reference/limits/). */
 const MAX_KEY_BYTES = 1024;
-/** Reads and writes of bodies in flight at once, per restore or snapshot. */
-export const GET_CONCURRENCY = 16;
-export const PUT_CONCURRENCY = 16;
-/** Staged bodies read back per D1 query before they are put. */
-const PUT_PAGE = 100;
+/** Staged bodies read back per D1 query at most (with OBJECT_PAGE_BYTES): 4 write calls' worth. */
+const READ_BACK = 4 * OBJECT_PAGE;
+/** Read or write calls in flight at once, per snapshot or restore (each to another SnapshotIo object). */
+export const AHEAD = 4;
 /** D1 binds at most 100 parameters per statement (https://developers.cloudflare.com/d1/platform/limits/). */
 const ROWS_PER_INSERT = 33;
 
-/** One object as it travels: key, base64 body, content type. */
-export type SnapshotItem = [string, string, string | null];
-
-/** `fn` over `items`, at most `limit` at once, results in order; after a failure no new call starts. */
-async function pooled<T, R>(items: readonly T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array<R>(items.length);
-  let next = 0;
-  let failed = false;
-  const worker = async () => {
-    for (let i = next++; i < items.length && !failed; i = next++) {
-      try {
-        out[i] = await fn(items[i] as T);
-      } catch (e) {
-        failed = true;
-        throw e;
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return out;
-}
-
 /** A listed page cut into lines: OBJECT_PAGE objects, OBJECT_PAGE_BYTES of bodies at most. */
-function linesOfListing(objects: readonly R2Object[]): R2Object[][] {
-  const lines: R2Object[][] = [];
-  let line: R2Object[] = [];
+function linesOfListing(objects: ListedPage["objects"]): string[][] {
+  const lines: string[][] = [];
+  let line: string[] = [];
   let bytes = 0;
-  for (const o of objects) {
-    if (o.size > MAX_OBJECT_BYTES) throw new Error(`snapshot: object ${o.key.slice(0, 128)} is ${o.size} bytes, over the ${MAX_OBJECT_BYTES} a snapshot carries`);
-    if (line.length > 0 && (line.length >= OBJECT_PAGE || bytes + o.size > OBJECT_PAGE_BYTES)) {
+  for (const { key, size } of objects) {
+    if (size > MAX_OBJECT_BYTES) throw new Error(`snapshot: object ${key.slice(0, 128)} is ${size} bytes, over the ${MAX_OBJECT_BYTES} a snapshot carries`);
+    if (line.length > 0 && (line.length >= OBJECT_PAGE || bytes + size > OBJECT_PAGE_BYTES)) {
       lines.push(line);
       line = [];
       bytes = 0;
     }
-    line.push(o);
-    bytes += o.size;
+    line.push(key);
+    bytes += size;
   }
   if (line.length > 0) lines.push(line);
   return lines;
 }
 
-/** The bucket's objects, a line's worth at a time, in key order. */
-export async function* objectPages(bucket: R2Bucket): AsyncGenerator<SnapshotItem[]> {
-  let cursor: string | undefined;
-  do {
-    const listed = await bucket.list({ limit: LIST_LIMIT, ...(cursor === undefined ? {} : { cursor }) });
-    for (const line of linesOfListing(listed.objects)) {
-      const items = await pooled(line, GET_CONCURRENCY, async (o): Promise<SnapshotItem | null> => {
-        const body = await bucket.get(o.key);
-        return body ? [o.key, bytesToBase64(new Uint8Array(await body.arrayBuffer())), body.httpMetadata?.contentType ?? null] : null;
-      });
-      const present = items.filter((i): i is SnapshotItem => i !== null);
-      if (present.length > 0) yield present;
+/**
+ * The section's objects, a line's worth at a time, in key order. Reads run ahead of the
+ * consumer: while fewer than AHEAD are in flight the next page is listed and its lines' reads
+ * started (so at most AHEAD + a page's lines, about 5 lines of bodies, are held at once).
+ */
+export async function* objectPages(section: ObjectSection): AsyncGenerator<SnapshotItem[]> {
+  const io = objectIo(section);
+  const pending: Promise<(SnapshotItem | null)[]>[] = [];
+  let cursor: string | null = null;
+  let listed = false;
+  for (;;) {
+    while ((!listed || cursor !== null) && pending.length < AHEAD) {
+      const page: ListedPage = await io.list(cursor);
+      listed = true;
+      cursor = page.cursor;
+      for (const keys of linesOfListing(page.objects)) {
+        const read = io.read(keys);
+        read.catch(() => undefined); // awaited below, or dropped with the generator: never unhandled
+        pending.push(read);
+      }
     }
-    cursor = listed.truncated ? listed.cursor : undefined;
-  } while (cursor !== undefined);
+    const next = pending.shift();
+    if (next === undefined) return;
+    const present = (await next).filter((i): i is SnapshotItem => i !== null);
+    if (present.length > 0) yield present;
+  }
 }
 
 /** A section being restored: its bucket and the D1 table its bodies are staged in. */
@@ -167,22 +155,41 @@ function blobBytes(v: unknown): Uint8Array {
 }
 
 /**
- * Puts a verified section's staged bodies into its bucket, PUT_PAGE read from D1 at a time,
- * PUT_CONCURRENCY puts in flight. A failed put is a 503 naming what the restore left.
+ * Puts a verified section's staged bodies into its bucket: a page read from D1 per query
+ * (READ_BACK objects, OBJECT_PAGE_BYTES of bodies, more only by the one object that crosses it),
+ * cut into write calls of up to OBJECT_PAGE objects, AHEAD calls in flight while the next page
+ * is read. A failed write is a 503 naming what the restore left.
  */
 export async function putStaged(d1: D1Database, s: StagedObjects): Promise<void> {
-  const stmt = d1.prepare(`SELECT rowid, k, v, t FROM ${quoteIdent(s.staging)} WHERE rowid > ?1 ORDER BY rowid LIMIT ?2`);
+  const io = objectIo(s.section);
+  const stmt = d1.prepare(
+    `SELECT r, k, v, t FROM (SELECT rowid AS r, k, v, t, length(v) AS n, sum(length(v)) OVER (ORDER BY rowid) AS run FROM ${quoteIdent(s.staging)} WHERE rowid > ?1 ORDER BY rowid LIMIT ?2) WHERE run - n < ?3 ORDER BY r`,
+  );
+  const inFlight = new Set<Promise<void>>();
+  let failure: unknown = null;
+  const send = (items: PutItem[]) => {
+    const call: Promise<void> = io.write(items).then(
+      () => void inFlight.delete(call),
+      (e: unknown) => {
+        failure ??= e;
+        inFlight.delete(call);
+      },
+    );
+    inFlight.add(call);
+  };
   let after = 0;
   for (;;) {
-    const rows = await stmt.bind(after, PUT_PAGE).raw<[number, string, unknown, string | null]>();
-    if (rows.length === 0) return;
+    const rows = failure === null ? await stmt.bind(after, READ_BACK, OBJECT_PAGE_BYTES).raw<[number, string, unknown, string | null]>() : [];
+    if (rows.length === 0) break;
     after = Number(rows[rows.length - 1]?.[0]);
-    try {
-      await pooled(rows, PUT_CONCURRENCY, ([, key, body, type]) => s.section.bucket.put(key, blobBytes(body), type === null ? {} : { httpMetadata: { contentType: type } }));
-    } catch (e) {
-      const why = e instanceof Error ? e.message.slice(0, 200) : String(e);
-      throw new ApiError(503, `snapshot restore failed: writing the bodies of ${s.section.name} to its bucket (${why}); the database was not changed (the bucket may hold some of the snapshot's bodies, which no row reads); restore again`);
+    for (let i = 0; i < rows.length && failure === null; i += OBJECT_PAGE) {
+      while (inFlight.size >= AHEAD) await Promise.race(inFlight);
+      send(rows.slice(i, i + OBJECT_PAGE).map(([, key, body, type]): PutItem => [key, blobBytes(body), type]));
     }
-    if (rows.length < PUT_PAGE) return;
+  }
+  await Promise.all(inFlight);
+  if (failure !== null) {
+    const why = failure instanceof Error ? failure.message.slice(0, 200) : String(failure);
+    throw new ApiError(503, `snapshot restore failed: writing the bodies of ${s.section.name} to its bucket (${why}); the database was not changed (the bucket may hold some of the snapshot's bodies, which no row reads); restore again`);
   }
 }

@@ -85,7 +85,7 @@ async function* linesOf(d1: D1Database, keys: SealKeys, header: Omit<SnapshotHea
   let objects = 0;
   for (const s of sections) {
     yield await emit({ objects: s.name });
-    for await (const items of objectPages(s.bucket)) {
+    for await (const items of objectPages(s)) {
       objects += items.length;
       yield await emit({ items });
     }
