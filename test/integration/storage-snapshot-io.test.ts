@@ -15,6 +15,7 @@ import { describe, expect, it } from "vitest";
 import { app } from "../../src/app/app";
 import { BATCH, LIST_LIMIT, type SnapshotIo } from "../../src/core/db/snapshot-io";
 import { ROOT, write } from "../helpers/api";
+import { dumpTables } from "../helpers/db-dump";
 
 const N = Math.floor(BATCH * 2.5);
 const bytesOf = async (s: ReadableStream<Uint8Array>) => new Uint8Array(await new Response(s).arrayBuffer());
@@ -24,15 +25,7 @@ const hex = (b: ArrayBuffer | Uint8Array) => Buffer.from(b instanceof Uint8Array
 const SLOW = 180_000;
 const TYPES = ["application/pkix-cert", null, "application/octet-stream"] as const;
 
-/** Every table a snapshot covers, each as its rows in rowid order. */
-async function dump(): Promise<Record<string, unknown[]>> {
-  const tables = await env.DB.prepare(
-    String.raw`SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite\_%' ESCAPE '\' AND name NOT LIKE '\_cf\_%' ESCAPE '\' AND name NOT IN ('d1_migrations', 'deployment_identity') ORDER BY name`,
-  ).all<{ name: string }>();
-  const out: Record<string, unknown[]> = {};
-  for (const { name } of tables.results) out[name] = (await env.DB.prepare(`SELECT * FROM "${name}" ORDER BY rowid`).raw()).map((r) => r.map((v) => (v instanceof ArrayBuffer ? [...new Uint8Array(v)] : v)));
-  return out;
-}
+const dump = dumpTables;
 
 /** Every object of the CERTS bucket: key → hex of its bytes and its content type. */
 async function bucket(): Promise<Map<string, string>> {
