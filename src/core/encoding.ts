@@ -237,3 +237,14 @@ export function decodePemBlocks(text: string): PemBlock[] {
     return { label, der };
   });
 }
+
+/**
+ * The bytes of a BLOB as D1 hands it back (an ArrayBuffer, a typed array, or an array of
+ * numbers, depending on the runtime and the read method); null for any other value.
+ */
+export function blobBytes(v: unknown): Uint8Array | null {
+  if (v instanceof ArrayBuffer) return new Uint8Array(v);
+  if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
+  if (Array.isArray(v)) return Uint8Array.from(v as number[]);
+  return null;
+}

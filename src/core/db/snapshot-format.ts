@@ -32,7 +32,7 @@
  * version is in the header, which is chained too, so a version-2 snapshot cannot be passed off as
  * a version-1 one without its bodies.
  */
-import { base64ToBytes, base64ToBytesStrict, bytesToBase64, bytesToHex, concatBytes, timingSafeEqual } from "../encoding";
+import { base64ToBytes, base64ToBytesStrict, blobBytes, bytesToBase64, bytesToHex, concatBytes, timingSafeEqual } from "../encoding";
 import { badRequest } from "../errors";
 import { currentKeyId, type SealKeys } from "./seal";
 
@@ -128,9 +128,8 @@ export function encodeValue(v: unknown): SnapshotValue {
   if (v === null || v === undefined) return null;
   if (typeof v === "number" || typeof v === "string") return v;
   if (typeof v === "bigint") return Number(v);
-  if (v instanceof ArrayBuffer) return { b: bytesToBase64(new Uint8Array(v)) };
-  if (ArrayBuffer.isView(v)) return { b: bytesToBase64(new Uint8Array(v.buffer, v.byteOffset, v.byteLength)) };
-  if (Array.isArray(v)) return { b: bytesToBase64(Uint8Array.from(v as number[])) };
+  const bytes = blobBytes(v);
+  if (bytes) return { b: bytesToBase64(bytes) };
   throw new Error(`snapshot: a stored value of type ${typeof v} has no encoding`);
 }
 

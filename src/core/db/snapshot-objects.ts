@@ -36,7 +36,7 @@
  *   mount; deleting them would mean listing the whole bucket against the snapshot's keys.
  */
 import { ApiError } from "../errors";
-import { base64ToBytesStrict } from "../encoding";
+import { base64ToBytesStrict, blobBytes } from "../encoding";
 import { refused } from "./snapshot-format";
 import { BATCH, type ListedPage, objectIo, type ObjectSection, type PutItem, type SnapshotItem } from "./snapshot-io";
 import { quoteIdent } from "./snapshot-tables";
@@ -146,14 +146,6 @@ export async function stageObjects(d1: D1Database, s: StagedObjects, items: unkn
   return values.length;
 }
 
-/** A BLOB as D1 returns it (ArrayBuffer, or an array of bytes), as bytes. */
-function blobBytes(v: unknown): Uint8Array {
-  if (v instanceof ArrayBuffer) return new Uint8Array(v);
-  if (ArrayBuffer.isView(v)) return new Uint8Array(v.buffer, v.byteOffset, v.byteLength);
-  if (Array.isArray(v)) return Uint8Array.from(v as number[]);
-  return new Uint8Array(0);
-}
-
 /**
  * Puts a verified section's staged bodies into its bucket: a page read from D1 per query
  * (READ_BACK objects, OBJECT_PAGE_BYTES of bodies, more only by the one object that crosses it),
@@ -184,7 +176,7 @@ export async function putStaged(d1: D1Database, s: StagedObjects): Promise<void>
     after = Number(rows[rows.length - 1]?.[0]);
     for (let i = 0; i < rows.length && failure === null; i += OBJECT_PAGE) {
       while (inFlight.size >= AHEAD) await Promise.race(inFlight);
-      send(rows.slice(i, i + OBJECT_PAGE).map(([, key, body, type]): PutItem => [key, blobBytes(body), type]));
+      send(rows.slice(i, i + OBJECT_PAGE).map(([, key, body, type]): PutItem => [key, blobBytes(body) ?? new Uint8Array(0), type]));
     }
   }
   await Promise.all(inFlight);

@@ -12,6 +12,7 @@
  * pages keep the order they had when serials were text.
  */
 import { customType } from "drizzle-orm/sqlite-core";
+import { blobBytes, bytesToHex } from "../../encoding";
 
 /** A BLOB as D1 hands it back (an array of numbers) or as a binding may hold it. */
 export type BlobValue = number[] | Uint8Array | ArrayBuffer;
@@ -31,10 +32,7 @@ export function serialOctets(serial: string): Uint8Array {
 
 /** The colon hex of a stored serial BLOB. */
 export function serialText(v: BlobValue): string {
-  const bytes = v instanceof ArrayBuffer ? new Uint8Array(v) : v;
-  const parts: string[] = [];
-  for (const b of bytes) parts.push(b.toString(16).padStart(2, "0"));
-  return parts.join(":");
+  return serialFromHex(bytesToHex(blobBytes(v) ?? new Uint8Array(0)));
 }
 
 /**
