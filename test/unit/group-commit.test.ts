@@ -8,7 +8,7 @@
  * a cancelled request (never released) dropped from it once IN_FLIGHT_MAX_MS old.
  */
 import { describe, expect, it } from "vitest";
-import { auditedInFlight, auditedRequestBegins, gather, IN_FLIGHT_MAX_MS, LINGER_MS, LINGER_TICKS } from "../../src/audit/batcher";
+import { auditedInFlight, auditedRequestBegins, expectedGroup, forgetFlushPeak, gather, IN_FLIGHT_MAX_MS, LINGER_MS, LINGER_STEPS, PEAK_HOLD_MS, recordFlush } from "../../src/audit/batcher";
 import { GroupCommit } from "../../src/core/group-commit";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -73,24 +73,55 @@ describe("group commit", () => {
   });
 
   it("the audit linger: a lone leader does not linger; one waiting for entries that never come stops at its bound", async () => {
-    // Alone (nothing else in flight): one tick, no look at the count after it.
+    // Alone (nothing else in flight, no recent flush): one tick, no look at the count after it.
+    forgetFlushPeak();
     let looks = 0;
     const t0 = Date.now();
     await gather(() => 1, () => (looks++, 1));
     expect(looks).toBe(1);
     expect(Date.now() - t0).toBeLessThan(50);
-    // 100 requests counted in flight, none of which ever hands over: at most LINGER_TICKS more
-    // ticks within LINGER_MS (a loaded machine's timers are late, hence the loose wall bound).
+    // 100 requests counted in flight, none of which ever hands over: at most LINGER_STEPS more
+    // waits within LINGER_MS (a loaded machine's timers are late, hence the loose wall bound).
     looks = 0;
     const t1 = Date.now();
     expect(await within(gather(() => 1, () => (looks++, 100)), 1_000)).toBeUndefined();
-    expect(looks).toBeLessThanOrEqual(LINGER_TICKS + 1);
+    expect(looks).toBeLessThanOrEqual(LINGER_STEPS + 1);
     expect(Date.now() - t1).toBeLessThan(LINGER_MS + 200);
     // Company arriving ends the linger at once.
     let waiting = 1;
     setTimeout(() => (waiting = 3), 0);
     await gather(() => waiting, () => 3);
     expect(waiting).toBe(3);
+  });
+
+  it("the audit linger expects the largest flush of the last PEAK_HOLD_MS, bounded, and forgets it after", async () => {
+    forgetFlushPeak();
+    const t0 = 1_000_000;
+    recordFlush(3, t0);
+    recordFlush(8, t0 + 10);
+    recordFlush(5, t0 + 20);
+    // The largest recent flush, or the count in flight when that is more.
+    expect(expectedGroup(1, t0 + 30)).toBe(8);
+    expect(expectedGroup(12, t0 + 30)).toBe(12);
+    // Held PEAK_HOLD_MS after it was reached, then the next flush's size replaces it.
+    expect(expectedGroup(1, t0 + 10 + PEAK_HOLD_MS + 1)).toBe(1);
+    recordFlush(2, t0 + 10 + PEAK_HOLD_MS + 1);
+    expect(expectedGroup(1, t0 + 10 + PEAK_HOLD_MS + 2)).toBe(2);
+    // A leader alone in flight after a flush of 8: it waits for company, at most LINGER_STEPS
+    // waits of 1 ms (late timers on a loaded machine, hence the loose wall bound)...
+    forgetFlushPeak();
+    recordFlush(8);
+    let looks = 0;
+    const t1 = Date.now();
+    await gather(() => 1, () => (looks++, 1));
+    expect(looks).toBeGreaterThan(1);
+    expect(looks).toBeLessThanOrEqual(LINGER_STEPS + 1);
+    expect(Date.now() - t1).toBeLessThan(LINGER_MS + 200);
+    // ...and stops as soon as as many wait.
+    looks = 0;
+    await gather(() => 8, () => (looks++, 1));
+    expect(looks).toBe(1);
+    forgetFlushPeak();
   });
 
   it("the audit linger's count: each request counted once, released once however often its release runs; a request cancelled before its release stops counting after IN_FLIGHT_MAX_MS", () => {
