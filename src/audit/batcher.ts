@@ -159,12 +159,14 @@ export function expectedGroup(inFlightNow: number, now = Date.now()): number {
 }
 
 /**
- * The leader's wait for company: one tick (the requests of this turn join), then, while fewer
- * hand-offs wait than it expects (`expectedGroup`), at most LINGER_STEPS waits of 1 ms within
- * LINGER_MS. Alone (nothing else in flight, no recent flush larger than one) it never lingers.
+ * The leader's wait for company, while fewer hand-offs wait than it expects (`expectedGroup`):
+ * one tick (the requests of this turn join), then at most LINGER_STEPS waits of 1 ms within
+ * LINGER_MS. When as many already wait, or it is alone (nothing else in flight, no recent flush
+ * larger than one), it does not wait at all: each wait is a timer event, CPU of its own.
  * Bounded by its own timers, so it always ends.
  */
 export async function gather(waiting: () => number, inFlightNow: () => number = auditedInFlight): Promise<void> {
+  if (waiting() >= expectedGroup(inFlightNow())) return;
   await tick();
   const start = Date.now();
   for (let i = 0; i < LINGER_STEPS && waiting() < expectedGroup(inFlightNow()) && Date.now() - start < LINGER_MS; i++) await sleep(1);

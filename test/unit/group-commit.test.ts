@@ -73,7 +73,7 @@ describe("group commit", () => {
   });
 
   it("the audit linger: a lone leader does not linger; one waiting for entries that never come stops at its bound", async () => {
-    // Alone (nothing else in flight, no recent flush): one tick, no look at the count after it.
+    // Alone (nothing else in flight, no recent flush): no wait, one look at the count.
     forgetFlushPeak();
     let looks = 0;
     const t0 = Date.now();
@@ -117,7 +117,7 @@ describe("group commit", () => {
     expect(looks).toBeGreaterThan(1);
     expect(looks).toBeLessThanOrEqual(LINGER_STEPS + 1);
     expect(Date.now() - t1).toBeLessThan(LINGER_MS + 200);
-    // ...and stops as soon as as many wait.
+    // ...and does not wait when as many already wait.
     looks = 0;
     await gather(() => 8, () => (looks++, 1));
     expect(looks).toBe(1);
