@@ -16,6 +16,7 @@ const NODE_UNIT_TESTS = [
   "architecture",
   "audit-filter",
   "audit-hmac",
+  "audit-hmac-sha256",
   "auth-jwt",
   "auth-login",
   "caches-doc",

@@ -33,20 +33,16 @@ export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: 
   if (devices.length === 0 || entries.length === 0) return;
   const errors = new Map<string, unknown>();
   const parts: DevicePart[] = [];
-  await Promise.all(
-    devices.map(async (device) => {
-      try {
-        const texts = await Promise.all(entries.map(async (e) => serialized(device, await hashEntry(device, e))));
-        if (device.type === "stdout") for (const t of texts) console.log(t.text);
-        else parts.push({ device, entries: texts.map((t, i) => queued(entries[i] as AuditEntry, t)) });
-      } catch (e) {
-        errors.set(device.id, e);
-      }
-    }),
-  );
+  for (const device of devices) {
+    try {
+      const texts = entries.map((e) => serialized(device, hashEntry(device, e)));
+      if (device.type === "stdout") for (const t of texts) console.log(t.text);
+      else parts.push({ device, entries: texts.map((t, i) => queued(entries[i] as AuditEntry, t)) });
+    } catch (e) {
+      errors.set(device.id, e);
+    }
+  }
   if (parts.length > 0) {
-    // In the devices' order (Promise.all above finishes in any order).
-    parts.sort((x, y) => devices.indexOf(x.device) - devices.indexOf(y.device));
     for (const [id, e] of await queueEntries(env.AUDIT_QUEUE, parts, waitUntil)) errors.set(id, e);
   }
   for (const d of devices) {

@@ -16,35 +16,39 @@
  * handlers reply with plain values, so plain objects, arrays and primitives are what is met here.
  */
 import { BoundedCache } from "../core/bounded-cache";
-import { bytesToHex } from "../core/encoding";
+import { hmacKey, hmacSha256Hex, type HmacKey } from "./hmac-sha256";
 import type { AuditAuth, AuditDevice, AuditEntry } from "./types";
 
 const PREFIX = "hmac-sha256:";
 const utf8 = new TextEncoder();
 
-// Imported keys by salt, per isolate. A key is a pure function of its salt, so it never goes
-// stale; bounded because devices come and go.
-const keys = new BoundedCache<CryptoKey>("audit.hmacKeys", 64);
+// Absorbed keys by salt, per isolate (./hmac-sha256.ts: synchronous, so an entry is hashed
+// without a promise per value). A key is a pure function of its salt, so it never goes stale;
+// bounded because devices come and go.
+const keys = new BoundedCache<HmacKey>("audit.hmacKeys", 64);
 
-async function importKey(salt: string): Promise<CryptoKey> {
-  const k = await crypto.subtle.importKey("raw", utf8.encode(salt), { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
-  keys.set(salt, k);
+function keyOf(salt: string): HmacKey {
+  let k = keys.get(salt);
+  if (!k) {
+    k = hmacKey(utf8.encode(salt));
+    keys.set(salt, k);
+  }
   return k;
 }
 
 /**
  * HMACs of credentials (tokens, accessors) already computed, by salt and value: the same token
  * comes back in every entry of its requests (auth and request, request and response entries),
- * so at steady load these cost a map lookup instead of a WebCrypto call. Per isolate, in memory
+ * so at steady load these cost a map lookup instead of an HMAC per request. Per isolate, in memory
  * only (where the token itself already is: src/auth/token-store.ts caches it), bounded.
  */
 const credentialMacs = new BoundedCache<string>("audit.credentialMacs", 2048);
 
-async function credentialMac(salt: string, value: string): Promise<string> {
+function credentialMac(salt: string, value: string): string {
   const key = `${salt}\u0000${value}`;
   const hit = credentialMacs.get(key);
   if (hit !== undefined) return hit;
-  const mac = await hmacValue(salt, value);
+  const mac = hmacValue(salt, value);
   credentialMacs.set(key, mac);
   return mac;
 }
@@ -54,24 +58,20 @@ async function credentialMac(salt: string, value: string): Promise<string> {
  * builds a request's `request` and `auth` parts once and puts the same objects in its request
  * and response entries, so the response entry reuses what the request entry hashed.
  */
-const hashedParts = new WeakMap<object, Map<string, Promise<unknown>>>();
+const hashedParts = new WeakMap<object, Map<string, unknown>>();
 
-function once<T>(part: object, device: string, make: () => Promise<T>): Promise<T> {
+function once<T>(part: object, device: string, make: () => T): T {
   let m = hashedParts.get(part);
   if (!m) hashedParts.set(part, (m = new Map()));
-  let p = m.get(device) as Promise<T> | undefined;
-  if (!p) {
-    p = make();
-    m.set(device, p);
-  }
-  return p;
+  if (m.has(device)) return m.get(device) as T;
+  const v = make();
+  m.set(device, v);
+  return v;
 }
 
 /** `hmac-sha256:<hex>` of one string with a device's salt (also sys/audit-hash). */
-export async function hmacValue(salt: string, value: string): Promise<string> {
-  const key = keys.get(salt) ?? (await importKey(salt));
-  const mac = await crypto.subtle.sign("HMAC", key, utf8.encode(value));
-  return PREFIX + bytesToHex(new Uint8Array(mac));
+export function hmacValue(salt: string, value: string): string {
+  return PREFIX + hmacSha256Hex(keyOf(salt), utf8.encode(value));
 }
 
 // Go's time.Parse(time.RFC3339, s) accepts these (fractional seconds optional, Z or an offset).
@@ -86,47 +86,32 @@ export function isTimestamp(s: string): boolean {
  * Every string and number leaf of a JSON value replaced by its HMAC, except timestamps. A value
  * is hashed as its JSON text reads (a number JSON cannot write is null, `toJSON` is honoured):
  * response data comes straight from the handler's reply, not back from the serialized answer.
- * In two passes: the texts to HMAC are gathered first, each distinct one HMAC'd once (an issue's
- * `issuing_ca` is its `ca_chain`'s first item), then the value is rebuilt with them, without a
- * promise per leaf. The HMACs live only for this call.
+ * Each distinct text is HMAC'd once per call (an issue's `issuing_ca` is its `ca_chain`'s first
+ * item).
  */
-export async function hashData(salt: string, value: unknown): Promise<unknown> {
-  const macs = new Map<string, string>();
-  const json = new Map<object, unknown>();
-  gatherTexts(value, macs, json);
-  await Promise.all([...macs.keys()].map(async (text) => macs.set(text, await hmacValue(salt, text))));
-  return rebuild(value, macs, json);
+export function hashData(salt: string, value: unknown): unknown {
+  return hashLeaves(value, keyOf(salt), new Map());
 }
 
-/** The leaf texts of `value` to HMAC, as keys of `macs`; each `toJSON` result kept in `json` (called once). */
-function gatherTexts(value: unknown, macs: Map<string, string>, json: Map<object, unknown>): void {
-  if (typeof value === "string") {
-    if (!isTimestamp(value)) macs.set(value, "");
-  } else if (typeof value === "number") {
-    if (Number.isFinite(value)) macs.set(JSON.stringify(value), "");
-  } else if (Array.isArray(value)) {
-    for (const v of value) gatherTexts(v, macs, json);
-  } else if (value !== null && typeof value === "object") {
-    if (typeof (value as { toJSON?: unknown }).toJSON === "function") {
-      const j = (value as { toJSON(): unknown }).toJSON();
-      json.set(value, j);
-      gatherTexts(j, macs, json);
-    } else for (const v of Object.values(value)) gatherTexts(v, macs, json);
-  }
-}
-
-/** `value` with each leaf replaced as hashData says, from the HMACs `gatherTexts` listed. */
-function rebuild(value: unknown, macs: Map<string, string>, json: Map<object, unknown>): unknown {
-  // A timestamp was not gathered (nor is any number's JSON text one): it stays.
-  if (typeof value === "string") return macs.get(value) ?? value;
-  if (typeof value === "number") return Number.isFinite(value) ? macs.get(JSON.stringify(value)) : null;
-  if (Array.isArray(value)) return value.map((v) => rebuild(v, macs, json));
+function hashLeaves(value: unknown, key: HmacKey, macs: Map<string, string>): unknown {
+  if (typeof value === "string") return isTimestamp(value) ? value : macOnce(value, key, macs);
+  if (typeof value === "number") return Number.isFinite(value) ? macOnce(JSON.stringify(value), key, macs) : null;
+  if (Array.isArray(value)) return value.map((v) => hashLeaves(v, key, macs));
   if (value !== null && typeof value === "object") {
-    if (json.has(value)) return rebuild(json.get(value), macs, json);
+    if (typeof (value as { toJSON?: unknown }).toJSON === "function") return hashLeaves((value as { toJSON(): unknown }).toJSON(), key, macs);
     // fromEntries, not assignment: a body's own "__proto__" key stays a key.
-    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, rebuild(v, macs, json)]));
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, hashLeaves(v, key, macs)]));
   }
   return value;
+}
+
+function macOnce(text: string, key: HmacKey, macs: Map<string, string>): string {
+  let mac = macs.get(text);
+  if (mac === undefined) {
+    mac = PREFIX + hmacSha256Hex(key, utf8.encode(text));
+    macs.set(text, mac);
+  }
+  return mac;
 }
 
 /**
@@ -147,9 +132,9 @@ function secretsInPath(path: string, clientToken: string | undefined): string[] 
 }
 
 /** `text` with every one of `secrets` replaced by its HMAC (longest first, so none is left half-replaced). */
-async function replaceSecrets(salt: string, text: string, secrets: string[]): Promise<string> {
+function replaceSecrets(salt: string, text: string, secrets: string[]): string {
   let out = text;
-  for (const s of [...secrets].sort((a, b) => b.length - a.length)) if (out.includes(s)) out = out.split(s).join(await hmacValue(salt, s));
+  for (const s of [...secrets].sort((a, b) => b.length - a.length)) if (out.includes(s)) out = out.split(s).join(hmacValue(salt, s));
   return out;
 }
 
@@ -157,16 +142,16 @@ async function replaceSecrets(salt: string, text: string, secrets: string[]): Pr
  * Response data HMAC'd as request data is, except a raw answer's `http_status_code`: a status the
  * server set (Vault's `logical.HTTPStatusCode`, a Go int its walk leaves alone), not caller data.
  */
-async function hashResponseData(salt: string, data: Record<string, unknown>): Promise<Record<string, unknown>> {
-  const out = (await hashData(salt, data)) as Record<string, unknown>;
+function hashResponseData(salt: string, data: Record<string, unknown>): Record<string, unknown> {
+  const out = hashData(salt, data) as Record<string, unknown>;
   if ("http_raw_body" in data && typeof data.http_status_code === "number") out.http_status_code = data.http_status_code;
   return out;
 }
 
-async function hashAuth(salt: string, auth: AuditAuth, hmacAccessor: boolean): Promise<AuditAuth> {
+function hashAuth(salt: string, auth: AuditAuth, hmacAccessor: boolean): AuditAuth {
   const out: AuditAuth = { ...auth };
-  if (auth.client_token) out.client_token = await credentialMac(salt, auth.client_token);
-  if (auth.accessor && hmacAccessor) out.accessor = await credentialMac(salt, auth.accessor);
+  if (auth.client_token) out.client_token = credentialMac(salt, auth.client_token);
+  if (auth.accessor && hmacAccessor) out.accessor = credentialMac(salt, auth.accessor);
   return out;
 }
 
@@ -175,33 +160,33 @@ async function hashAuth(salt: string, auth: AuditAuth, hmacAccessor: boolean): P
  * token never appears in a path in the clear even then (a path is not a field Vault hashes, and
  * a token there is always a client mistake).
  */
-export async function hashEntry(device: Pick<AuditDevice, "salt" | "logRaw" | "hmacAccessor">, entry: AuditEntry): Promise<AuditEntry> {
+export function hashEntry(device: Pick<AuditDevice, "salt" | "logRaw" | "hmacAccessor">, entry: AuditEntry): AuditEntry {
   const { salt, hmacAccessor } = device;
   // The memo of hashed parts is per device settings (the salt names the device).
   const who = `${salt}\u0000${device.logRaw ? 1 : 0}${hmacAccessor ? 1 : 0}`;
   const rawToken = entry.auth?.client_token ?? entry.request.client_token;
   // A secret in the path is hidden wherever the path is echoed: the path and the error text.
   const inPath = secretsInPath(entry.request.path, rawToken);
-  const path = inPath.length > 0 ? await replaceSecrets(salt, entry.request.path, inPath) : entry.request.path;
-  const error = entry.error !== undefined && inPath.length > 0 ? await replaceSecrets(salt, entry.error, inPath) : entry.error;
+  const path = inPath.length > 0 ? replaceSecrets(salt, entry.request.path, inPath) : entry.request.path;
+  const error = entry.error !== undefined && inPath.length > 0 ? replaceSecrets(salt, entry.error, inPath) : entry.error;
   const base: AuditEntry = { ...entry, request: { ...entry.request, path } };
   if (error !== undefined) base.error = error;
   if (device.logRaw) return base;
   const original = entry.request;
-  const hashedRequest = await once(original, `${who}\u0000${path}`, async () => {
+  const hashedRequest = once(original, `${who}\u0000${path}`, () => {
     const request = { ...original, path };
-    if (request.client_token) request.client_token = await credentialMac(salt, request.client_token);
-    if (request.client_token_accessor && hmacAccessor) request.client_token_accessor = await credentialMac(salt, request.client_token_accessor);
-    if (request.data) request.data = (await hashData(salt, request.data)) as Record<string, unknown>;
+    if (request.client_token) request.client_token = credentialMac(salt, request.client_token);
+    if (request.client_token_accessor && hmacAccessor) request.client_token_accessor = credentialMac(salt, request.client_token_accessor);
+    if (request.data) request.data = hashData(salt, request.data) as Record<string, unknown>;
     return request;
   });
   const out: AuditEntry = { ...base, request: hashedRequest };
   const auth = entry.auth;
-  if (auth) out.auth = await once(auth, who, () => hashAuth(salt, auth, hmacAccessor));
+  if (auth) out.auth = once(auth, who, () => hashAuth(salt, auth, hmacAccessor));
   if (entry.response) {
     const response = { ...entry.response };
-    if (response.auth) response.auth = await hashAuth(salt, response.auth, hmacAccessor);
-    if (response.data) response.data = await hashResponseData(salt, response.data);
+    if (response.auth) response.auth = hashAuth(salt, response.auth, hmacAccessor);
+    if (response.data) response.data = hashResponseData(salt, response.data);
     out.response = response;
   }
   return out;

@@ -171,7 +171,7 @@ export const auditRoutes = [
         if (req.fields.input === "") throw badRequest('the "input" parameter is empty');
         const device = await deviceAt(req.db, loadConfig(req.env).seal, path);
         if (!device) throw badRequest(`unknown audit backend "${path}"`);
-        const data = { hash: await hmacValue(device.salt, req.fields.input) };
+        const data = { hash: hmacValue(device.salt, req.fields.input) };
         return { data, topLevel: data };
       },
     },
