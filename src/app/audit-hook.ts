@@ -31,7 +31,7 @@
 import { absorbDeviceRows, cachedDevices, deviceListQuery, lastKnownDevices, loadDevices } from "../audit/audit-store";
 import { devicesFor } from "../audit/device-filter";
 import type { AuditFilterFields } from "../audit/filter";
-import { auditedRequestBegins } from "../audit/batcher";
+import { auditedRequestBegins } from "../audit/linger";
 import { enqueueEntries } from "../audit/enqueue";
 import { AuditUnavailableError, type AuditAuth, type AuditDevice, type AuditEntry, type AuditRequest, type AuditResponse } from "../audit/types";
 import { loadConfig } from "../core/config";

@@ -15,14 +15,9 @@
  *   waiter, which flushes everything waiting by then. Under load a flush thus carries the entries
  *   of every request that arrived during the previous one. A lead not flushed within
  *   STALE_LEAD_MS (its request cancelled) is taken over by the first waiter.
- * - **A bounded linger, only in company.** The leader waits for the hand-offs it expects
- *   (`expectedGroup`): the isolate's other audited requests in flight (`auditedRequestBegins`:
- *   their work started, their last hand-off not ended), or as many as the largest flush of the
- *   last PEAK_HOLD_MS (under steady load they come again, some not yet inside the Worker). Fewer
- *   waiting than that, it waits at most LINGER_STEPS times 1 ms within LINGER_MS (`gather`); with
- *   nothing else in flight and no recent flush of company it does not linger. The in-flight count
- *   is exact but for requests cancelled mid-way, which count until IN_FLIGHT_MAX_MS; a wrong
- *   count or peak costs at most the bound.
+ * - **A bounded linger, only in company and only while it pays** (./linger.ts `gather`): the
+ *   leader waits at most LINGER_MS for the hand-offs it expects, and not at all when they are
+ *   there, when it is alone, or when lingering has recently not brought company.
  * - **No waiter waits for ever.** Every waiter is settled by a flush that took its entries after
  *   they were added (the leader takes everything waiting once its linger ends, and the lead
  *   passes to the first waiter when a flush ends), and it looks at its result on timers of its
@@ -40,6 +35,7 @@
  *   the flush) and hands the send to waitUntil.
  */
 import { GroupCommit } from "../core/group-commit";
+import { gather, recordFlush } from "./linger";
 import { encodeMessage, headerBytes, indexBytes, messageDevice, type QueuedEntry } from "./message";
 import { MAX_AUDIT_MESSAGE_BYTES, type AuditDevice } from "./types";
 
@@ -92,85 +88,6 @@ export function setBatchSendForTests(fn: QueueSend | null): void {
  * than any Queue send, so at worst two flushes overlap.
  */
 export const STALE_LEAD_MS = 15_000;
-
-/**
- * Audited requests of this isolate whose entries may still reach the batcher: from the start of
- * their work (src/app/audit-hook.ts `beforeWork`) to the end of their last hand-off, which the
- * trail ends in a `finally` (an answer that fails to render, a hand-off that throws). A request
- * cancelled mid-way (the client went away) never runs its code again, not even a `finally`: it
- * stops counting IN_FLIGHT_MAX_MS after it began. Oldest first (a Set keeps insertion order).
- */
-const inFlight = new Set<{ since: number }>();
-
-/** Longer than any audited request's work; a request counted longer than this was cancelled. */
-export const IN_FLIGHT_MAX_MS = STALE_LEAD_MS;
-
-/** Counts one audited request in flight; the function returned (idempotent) stops counting it. */
-export function auditedRequestBegins(): () => void {
-  const me = { since: Date.now() };
-  inFlight.add(me);
-  return () => {
-    inFlight.delete(me);
-  };
-}
-
-/** The audited requests in flight now (those counted longer than IN_FLIGHT_MAX_MS dropped). */
-export function auditedInFlight(now = Date.now()): number {
-  for (const r of inFlight) {
-    if (now - r.since <= IN_FLIGHT_MAX_MS) break;
-    inFlight.delete(r);
-  }
-  return inFlight.size;
-}
-
-/** The linger's bounds: at most LINGER_STEPS waits of 1 ms, and LINGER_MS since the first tick. */
-export const LINGER_STEPS = 2;
-export const LINGER_MS = 2;
-/** How long the largest recent flush is expected again (then the next flush's size replaces it). */
-export const PEAK_HOLD_MS = 1_000;
-
-const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 0));
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
-
-/**
- * The largest flush of the last PEAK_HOLD_MS: under steady load as many requests hand over per
- * flush again, though at a given moment some are still on their way into the Worker (not yet
- * counted in flight): reading the HTTP request, in their D1 round trip.
- */
-const peak = { size: 0, at: 0 };
-
-/** Test seam: no recent flush (a fresh isolate). */
-export function forgetFlushPeak(): void {
-  peak.size = 0;
-  peak.at = 0;
-}
-
-/** Records a flush's size in the peak. */
-export function recordFlush(size: number, now = Date.now()): void {
-  if (size >= peak.size || now - peak.at > PEAK_HOLD_MS) {
-    peak.size = size;
-    peak.at = now;
-  }
-}
-
-/** The hand-offs a leader expects in its flush: those in flight now, or the recent peak. */
-export function expectedGroup(inFlightNow: number, now = Date.now()): number {
-  return Math.max(inFlightNow, now - peak.at <= PEAK_HOLD_MS ? peak.size : 0);
-}
-
-/**
- * The leader's wait for company, while fewer hand-offs wait than it expects (`expectedGroup`):
- * one tick (the requests of this turn join), then at most LINGER_STEPS waits of 1 ms within
- * LINGER_MS. When as many already wait, or it is alone (nothing else in flight, no recent flush
- * larger than one), it does not wait at all: each wait is a timer event, CPU of its own.
- * Bounded by its own timers, so it always ends.
- */
-export async function gather(waiting: () => number, inFlightNow: () => number = auditedInFlight): Promise<void> {
-  if (waiting() >= expectedGroup(inFlightNow())) return;
-  await tick();
-  const start = Date.now();
-  for (let i = 0; i < LINGER_STEPS && waiting() < expectedGroup(inFlightNow()) && Date.now() - start < LINGER_MS; i++) await sleep(1);
-}
 
 const commit = new GroupCommit<Waiter, SendFailures, Queue>({
   maxGroup: MAX_GROUP,

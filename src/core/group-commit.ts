@@ -68,10 +68,6 @@ export class GroupCommit<I, O, C> {
   private leadSince = 0;
   /** A lead's typical length, from being given to its group's end (moving average; 0 before any). */
   private typicalLeadMs = 0;
-  /** Leads given so far: a waiter's input runs in the lead it joined (this, or the next once the leader took its group). */
-  private leads = 0;
-  /** Whether the current leader has taken its group: a caller arriving now runs in the next lead. */
-  private taken = false;
 
   constructor(private readonly opts: GroupCommitOptions<I, O, C>) {}
 
@@ -80,12 +76,10 @@ export class GroupCommit<I, O, C> {
     const me: Waiter<I, O> = { input, result: null };
     this.waiting.push(me);
     if (!this.leader) this.giveLead(me);
-    // The lead whose group should carry this input: the current one while it gathers, else the next.
-    const joins = this.taken ? this.leads + 1 : this.leads;
     for (;;) {
       if (me.result) return me.result.value;
       if (this.leader !== me) {
-        await this.settled(me, joins);
+        await this.settled(me);
         continue;
       }
       await this.opts.gather(() => this.waiting.length);
@@ -94,18 +88,13 @@ export class GroupCommit<I, O, C> {
     }
   }
 
-  /**
-   * Waits until the waiter has its result or the lead, looking on timers of its own request.
-   * `joins` is the lead that should carry its input: when that one is the next lead, the first
-   * look comes when the next should end (the current one's end, plus a typical lead).
-   */
-  private async settled(me: Waiter<I, O>, joins: number): Promise<void> {
+  /** Waits until the waiter has its result or the lead, looking on timers of its own request. */
+  private async settled(me: Waiter<I, O>): Promise<void> {
     let seen = -1;
     while (!me.result && this.leader !== me) {
-      // A lead not seen before: the first look when the waiter's lead should end; then every POLL_MS.
-      const leadsToGo = Math.max(1, joins - this.leads + 1);
-      const due = this.leads !== seen ? Math.min(FIRST_LOOK_MAX_MS, this.leadSince + Math.floor(this.typicalLeadMs * (leadsToGo - 1 + FIRST_LOOK_SHARE)) - Date.now()) : 0;
-      seen = this.leads;
+      // A lead not seen before: the first look when it should end; then every POLL_MS.
+      const due = this.leadSince !== seen ? Math.min(FIRST_LOOK_MAX_MS, this.leadSince + Math.floor(this.typicalLeadMs * FIRST_LOOK_SHARE) - Date.now()) : 0;
+      seen = this.leadSince;
       await sleep(Math.max(POLL_MS, due));
       if (!me.result && this.leader !== me && Date.now() - this.leadSince > this.opts.staleLeadMs && this.firstWaiter() === me) this.giveLead(me);
     }
@@ -146,13 +135,10 @@ export class GroupCommit<I, O, C> {
   private giveLead(w: Waiter<I, O>): void {
     this.leader = w;
     this.leadSince = Date.now();
-    this.leads++;
-    this.taken = false;
   }
 
   /** `me` and the inputs waiting after it, in arrival order, at most maxGroup. */
   private take(me: Waiter<I, O>): Waiter<I, O>[] {
-    this.taken = true;
     const mine = this.waiting.indexOf(me);
     if (mine >= 0) this.waiting.splice(mine, 1);
     return [me, ...this.waiting.splice(0, this.opts.maxGroup - 1)];

@@ -8,7 +8,7 @@
  * a cancelled request (never released) dropped from it once IN_FLIGHT_MAX_MS old.
  */
 import { describe, expect, it } from "vitest";
-import { auditedInFlight, auditedRequestBegins, expectedGroup, forgetFlushPeak, gather, IN_FLIGHT_MAX_MS, LINGER_MS, LINGER_STEPS, PEAK_HOLD_MS, recordFlush } from "../../src/audit/batcher";
+import { auditedInFlight, auditedRequestBegins, expectedGroup, gather, IN_FLIGHT_MAX_MS, LINGER_MS, LINGER_STEPS, PEAK_HOLD_MS, PROBE_EVERY, recordFlush, resetLinger } from "../../src/audit/linger";
 import { GroupCommit } from "../../src/core/group-commit";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -74,18 +74,19 @@ describe("group commit", () => {
 
   it("the audit linger: a lone leader does not linger; one waiting for entries that never come stops at its bound", async () => {
     // Alone (nothing else in flight, no recent flush): no wait, one look at the count.
-    forgetFlushPeak();
+    resetLinger();
     let looks = 0;
     const t0 = Date.now();
     await gather(() => 1, () => (looks++, 1));
     expect(looks).toBe(1);
     expect(Date.now() - t0).toBeLessThan(50);
-    // 100 requests counted in flight, none of which ever hands over: at most LINGER_STEPS more
-    // waits within LINGER_MS (a loaded machine's timers are late, hence the loose wall bound).
+    // 100 requests counted in flight, none of which ever hands over: a tick and at most
+    // LINGER_STEPS more waits within LINGER_MS (a loaded machine's timers are late, hence the loose
+    // wall bound); a look before and after the tick, and one before each wait and after the last.
     looks = 0;
     const t1 = Date.now();
     expect(await within(gather(() => 1, () => (looks++, 100)), 1_000)).toBeUndefined();
-    expect(looks).toBeLessThanOrEqual(LINGER_STEPS + 1);
+    expect(looks).toBeLessThanOrEqual(LINGER_STEPS + 3);
     expect(Date.now() - t1).toBeLessThan(LINGER_MS + 200);
     // Company arriving ends the linger at once.
     let waiting = 1;
@@ -95,7 +96,7 @@ describe("group commit", () => {
   });
 
   it("the audit linger expects the largest flush of the last PEAK_HOLD_MS, bounded, and forgets it after", async () => {
-    forgetFlushPeak();
+    resetLinger();
     const t0 = 1_000_000;
     recordFlush(3, t0);
     recordFlush(8, t0 + 10);
@@ -109,19 +110,39 @@ describe("group commit", () => {
     expect(expectedGroup(1, t0 + 10 + PEAK_HOLD_MS + 2)).toBe(2);
     // A leader alone in flight after a flush of 8: it waits for company, at most LINGER_STEPS
     // waits of 1 ms (late timers on a loaded machine, hence the loose wall bound)...
-    forgetFlushPeak();
+    resetLinger();
     recordFlush(8);
     let looks = 0;
     const t1 = Date.now();
     await gather(() => 1, () => (looks++, 1));
-    expect(looks).toBeGreaterThan(1);
-    expect(looks).toBeLessThanOrEqual(LINGER_STEPS + 1);
+    expect(looks).toBeGreaterThan(2);
+    expect(looks).toBeLessThanOrEqual(LINGER_STEPS + 3);
     expect(Date.now() - t1).toBeLessThan(LINGER_MS + 200);
     // ...and does not wait when as many already wait.
     looks = 0;
     await gather(() => 8, () => (looks++, 1));
     expect(looks).toBe(1);
-    forgetFlushPeak();
+    resetLinger();
+  });
+
+  it("the audit linger stops while it brings no company, and lingers again one flush in PROBE_EVERY", async () => {
+    resetLinger();
+    // Each gather expects 8 (a recent flush of 8) and nobody else ever comes. A gather that
+    // lingers looks at the count more than twice (before and after its tick, then before each
+    // wait); one that does not, exactly twice.
+    const looksOf = async () => {
+      recordFlush(8);
+      let looks = 0;
+      await gather(() => 1, () => (looks++, 1));
+      return looks;
+    };
+    expect(await looksOf()).toBeGreaterThan(2);
+    // That linger brought nothing: the next PROBE_EVERY - 1 flushes go after the tick...
+    for (let i = 1; i < PROBE_EVERY; i++) expect(await looksOf()).toBe(2);
+    // ...and the one after lingers again, to measure.
+    expect(await looksOf()).toBeGreaterThan(2);
+    expect(await looksOf()).toBe(2);
+    resetLinger();
   });
 
   it("the audit linger's count: each request counted once, released once however often its release runs; a request cancelled before its release stops counting after IN_FLIGHT_MAX_MS", () => {

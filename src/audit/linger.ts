@@ -1,0 +1,98 @@
+/**
+ * How long an audit flush's leader waits for company (src/audit/batcher.ts, through the group
+ * commit's `gather`): fewer, fuller Queue messages against a few milliseconds of latency.
+ *
+ * Invariants:
+ * - **Bounded.** A leader waits at most one timer tick and LINGER_STEPS waits of 1 ms, within
+ *   LINGER_MS, on timers of its own request; it never waits for a promise another request
+ *   resolves, so a linger always ends.
+ * - **Only for company it expects.** It waits while fewer hand-offs wait than `expectedGroup`:
+ *   the isolate's audited requests in flight (`auditedRequestBegins`: from the start of their work
+ *   to the end of their last hand-off), or as many as the largest flush of the last PEAK_HOLD_MS
+ *   (under steady load as many come back each flush, some not yet inside the Worker: reading
+ *   their HTTP request, in their D1 round trip). As many waiting, or alone, it does not wait.
+ * - **Only while it pays.** It keeps a recent average of the hand-offs a linger brought per
+ *   millisecond; below MIN_GAIN_PER_MS (writes whose requests are still in their work when the
+ *   leader looks) it flushes after the tick, and lingers again in one flush of PROBE_EVERY to
+ *   notice when lingering would pay again.
+ * - **Wrong counts cost only the bound.** The in-flight count is exact but for requests
+ *   cancelled mid-way (workerd never resumes their code, not even a `finally`), which count until
+ *   IN_FLIGHT_MAX_MS; a peak that does not come back costs one flush the bound, then the next
+ *   flush's size replaces it.
+ * State is per isolate; JavaScript runs one event at a time in it, so no lock is needed.
+ */
+
+/** Longer than any audited request's work; a request counted longer than this was cancelled. */
+export const IN_FLIGHT_MAX_MS = 15_000;
+/** The linger's bounds: at most LINGER_STEPS waits of 1 ms, and LINGER_MS after the tick. */
+export const LINGER_STEPS = 2;
+export const LINGER_MS = 2;
+/** How long the largest recent flush is expected again (then the next flush's size replaces it). */
+export const PEAK_HOLD_MS = 1_000;
+/** Lingering goes on while it recently brought at least this many hand-offs per millisecond. */
+export const MIN_GAIN_PER_MS = 0.5;
+/** When it did not, one flush in this many lingers anyway, to measure again. */
+export const PROBE_EVERY = 16;
+
+/** Oldest first (a Set keeps insertion order). */
+const inFlight = new Set<{ since: number }>();
+const peak = { size: 0, at: 0 };
+const payoff = { perMs: MIN_GAIN_PER_MS, skipped: 0 };
+
+/** Counts one audited request in flight; the function returned (idempotent) stops counting it. */
+export function auditedRequestBegins(): () => void {
+  const me = { since: Date.now() };
+  inFlight.add(me);
+  return () => {
+    inFlight.delete(me);
+  };
+}
+
+/** The audited requests in flight now (those counted longer than IN_FLIGHT_MAX_MS dropped). */
+export function auditedInFlight(now = Date.now()): number {
+  for (const r of inFlight) {
+    if (now - r.since <= IN_FLIGHT_MAX_MS) break;
+    inFlight.delete(r);
+  }
+  return inFlight.size;
+}
+
+/** Test seam: a fresh isolate's linger (no recent flush, lingering presumed to pay). */
+export function resetLinger(): void {
+  peak.size = 0;
+  peak.at = 0;
+  payoff.perMs = MIN_GAIN_PER_MS;
+  payoff.skipped = 0;
+}
+
+/** Records a flush's size in the peak. */
+export function recordFlush(size: number, now = Date.now()): void {
+  if (size >= peak.size || now - peak.at > PEAK_HOLD_MS) {
+    peak.size = size;
+    peak.at = now;
+  }
+}
+
+/** The hand-offs a leader expects in its flush: those in flight now, or the recent peak. */
+export function expectedGroup(inFlightNow: number, now = Date.now()): number {
+  return Math.max(inFlightNow, now - peak.at <= PEAK_HOLD_MS ? peak.size : 0);
+}
+
+const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 0));
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** The leader's wait for company (see the invariants above); `waiting()` counts the hand-offs waiting, its own included. */
+export async function gather(waiting: () => number, inFlightNow: () => number = auditedInFlight): Promise<void> {
+  const short = () => waiting() < expectedGroup(inFlightNow());
+  if (!short()) return;
+  // One tick: the requests of this turn join.
+  await tick();
+  if (!short()) return;
+  if (payoff.perMs < MIN_GAIN_PER_MS && ++payoff.skipped < PROBE_EVERY) return;
+  payoff.skipped = 0;
+  const before = waiting();
+  const start = Date.now();
+  for (let i = 0; i < LINGER_STEPS && short() && Date.now() - start < LINGER_MS; i++) await sleep(1);
+  const ms = Date.now() - start;
+  if (ms > 0) payoff.perMs = 0.75 * payoff.perMs + 0.25 * ((waiting() - before) / ms);
+}
