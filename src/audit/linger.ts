@@ -3,18 +3,19 @@
  * commit's `gather`): fewer, fuller Queue messages against a few milliseconds of latency.
  *
  * Invariants:
- * - **Bounded.** A leader waits at most one timer tick and LINGER_STEPS waits of 1 ms, within
- *   LINGER_MS, on timers of its own request; it never waits for a promise another request
- *   resolves, so a linger always ends.
- * - **Only for company it expects.** It waits while fewer hand-offs wait than `expectedGroup`:
- *   the isolate's audited requests in flight (`auditedRequestBegins`: from the start of their work
- *   to the end of their last hand-off), or as many as the largest flush of the last PEAK_HOLD_MS
- *   (under steady load as many come back each flush, some not yet inside the Worker: reading
- *   their HTTP request, in their D1 round trip). As many waiting, or alone, it does not wait.
- * - **Only while it pays.** It keeps a recent average of the hand-offs a linger brought per
- *   millisecond; below MIN_GAIN_PER_MS (writes whose requests are still in their work when the
- *   leader looks) it flushes after the tick, and lingers again in one flush of PROBE_EVERY to
- *   notice when lingering would pay again.
+ * - **Bounded.** A leader waits at most a timer tick, COMPANY_TICKS more, then LINGER_STEPS waits
+ *   of 1 ms, within LINGER_MS after the first tick, on timers of its own request; it never waits
+ *   for a promise another request resolves, so a linger always ends.
+ * - **Only for company it expects.** First the isolate's audited requests in flight
+ *   (`auditedRequestBegins`: from the start of their work to the end of their last hand-off):
+ *   a few ticks while fewer hand-offs wait than are in flight. Then as many as the largest flush
+ *   of the last PEAK_HOLD_MS (`expectedGroup`: under steady load as many come back each flush,
+ *   some not yet inside the Worker: reading their HTTP request, in their D1 round trip). As many
+ *   waiting, or alone, it does not wait.
+ * - **The 1 ms waits only while they pay.** It keeps a recent average of the hand-offs those
+ *   waits brought per millisecond; below MIN_GAIN_PER_MS (writes, whose requests are still in
+ *   their work when the leader looks) it flushes after the ticks, and waits again in one flush
+ *   of PROBE_EVERY to notice when waiting would pay again.
  * - **Wrong counts cost only the bound.** The in-flight count is exact but for requests
  *   cancelled mid-way (workerd never resumes their code, not even a `finally`), which count until
  *   IN_FLIGHT_MAX_MS; a peak that does not come back costs one flush the bound, then the next
@@ -24,7 +25,8 @@
 
 /** Longer than any audited request's work; a request counted longer than this was cancelled. */
 export const IN_FLIGHT_MAX_MS = 15_000;
-/** The linger's bounds: at most LINGER_STEPS waits of 1 ms, and LINGER_MS after the tick. */
+/** The linger's bounds: COMPANY_TICKS timer ticks, then LINGER_STEPS waits of 1 ms, within LINGER_MS after the first tick. */
+export const COMPANY_TICKS = 3;
 export const LINGER_STEPS = 2;
 export const LINGER_MS = 2;
 /** How long the largest recent flush is expected again (then the next flush's size replaces it). */
@@ -81,18 +83,26 @@ export function expectedGroup(inFlightNow: number, now = Date.now()): number {
 const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 0));
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** The leader's wait for company (see the invariants above); `waiting()` counts the hand-offs waiting, its own included. */
+/**
+ * The leader's wait for company (see the invariants above); `waiting()` counts the hand-offs
+ * waiting, its own included. First the requests already in the Worker: a tick, then up to
+ * COMPANY_TICKS more within LINGER_MS while fewer wait than are in flight (cheap timer events, a
+ * fraction of a millisecond each). Then, while it pays, those the recent peak says are still on
+ * their way in: up to LINGER_STEPS waits of 1 ms, within LINGER_MS of the start.
+ */
 export async function gather(waiting: () => number, inFlightNow: () => number = auditedInFlight): Promise<void> {
   const short = () => waiting() < expectedGroup(inFlightNow());
   if (!short()) return;
-  // One tick: the requests of this turn join.
   await tick();
-  if (!short()) return;
+  const start = Date.now();
+  const within = () => Date.now() - start < LINGER_MS;
+  for (let i = 0; i < COMPANY_TICKS && waiting() < inFlightNow() && within(); i++) await tick();
+  if (!short() || !within()) return;
   if (payoff.perMs < MIN_GAIN_PER_MS && ++payoff.skipped < PROBE_EVERY) return;
   payoff.skipped = 0;
   const before = waiting();
-  const start = Date.now();
-  for (let i = 0; i < LINGER_STEPS && short() && Date.now() - start < LINGER_MS; i++) await sleep(1);
-  const ms = Date.now() - start;
+  const from = Date.now();
+  for (let i = 0; i < LINGER_STEPS && short() && within(); i++) await sleep(1);
+  const ms = Date.now() - from;
   if (ms > 0) payoff.perMs = 0.75 * payoff.perMs + 0.25 * ((waiting() - before) / ms);
 }

@@ -8,7 +8,7 @@
  * a cancelled request (never released) dropped from it once IN_FLIGHT_MAX_MS old.
  */
 import { describe, expect, it } from "vitest";
-import { auditedInFlight, auditedRequestBegins, expectedGroup, gather, IN_FLIGHT_MAX_MS, LINGER_MS, LINGER_STEPS, PEAK_HOLD_MS, PROBE_EVERY, recordFlush, resetLinger } from "../../src/audit/linger";
+import { auditedInFlight, auditedRequestBegins, expectedGroup, gather, COMPANY_TICKS, IN_FLIGHT_MAX_MS, LINGER_MS, LINGER_STEPS, PEAK_HOLD_MS, PROBE_EVERY, recordFlush, resetLinger } from "../../src/audit/linger";
 import { GroupCommit } from "../../src/core/group-commit";
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -80,13 +80,13 @@ describe("group commit", () => {
     await gather(() => 1, () => (looks++, 1));
     expect(looks).toBe(1);
     expect(Date.now() - t0).toBeLessThan(50);
-    // 100 requests counted in flight, none of which ever hands over: a tick and at most
-    // LINGER_STEPS more waits within LINGER_MS (a loaded machine's timers are late, hence the loose
-    // wall bound); a look before and after the tick, and one before each wait and after the last.
+    // 100 requests counted in flight, none of which ever hands over: a tick, at most
+    // COMPANY_TICKS more and LINGER_STEPS waits within LINGER_MS (a loaded machine's timers are
+    // late, hence the loose wall bound); a look at the count before each.
     looks = 0;
     const t1 = Date.now();
     expect(await within(gather(() => 1, () => (looks++, 100)), 1_000)).toBeUndefined();
-    expect(looks).toBeLessThanOrEqual(LINGER_STEPS + 3);
+    expect(looks).toBeLessThanOrEqual(COMPANY_TICKS + LINGER_STEPS + 2);
     expect(Date.now() - t1).toBeLessThan(LINGER_MS + 200);
     // Company arriving ends the linger at once.
     let waiting = 1;
@@ -115,8 +115,8 @@ describe("group commit", () => {
     let looks = 0;
     const t1 = Date.now();
     await gather(() => 1, () => (looks++, 1));
-    expect(looks).toBeGreaterThan(2);
-    expect(looks).toBeLessThanOrEqual(LINGER_STEPS + 3);
+    expect(looks).toBeGreaterThan(3);
+    expect(looks).toBeLessThanOrEqual(COMPANY_TICKS + LINGER_STEPS + 2);
     expect(Date.now() - t1).toBeLessThan(LINGER_MS + 200);
     // ...and does not wait when as many already wait.
     looks = 0;
@@ -128,20 +128,21 @@ describe("group commit", () => {
   it("the audit linger stops while it brings no company, and lingers again one flush in PROBE_EVERY", async () => {
     resetLinger();
     // Each gather expects 8 (a recent flush of 8) and nobody else ever comes. A gather that
-    // lingers looks at the count more than twice (before and after its tick, then before each
-    // wait); one that does not, exactly twice.
+    // waits its 1 ms steps looks at the count more than three times (before its tick, after it
+    // for the requests in flight and for the peak, then before each wait); one that does not,
+    // exactly three times.
     const looksOf = async () => {
       recordFlush(8);
       let looks = 0;
       await gather(() => 1, () => (looks++, 1));
       return looks;
     };
-    expect(await looksOf()).toBeGreaterThan(2);
-    // That linger brought nothing: the next PROBE_EVERY - 1 flushes go after the tick...
-    for (let i = 1; i < PROBE_EVERY; i++) expect(await looksOf()).toBe(2);
-    // ...and the one after lingers again, to measure.
-    expect(await looksOf()).toBeGreaterThan(2);
-    expect(await looksOf()).toBe(2);
+    expect(await looksOf()).toBeGreaterThan(3);
+    // Those waits brought nothing: the next PROBE_EVERY - 1 flushes go after the tick...
+    for (let i = 1; i < PROBE_EVERY; i++) expect(await looksOf()).toBe(3);
+    // ...and the one after waits again, to measure.
+    expect(await looksOf()).toBeGreaterThan(3);
+    expect(await looksOf()).toBe(3);
     resetLinger();
   });
 
