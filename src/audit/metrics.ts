@@ -30,6 +30,6 @@ export function auditIsolateCounts(): GaugeFamily[] {
   return [
     gauge("lanyard.audit.isolate.handoffs", "Audit hand-offs to the batcher by the isolate answering, since it started.", s(batchStats.handoffs)),
     gauge("lanyard.audit.isolate.flushes", "Audit batcher flushes by the isolate answering, since it started.", s(batchStats.flushes)),
-    gauge("lanyard.audit.isolate.send_batch_calls", "Queue sendBatch calls of the audit batcher in the isolate answering, since it started.", s(batchStats.sendBatchCalls)),
+    gauge("lanyard.audit.isolate.send_batch_calls", "Queue calls (send or sendBatch) of the audit batcher in the isolate answering, since it started.", s(batchStats.sendBatchCalls)),
   ];
 }
