@@ -11,7 +11,7 @@ import { AsnConvert } from "@peculiar/asn1-schema";
 import { Certificate } from "@peculiar/asn1-x509";
 import { describe, expect, it } from "vitest";
 import { openDb } from "../../src/core/db/client";
-import { storeLeafCertificate } from "../../src/engines/pki/issuance/cert-commit";
+import { storeLeafCertificate, storeWithBody } from "../../src/engines/pki/issuance/cert-commit";
 import { api, del, list, read, write } from "../helpers/api";
 import { storedBody } from "../helpers/cert-body";
 import { pkiWithRoot } from "../helpers/pki";
@@ -162,5 +162,27 @@ describe("storeLeafCertificate", () => {
     expect((await storedBody(serial)).inRow).toBe(true);
     expect(await env.CERTS.head(`${mountId}/${serial}`)).toBeNull();
     await expectReadsBack(path, serial, der);
+  });
+
+  it("takes the body back out of R2 when the row fails after the put succeeded", async () => {
+    const { path } = await setup();
+    const r = await write(`${path}/issue/r`, { common_name: "orphan.example.com", ttl: "1h" });
+    const { mountId } = await storedBody(r.body.data.serial_number);
+    const der = pemDer(r.body.data.certificate as string);
+    const serial = "7f:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:00:02";
+    const row = {
+      mountId, serial, der: b64(der), issuerId: "unused", notAfter: Date.now() + 3_600_000, createdAt: Date.now(),
+      metadata: null, commonName: "orphan.example.com", sans: "orphan.example.com", notBefore: Date.now(), role: "r",
+    };
+    // D1 refusing the row's batch (an outage) while R2 took the body.
+    let putSeen = false;
+    const watched = new Proxy(env.CERTS, { get: (t, k) => (k === "put" ? (...a: Parameters<R2Bucket["put"]>) => ((putSeen = true), t.put(...a)) : Reflect.get(t, k, t).bind(t)) });
+    await expect(storeWithBody(openDb(env.DB), watched, row, der, () => sleep(20).then(() => Promise.reject(new Error("D1 unavailable"))))).rejects.toThrow("D1 unavailable");
+    expect(putSeen).toBe(true);
+    expect(await env.CERTS.head(`${mountId}/${serial}`)).toBeNull();
+    // No row either: the certificate was never stored.
+    expect(await env.DB.prepare("SELECT count(*) AS n FROM pki_certs WHERE serial = unhex(replace(?, ':', ''))").bind(serial).first<{ n: number }>()).toEqual({ n: 0 });
+    // The certificate issued through the API keeps its body.
+    expect(await env.CERTS.head(`${mountId}/${r.body.data.serial_number}`)).not.toBeNull();
   });
 });
