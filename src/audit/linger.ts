@@ -13,9 +13,10 @@
  *   some not yet inside the Worker: reading their HTTP request, in their D1 round trip). As many
  *   waiting, or alone, it does not wait.
  * - **The 1 ms waits only while they pay.** It keeps a recent average of the hand-offs those
- *   waits brought per millisecond; below MIN_GAIN_PER_MS (writes, whose requests are still in
- *   their work when the leader looks) it flushes after the ticks, and waits again in one flush
- *   of PROBE_EVERY to notice when waiting would pay again.
+ *   waits brought per millisecond; below MIN_GAIN_PER_MS (the company is still in its work, as
+ *   a write's often is, and does not come within the bound) it flushes after the ticks, and
+ *   waits again in one flush of PROBE_EVERY to notice when waiting would pay again. Measured
+ *   with the audit bench: docs/audit.md "Where the rest went".
  * - **Wrong counts cost only the bound.** The in-flight count is exact but for requests
  *   cancelled mid-way (workerd never resumes their code, not even a `finally`), which count until
  *   IN_FLIGHT_MAX_MS; a peak that does not come back costs one flush the bound, then the next
