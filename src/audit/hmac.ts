@@ -71,8 +71,10 @@ function once<T>(part: object, device: string, make: () => T): T {
 
 /** `hmac-sha256:<hex>` of one string with a device's salt (also sys/audit-hash). */
 export function hmacValue(salt: string, value: string): string {
-  return PREFIX + hmacSha256Hex(keyOf(salt), utf8.encode(value));
+  return macWith(keyOf(salt), value);
 }
+
+const macWith = (key: HmacKey, value: string): string => PREFIX + hmacSha256Hex(key, utf8.encode(value));
 
 // Go's time.Parse(time.RFC3339, s) accepts these (fractional seconds optional, Z or an offset).
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
@@ -108,7 +110,7 @@ function hashLeaves(value: unknown, key: HmacKey, macs: Map<string, string>): un
 function macOnce(text: string, key: HmacKey, macs: Map<string, string>): string {
   let mac = macs.get(text);
   if (mac === undefined) {
-    mac = PREFIX + hmacSha256Hex(key, utf8.encode(text));
+    mac = macWith(key, text);
     macs.set(text, mac);
   }
   return mac;

@@ -428,8 +428,9 @@ describe("audit delivery: end to end through the dispatcher", () => {
     await del("sys/audit/e2e-r2");
   });
 
-  it("through the real Queue (wrangler.toml's lanyard-audit consumer): a healthy collector has the entries within 10 s", async () => {
+  it("through the real Queue (wrangler.toml's lanyard-audit consumer): a healthy collector has the entries within 10 s, with one device (a flush is one send) and with two (one sendBatch of two messages)", async () => {
     setAuditQueueSendForTests(null);
+    const prefix = `live-${uid()}/`;
     try {
       await write("sys/audit/live", { type: "http", options: { address: "https://collector-e2e.test/live" } }, {}, 204);
       const r = await read("sys/mounts");
@@ -438,6 +439,23 @@ describe("audit delivery: end to end through the dispatcher", () => {
       expect(Date.now() - started).toBeLessThan(10_000);
       const mine = e2e.entries.filter((e) => e.request.id === r.body.request_id);
       expect(mine[0]?.type).toBe("request");
+
+      // A second device: each flush now carries two messages, one per device.
+      await write("sys/audit/live-r2", { type: "r2", options: { prefix } }, {}, 204);
+      const r2 = await read("sys/mounts");
+      const id = r2.body.request_id as string;
+      await vi.waitFor(() => expect(e2e.ids()).toContain(`${id}:response`), { timeout: 10_000, interval: 100 });
+      const inBucket = async (): Promise<string[]> => {
+        const ids: string[] = [];
+        for (const o of (await env.AUDIT_BUCKET.list({ prefix })).objects) {
+          const text = (await (await env.AUDIT_BUCKET.get(o.key))?.text()) ?? "";
+          for (const line of text.split("\n").filter((l) => l !== "")) ids.push((JSON.parse(line) as AuditEntry).id);
+        }
+        return ids;
+      };
+      await vi.waitFor(async () => expect(await inBucket()).toEqual(expect.arrayContaining([`${id}:request`, `${id}:response`])), { timeout: 10_000, interval: 100 });
+      expect(e2e.entries.filter((e) => e.request.id === id).map((e) => e.type)).toEqual(["request", "response"]);
+      await del("sys/audit/live-r2");
       await del("sys/audit/live");
     } finally {
       setAuditQueueSendForTests(async (_device, messages) => {
