@@ -80,7 +80,7 @@ export class AuditTrail {
   private refusedByAudit = false;
   /** The work began with the request entry deferred (a read): it travels with the response entry. */
   private deferred = false;
-  /** Counted among the isolate's audited requests in flight (src/audit/batcher.ts linger) until settled. */
+  /** Counted among the isolate's audited requests in flight (src/audit/linger.ts) until settled. */
   private release: (() => void) | null = null;
   private allowed = false;
   /** When a deferred request entry's work began: its `time`. */

@@ -3,9 +3,10 @@
  * driven directly with a `run` that records its groups: concurrent inputs share a group in
  * arrival order and each gets its own result, within milliseconds of their group's end; and a lead that never runs its group (its request cancelled) is taken over
  * by the first waiter once stale, the stale leader's input included, nothing run twice. And the
- * audit batcher's linger (src/audit/batcher.ts `gather`): none when alone, bounded when the
- * requests counted in flight never hand anything over; its count of requests in flight exact,
- * a cancelled request (never released) dropped from it once IN_FLIGHT_MAX_MS old.
+ * audit batcher's linger (src/audit/linger.ts `gather`): none when alone, bounded when the
+ * requests counted in flight never hand anything over, expecting the recent peak, stopping its
+ * 1 ms waits while they bring no company; its count of requests in flight exact, a cancelled
+ * request (never released) dropped from it once IN_FLIGHT_MAX_MS old.
  */
 import { describe, expect, it } from "vitest";
 import { auditedInFlight, auditedRequestBegins, expectedGroup, gather, COMPANY_TICKS, IN_FLIGHT_MAX_MS, LINGER_MS, LINGER_STEPS, PEAK_HOLD_MS, PROBE_EVERY, recordFlush, resetLinger } from "../../src/audit/linger";
