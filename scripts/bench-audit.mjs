@@ -11,7 +11,8 @@
 // queue and the consumer for its own entries, no other row does ("drain ms" in the table).
 // Audited rows also show the answering isolate's sendBatch calls and batcher hand-offs per audited
 // request (sys/metrics `lanyard.audit.isolate.*`; empty on a BENCH_REV without them).
-// BENCH_RUNS rounds (default 3) of (without, with); printed: every row, then
+// BENCH_RUNS rounds (default 3); in each, every scenario's rows without and with the device back
+// to back, the order alternating from round to round; printed: every row, then
 // the target table (median and spread of the ratios with ÷ without against the targets), and the
 // collector's count once the queue has drained: every entry exactly once, none missing.
 //   BENCH_SECONDS=5   BENCH_CONCURRENCY=8   BENCH_RUNS=3
@@ -178,37 +179,44 @@ async function main() {
 
     // A row's CPU runs from its start until its own entries reached the collector (the drain
     // below), so no row is charged the delivery of another row's entries.
-    const run = async (label, round) => {
-      const rows = [];
-      for (const s of scenarios) {
-        const pairs0 = collector.seen.pairs;
-        const counts0 = label === "none" || s.unaudited ? null : await isolateCounts(base);
-        const prof = profiler ? await profiler.begin(Object.keys(workerdCpu())) : null;
-        const cpu0 = workerdCpu();
-        const r = await load(base, s.req, C, SECONDS);
-        const drain = label === "none" || s.unaudited ? { ms: 0, ok: true } : await drained(collector.seen, pairs0 + r.requests);
-        // sendBatch calls (and hand-offs) per audited request: the row's counts ÷ the requests whose two entries arrived.
-        const cpu1 = workerdCpu();
-        await prof?.end(`${s.name}, ${label}`, r.requests);
-        const counts1 = counts0 ? await isolateCounts(base) : null;
-        const audReq = collector.seen.pairs - pairs0;
-        const per = (k) => (counts0 && counts1 && audReq > 0 ? +((counts1[k] - counts0[k]) / audReq).toFixed(2) : "");
-        rows.push({ round, audit: label, "sendBatch/req": per("sendBatch"), "hand-offs/req": per("handoffs"), scenario: s.name, requests: r.requests, errors: r.errors, "req/s": +r.rps.toFixed(1), "p50 ms": +r.p50.toFixed(1), "p99 ms": +r.p99.toFixed(1), "workerd CPU ms/req": +cpuPerRequest(cpu0, cpu1, r.requests).toFixed(3), "drain ms": drain.ok ? drain.ms : `>${drain.ms} (not drained)` });
-      }
-      return rows;
+    const runRow = async (s, label, round) => {
+      const pairs0 = collector.seen.pairs;
+      const counts0 = label === "none" || s.unaudited ? null : await isolateCounts(base);
+      const prof = profiler ? await profiler.begin(Object.keys(workerdCpu())) : null;
+      const cpu0 = workerdCpu();
+      const r = await load(base, s.req, C, SECONDS);
+      const drain = label === "none" || s.unaudited ? { ms: 0, ok: true } : await drained(collector.seen, pairs0 + r.requests);
+      // sendBatch calls (and hand-offs) per audited request: the row's counts ÷ the requests whose two entries arrived.
+      const cpu1 = workerdCpu();
+      await prof?.end(`${s.name}, ${label}`, r.requests);
+      const counts1 = counts0 ? await isolateCounts(base) : null;
+      const audReq = collector.seen.pairs - pairs0;
+      const per = (k) => (counts0 && counts1 && audReq > 0 ? +((counts1[k] - counts0[k]) / audReq).toFixed(2) : "");
+      return { round, audit: label, "sendBatch/req": per("sendBatch"), "hand-offs/req": per("handoffs"), scenario: s.name, requests: r.requests, errors: r.errors, "req/s": +r.rps.toFixed(1), "p50 ms": +r.p50.toFixed(1), "p99 ms": +r.p99.toFixed(1), "workerd CPU ms/req": +cpuPerRequest(cpu0, cpu1, r.requests).toFixed(3), "drain ms": drain.ok ? drain.ms : `>${drain.ms} (not drained)` };
     };
     const all = [];
     let audited = 0;
+    // Each scenario's two rows run back to back, in alternating order (A B, then B A): on a
+    // shared machine the load around a row drifts over seconds, and a ratio of two rows taken
+    // far apart, or always in the same order, measures that drift as much as the audit.
     for (let round = 1; round <= RUNS; round++) {
-      all.push(...(await run("none", round)));
-      await call(base, "POST", "sys/audit/bench-http", { type: "http", options: { address: collector.url, filter: FILTER } });
-      // The isolate that enabled it sees it at once; others within 1 s (src/audit/audit-store.ts).
-      await sleep(1100);
-      const rows = await run("one http device", round);
-      all.push(...rows);
-      audited += rows.filter((r, i) => !scenarios[i].unaudited).reduce((n, r) => n + r.requests, 0);
-      await call(base, "DELETE", "sys/audit/bench-http");
-      await sleep(1100);
+      for (const s of scenarios) {
+        const order = round % 2 === 1 ? ["none", "one http device"] : ["one http device", "none"];
+        for (const label of order) {
+          if (label !== "none") {
+            await call(base, "POST", "sys/audit/bench-http", { type: "http", options: { address: collector.url, filter: FILTER } });
+            // The isolate that enabled it sees it at once; others within 1 s (src/audit/audit-store.ts).
+            await sleep(1100);
+          }
+          const row = await runRow(s, label, round);
+          all.push(row);
+          if (label !== "none") {
+            if (!s.unaudited) audited += row.requests;
+            await call(base, "DELETE", "sys/audit/bench-http");
+            await sleep(1100);
+          }
+        }
+      }
     }
 
     // Every row drained its own entries; this catches anything left (entries reach a healthy collector within ~10 s).

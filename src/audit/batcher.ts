@@ -35,7 +35,7 @@
  *   the flush) and hands the send to waitUntil.
  */
 import { GroupCommit } from "../core/group-commit";
-import { gather, recordFlush } from "./linger";
+import { auditedInFlight, gather, recordFlush } from "./linger";
 import { encodeMessage, headerBytes, indexBytes, messageDevice, type QueuedEntry } from "./message";
 import { MAX_AUDIT_MESSAGE_BYTES, type AuditDevice } from "./types";
 
@@ -64,6 +64,8 @@ export type SendFailures = Map<string, unknown>;
 /** One request's parts, as the group commit carries them. */
 interface Waiter {
   parts: DevicePart[];
+  /** A read's one hand-off (src/audit/linger.ts: its company is on its way in, the wait pays). */
+  read: boolean;
 }
 
 /** A Queue message being built: its entries, size, whose entries it carries, then its text. */
@@ -92,15 +94,15 @@ export const STALE_LEAD_MS = 15_000;
 const commit = new GroupCommit<Waiter, SendFailures, Queue>({
   maxGroup: MAX_GROUP,
   staleLeadMs: STALE_LEAD_MS,
-  gather: (waiting) => gather(waiting),
+  gather: (waiting, first) => gather(waiting, auditedInFlight, first.read),
   run: flush,
   lost: (w) => new Map(w.parts.map((p) => [p.device.id, new Error("audit entries were not queued")])),
 });
 
 /** Queues the parts with those of concurrent requests; resolves once sent, with the devices that failed. */
-export async function queueEntries(queue: Queue, parts: DevicePart[], waitUntil?: (p: Promise<unknown>) => void): Promise<SendFailures> {
+export async function queueEntries(queue: Queue, parts: DevicePart[], waitUntil?: (p: Promise<unknown>) => void, read = false): Promise<SendFailures> {
   batchStats.handoffs++;
-  return commit.submit(queue, { parts }, waitUntil);
+  return commit.submit(queue, { parts, read }, waitUntil);
 }
 
 /** The group's entries packed per device into messages within MAX_AUDIT_MESSAGE_BYTES, in order. */

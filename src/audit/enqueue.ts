@@ -43,7 +43,9 @@ export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: 
     }
   }
   if (parts.length > 0) {
-    for (const [id, e] of await queueEntries(env.AUDIT_QUEUE, parts, waitUntil)) errors.set(id, e);
+    const last = entries[entries.length - 1];
+    const read = last?.type === "response" && (last.request.operation === "read" || last.request.operation === "list");
+    for (const [id, e] of await queueEntries(env.AUDIT_QUEUE, parts, waitUntil, read)) errors.set(id, e);
   }
   for (const d of devices) {
     const e = errors.get(d.id);

@@ -91,7 +91,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * fraction of a millisecond each). Then, while it pays, those the recent peak says are still on
  * their way in: up to LINGER_STEPS waits of 1 ms, within LINGER_MS of the start.
  */
-export async function gather(waiting: () => number, inFlightNow: () => number = auditedInFlight): Promise<void> {
+export async function gather(waiting: () => number, inFlightNow: () => number = auditedInFlight, read = false): Promise<void> {
   const short = () => waiting() < expectedGroup(inFlightNow());
   if (!short()) return;
   await tick();
@@ -99,11 +99,16 @@ export async function gather(waiting: () => number, inFlightNow: () => number = 
   const within = () => Date.now() - start < LINGER_MS;
   for (let i = 0; i < COMPANY_TICKS && waiting() < inFlightNow() && within(); i++) await tick();
   if (!short() || !within()) return;
+  const waitForPeak = async () => {
+    for (let i = 0; i < LINGER_STEPS && short() && within(); i++) await sleep(1);
+  };
+  // A read's company comes back within the bound (see the invariants): no payoff to measure.
+  if (read) return waitForPeak();
   if (payoff.perMs < MIN_GAIN_PER_MS && ++payoff.skipped < PROBE_EVERY) return;
   payoff.skipped = 0;
   const before = waiting();
   const from = Date.now();
-  for (let i = 0; i < LINGER_STEPS && short() && within(); i++) await sleep(1);
+  await waitForPeak();
   const ms = Date.now() - from;
   if (ms > 0) payoff.perMs = 0.75 * payoff.perMs + 0.25 * ((waiting() - before) / ms);
 }

@@ -53,7 +53,7 @@ export interface GroupCommitOptions<I, O, C> {
   /** A lead older than this is taken over by the first waiter. */
   staleLeadMs: number;
   /** The leader's wait for company before it takes the group; `waiting()` counts the inputs waiting. */
-  gather(waiting: () => number): Promise<void>;
+  gather(waiting: () => number, first: I): Promise<void>;
   /** Runs a group with the leader's context (its database handle, its Queue binding); one result per input, in order; never rejects. */
   run(ctx: C, inputs: I[]): Promise<O[]>;
   /** The result of an input whose group ended without one (run broke its promise). */
@@ -82,7 +82,7 @@ export class GroupCommit<I, O, C> {
         await this.settled(me);
         continue;
       }
-      await this.opts.gather(() => this.waiting.length);
+      await this.opts.gather(() => this.waiting.length, me.input);
       // Taken over while gathering (a stale lead): the new leader runs this input.
       if (this.leader === me && !me.result) await this.lead(me, ctx, waitUntil);
     }

@@ -147,6 +147,24 @@ describe("group commit", () => {
     resetLinger();
   });
 
+  it("a read's linger waits for the peak whatever the payoff, and does not move it", async () => {
+    resetLinger();
+    const looksOf = async (read: boolean) => {
+      recordFlush(8);
+      let looks = 0;
+      await gather(() => 1, () => (looks++, 1), read);
+      return looks;
+    };
+    // A write's waits brought nothing: it stops waiting for the peak...
+    expect(await looksOf(false)).toBeGreaterThan(3);
+    expect(await looksOf(false)).toBe(3);
+    // ...a read waits for it still (its company is on its way in, not in its work), every time...
+    for (let i = 0; i < 3; i++) expect(await looksOf(true)).toBeGreaterThan(3);
+    // ...and its waits do not count as a write's probe: the writes still skip.
+    expect(await looksOf(false)).toBe(3);
+    resetLinger();
+  });
+
   it("the audit linger's count: each request counted once, released once however often its release runs; a request cancelled before its release stops counting after IN_FLIGHT_MAX_MS", () => {
     const base = auditedInFlight();
     const a = auditedRequestBegins();
