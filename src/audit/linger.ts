@@ -12,11 +12,15 @@
  *   of the last PEAK_HOLD_MS (`expectedGroup`: under steady load as many come back each flush,
  *   some not yet inside the Worker: reading their HTTP request, in their D1 round trip). As many
  *   waiting, or alone, it does not wait.
- * - **The 1 ms waits only while they pay.** It keeps a recent average of the hand-offs those
- *   waits brought per millisecond; below MIN_GAIN_PER_MS (the company is still in its work, as
- *   a write's often is, and does not come within the bound) it flushes after the ticks, and
- *   waits again in one flush of PROBE_EVERY to notice when waiting would pay again. Measured
- *   with the audit bench: docs/audit.md "Where the rest went".
+ * - **A read's leader always waits for the peak; a write's only while it pays.** A read hands
+ *   its entries over once, at the end of a short request, and its company (the same clients'
+ *   next reads) is on its way in: waiting for the peak took a KV read from ~0.2 to ~0.15 Queue
+ *   calls at concurrency 8. A write's company is often still in its work (signing, a D1 write)
+ *   and does not come within the bound, so for writes the linger keeps a recent average of the
+ *   hand-offs its 1 ms waits brought per millisecond; below MIN_GAIN_PER_MS it flushes after the
+ *   ticks, and waits again in one flush of PROBE_EVERY to notice when waiting would pay again.
+ *   Reads neither read nor move that average. Measured with the audit bench: docs/audit.md
+ *   "Where the rest went".
  * - **Wrong counts cost only the bound.** The in-flight count is exact but for requests
  *   cancelled mid-way (workerd never resumes their code, not even a `finally`), which count until
  *   IN_FLIGHT_MAX_MS; a peak that does not come back costs one flush the bound, then the next
@@ -88,8 +92,9 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * The leader's wait for company (see the invariants above); `waiting()` counts the hand-offs
  * waiting, its own included. First the requests already in the Worker: a tick, then up to
  * COMPANY_TICKS more within LINGER_MS while fewer wait than are in flight (cheap timer events, a
- * fraction of a millisecond each). Then, while it pays, those the recent peak says are still on
- * their way in: up to LINGER_STEPS waits of 1 ms, within LINGER_MS of the start.
+ * fraction of a millisecond each). Then those the recent peak says are still on their way in (a
+ * read's leader always, a write's while it pays): up to LINGER_STEPS waits of 1 ms, within
+ * LINGER_MS of the start. `read`: the leader's hand-off is a read's (src/audit/enqueue.ts).
  */
 export async function gather(waiting: () => number, inFlightNow: () => number = auditedInFlight, read = false): Promise<void> {
   const short = () => waiting() < expectedGroup(inFlightNow());
