@@ -43,15 +43,22 @@ export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: 
     }
   }
   if (parts.length > 0) {
-    const last = entries[entries.length - 1];
-    const read = last?.type === "response" && (last.request.operation === "read" || last.request.operation === "list");
-    for (const [id, e] of await queueEntries(env.AUDIT_QUEUE, parts, waitUntil, read)) errors.set(id, e);
+    for (const [id, e] of await queueEntries(env.AUDIT_QUEUE, parts, waitUntil, isReadHandOff(entries))) errors.set(id, e);
   }
   for (const d of devices) {
     const e = errors.get(d.id);
     if (e !== undefined) console.error(`audit: device ${d.path} could not record ${entries.length} entr${entries.length === 1 ? "y" : "ies"}:`, errorText(e));
   }
   if (errors.size === devices.length) throw new AuditUnavailableError(errors.values().next().value);
+}
+
+/**
+ * A read's hand-off: it ends with the response entry of a `read` or `list`, so it comes at the end
+ * of a short request, and the batcher's leader waits for the recent peak (./linger.ts).
+ */
+export function isReadHandOff(entries: readonly AuditEntry[]): boolean {
+  const last = entries[entries.length - 1];
+  return last?.type === "response" && (last.request.operation === "read" || last.request.operation === "list");
 }
 
 /** An entry as the batcher carries it: the message header indexes its id and time (./message.ts). */

@@ -12,6 +12,7 @@
  * No table is indexed by key or message bytes and no branch depends on them, so the time taken
  * depends only on the lengths.
  */
+import { bytesToHex } from "../core/encoding";
 
 /** FIPS 180-4 §4.2.2: the first 32 bits of the fractional parts of the cube roots of the first 64 primes. */
 const K = new Int32Array([
@@ -30,6 +31,7 @@ const BLOCK = 64;
 const W = new Int32Array(64);
 const tail = new Uint8Array(2 * BLOCK);
 const innerDigest = new Uint8Array(32);
+const digest = new Uint8Array(32);
 const state = new Int32Array(8);
 
 const rotr = (x: number, n: number): number => (x >>> n) | (x << (32 - n));
@@ -127,8 +129,6 @@ export function hmacKey(key: Uint8Array): HmacKey {
   return { inner, outer };
 }
 
-const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"));
-
 /** HMAC-SHA256(key, msg) as 64 lower-case hex digits. */
 export function hmacSha256Hex(key: HmacKey, msg: Uint8Array): string {
   state.set(key.inner);
@@ -136,10 +136,5 @@ export function hmacSha256Hex(key: HmacKey, msg: Uint8Array): string {
   toBytes(state, innerDigest);
   state.set(key.outer);
   finish(state, innerDigest, BLOCK);
-  let hex = "";
-  for (let i = 0; i < 8; i++) {
-    const v = state[i] as number;
-    hex += (HEX[v >>> 24] as string) + (HEX[(v >>> 16) & 255] as string) + (HEX[(v >>> 8) & 255] as string) + (HEX[v & 255] as string);
-  }
-  return hex;
+  return bytesToHex(toBytes(state, digest));
 }

@@ -9,6 +9,8 @@
  * request (never released) dropped from it once IN_FLIGHT_MAX_MS old.
  */
 import { describe, expect, it } from "vitest";
+import { isReadHandOff } from "../../src/audit/enqueue";
+import type { AuditEntry } from "../../src/audit/types";
 import { auditedInFlight, auditedRequestBegins, expectedGroup, gather, COMPANY_TICKS, IN_FLIGHT_MAX_MS, LINGER_MS, LINGER_STEPS, PEAK_HOLD_MS, PROBE_EVERY, recordFlush, resetLinger } from "../../src/audit/linger";
 import { GroupCommit } from "../../src/core/group-commit";
 
@@ -163,6 +165,23 @@ describe("group commit", () => {
     // ...and its waits do not count as a write's probe: the writes still skip.
     expect(await looksOf(false)).toBe(3);
     resetLinger();
+  });
+
+  it("a read's hand-off is one that ends with the response entry of a read or list; a write's, or a request entry alone, is not", () => {
+    const entry = (type: AuditEntry["type"], operation: string): AuditEntry => ({
+      id: `r:${type}`,
+      time: "2026-11-28T00:00:00.000Z",
+      type,
+      request: { id: "r", operation, namespace: { id: "", path: "" }, path: "kv/data/app" },
+    });
+    expect(isReadHandOff([entry("request", "read"), entry("response", "read")])).toBe(true);
+    expect(isReadHandOff([entry("request", "list"), entry("response", "list")])).toBe(true);
+    expect(isReadHandOff([entry("response", "read")])).toBe(true);
+    expect(isReadHandOff([entry("request", "read")])).toBe(false);
+    expect(isReadHandOff([entry("request", "update")])).toBe(false);
+    expect(isReadHandOff([entry("response", "update")])).toBe(false);
+    expect(isReadHandOff([entry("request", "create"), entry("response", "create")])).toBe(false);
+    expect(isReadHandOff([])).toBe(false);
   });
 
   it("the audit linger's count: each request counted once, released once however often its release runs; a request cancelled before its release stops counting after IN_FLIGHT_MAX_MS", () => {
