@@ -2,9 +2,10 @@
  * Group commit of audit entries to the Queue: the entries of concurrent requests in one isolate
  * share Queue messages and one `sendBatch` per flush, through the group commit the PKI's
  * certificate rows use too (src/core/group-commit.ts: leader, hand-over, stale lead, wake-up).
- * Entries arrive HMAC'd and serialized (enqueue.ts), one JSON text each, and are never parsed
- * again: a message is a header line indexing its entries, then their texts as NDJSON lines
- * (./message.ts), which the consumer hands to the sink as they are.
+ * Entries arrive HMAC'd and serialized (enqueue.ts), one JSON line each in pieces, and are never
+ * parsed again: a message is a header line indexing its entries, the `auth` and `request` members
+ * its entries share (each once), then the entries' lines without them (./message.ts); the
+ * consumer splices them back and hands the lines to the sink.
  *
  * Invariants:
  * - **Durable before the answer.** `queueEntries` resolves only after the `sendBatch` holding
@@ -68,11 +69,12 @@ interface Waiter {
   read: boolean;
 }
 
-/** A Queue message being built: its entries, size, whose entries it carries, then its text. */
+/** A Queue message being built: its entries, size, the shared members it states, whose entries it carries, then its text. */
 interface Built {
   device: AuditDevice;
   entries: QueuedEntry[];
   bytes: number;
+  shared: Set<string>;
   from: Set<Waiter>;
   body: string;
 }
@@ -112,23 +114,29 @@ export function build(group: readonly Waiter[]): Built[] {
   for (const w of group) {
     for (const part of w.parts) {
       for (const entry of part.entries) {
-        // Its line and newline, and its item in the header's index.
-        const size = entry.bytes + 1 + indexBytes(entry);
         let m = open.get(part.device.id);
-        if (m && m.bytes + size > MAX_AUDIT_MESSAGE_BYTES) m = undefined;
+        if (m && m.bytes + sizeIn(m, entry) > MAX_AUDIT_MESSAGE_BYTES) m = undefined;
         if (!m) {
-          m = { device: part.device, entries: [], bytes: headerBytes(messageDevice(part.device)), from: new Set(), body: "" };
+          m = { device: part.device, entries: [], bytes: headerBytes(messageDevice(part.device)), shared: new Set(), from: new Set(), body: "" };
           open.set(part.device.id, m);
           out.push(m);
         }
+        m.bytes += sizeIn(m, entry);
         m.entries.push(entry);
-        m.bytes += size;
+        for (const p of entry.shared) m.shared.add(p.text);
         m.from.add(w);
       }
     }
   }
   for (const m of out) m.body = encodeMessage(messageDevice(m.device), m.entries);
   return out;
+}
+
+/** What an entry adds to a message: its line and newline, its index item, and the shared members the message does not state yet. */
+function sizeIn(m: Built, entry: QueuedEntry): number {
+  let size = entry.bytes + 1 + indexBytes(entry);
+  for (const p of entry.shared) if (!m.shared.has(p.text)) size += p.bytes + 1;
+  return size;
 }
 
 /** The messages split into sendBatch calls within the Queue's per-call limits. */

@@ -1,7 +1,8 @@
 /**
  * Handing audit entries over: the one function the request path calls,
  * `enqueueEntries`. For each enabled device, the entries are HMAC'd with the device's salt
- * (hmac.ts) and serialized once, then
+ * (hmac.ts) and serialized once (their `auth` and `request` members apart, so that a message
+ * states each once: ./message.ts), then
  * - `stdout`: written to the Worker's log, one JSON line per entry (console.log). Workers Logs /
  *   Logpush / `wrangler tail` keep it; that is as durable as the log pipeline is (sampling, the
  *   plan's retention, a tail that is not connected): documented in docs/audit.md;
@@ -18,7 +19,7 @@
 import { utf8Length } from "../core/text";
 import { queueEntries, setBatchSendForTests, type DevicePart } from "./batcher";
 import { hashEntry } from "./hmac";
-import type { QueuedEntry } from "./message";
+import { entryLine, type QueuedEntry, type SharedPart } from "./message";
 import { AuditUnavailableError, MAX_AUDIT_MESSAGE_BYTES, type AuditDevice, type AuditEntry } from "./types";
 
 /** Room for one entry in a message: the limit less the envelope (device id, path, type). */
@@ -35,9 +36,9 @@ export async function enqueueEntries(env: Env, devices: AuditDevice[], entries: 
   const parts: DevicePart[] = [];
   for (const device of devices) {
     try {
-      const texts = entries.map((e) => serialized(device, hashEntry(device, e)));
-      if (device.type === "stdout") for (const t of texts) console.log(t.text);
-      else parts.push({ device, entries: texts.map((t, i) => queued(entries[i] as AuditEntry, t)) });
+      const queued = entries.map((e) => serialized(device, hashEntry(device, e)));
+      if (device.type === "stdout") for (const q of queued) console.log(entryLine(q));
+      else parts.push({ device, entries: queued });
     } catch (e) {
       errors.set(device.id, e);
     }
@@ -61,33 +62,63 @@ export function isReadHandOff(entries: readonly AuditEntry[]): boolean {
   return last?.type === "response" && (last.request.operation === "read" || last.request.operation === "list");
 }
 
-/** An entry as the batcher carries it: the message header indexes its id and time (./message.ts). */
-function queued(entry: AuditEntry, t: { text: string; bytes: number }): QueuedEntry {
-  const time = Date.parse(entry.time);
-  return { id: entry.id, time: Number.isNaN(time) ? 0 : time, text: t.text, bytes: t.bytes };
-}
-
 function errorText(e: unknown): string {
   return e instanceof Error ? `${e.name}: ${e.message}` : String(e);
 }
 
 /**
- * An entry as the JSON text a message carries. `elide_list_responses` applies after hashing (the
- * counts are the server's numbers, not data to HMAC, as Vault's formatter). An entry too big for
- * a message on its own keeps everything but its `data`, replaced by a marker naming its size (the
- * Queue cannot carry it; docs/audit.md states the limit). Still too big: the device fails.
+ * An entry as a message carries it (./message.ts `QueuedEntry`): its JSON line in pieces, the
+ * `auth` and `request` members apart so that a message states each once. `elide_list_responses`
+ * applies after hashing (the counts are the server's numbers, not data to HMAC, as Vault's
+ * formatter). An entry too big for a message on its own keeps everything but its `data`,
+ * replaced by a marker naming its size (the Queue cannot carry it; docs/audit.md states the
+ * limit). Still too big: the device fails.
  */
-function serialized(device: AuditDevice, hashed: AuditEntry): { text: string; bytes: number } {
+function serialized(device: AuditDevice, hashed: AuditEntry): QueuedEntry {
   const entry = device.elideListResponses ? elideList(hashed) : hashed;
-  const text = JSON.stringify(entry);
+  const q = pieces(entry);
   // A stdout line has no size limit and is not measured.
-  if (device.type === "stdout") return { text, bytes: 0 };
-  const size = utf8Length(text);
-  if (size <= ENTRY_ROOM) return { text, bytes: size };
-  const smaller = JSON.stringify(elideData(entry, size));
-  const bytes = utf8Length(smaller);
+  if (device.type === "stdout") return q;
+  const size = entrySize(q);
+  if (size <= ENTRY_ROOM) return q;
+  const smaller = pieces(elideData(entry, size));
+  const bytes = entrySize(smaller);
   if (bytes > ENTRY_ROOM) throw new Error(`an audit entry of ${bytes} bytes exceeds the queue message limit even without its data`);
-  return { text: smaller, bytes };
+  return smaller;
+}
+
+function entrySize(q: QueuedEntry): number {
+  let size = q.bytes;
+  for (const p of q.shared) size += p.bytes;
+  return size;
+}
+
+/**
+ * The entry's line as `head` (id, time, type), the `auth` and `request` members, and `tail` (the
+ * rest): the same members as JSON.stringify of the entry, in the order of AuditEntry. A request's
+ * hashed `auth` and `request` objects are the same for both its entries (hmac.ts), so each is
+ * serialized once.
+ */
+function pieces(entry: AuditEntry): QueuedEntry {
+  const time = Date.parse(entry.time);
+  const head = `{"id":${JSON.stringify(entry.id)},"time":${JSON.stringify(entry.time)},"type":${JSON.stringify(entry.type)}`;
+  const shared: SharedPart[] = [];
+  if (entry.auth !== undefined) shared.push(member("auth", entry.auth));
+  shared.push(member("request", entry.request));
+  const { response, error } = entry;
+  const tail = `${response === undefined ? "" : `,"response":${JSON.stringify(response)}`}${error === undefined ? "" : `,"error":${JSON.stringify(error)}`}}`;
+  return { id: entry.id, time: Number.isNaN(time) ? 0 : time, head, shared, tail, bytes: utf8Length(head) + utf8Length(tail) };
+}
+
+/** `,"<name>":<JSON of value>`, serialized once per object (the two entries of a request share theirs). */
+const members = new WeakMap<object, SharedPart>();
+function member(name: "auth" | "request", value: object): SharedPart {
+  const known = members.get(value);
+  if (known) return known;
+  const text = `,"${name}":${JSON.stringify(value)}`;
+  const part = { text, bytes: utf8Length(text) };
+  members.set(value, part);
+  return part;
 }
 
 function elideData(entry: AuditEntry, size: number): AuditEntry {

@@ -7,7 +7,8 @@
  * Contract with the delivery side (the consumer of queue `lanyard-audit`, binding AUDIT_QUEUE):
  *
  * - One message = one device's entries, as text (src/audit/message.ts: a header line naming the
- *   device and indexing the entries, then the entries as NDJSON lines), produced by `enqueueEntries`.
+ *   device and indexing the entries, the `auth` and `request` members they share, each once, then
+ *   the entries' lines without them), produced by `enqueueEntries`.
  *   Only `http` and `r2` devices get messages; `stdout` entries are written to the Worker's log
  *   at enqueue time and never queued.
  * - `entries` are final: already HMAC'd with that device's salt (or raw when `log_raw`), ready to

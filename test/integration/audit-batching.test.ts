@@ -24,6 +24,8 @@ class Counter implements FakeProvider {
   up = true;
   byId = new Map<string, number>();
   order: string[] = [];
+  /** Each id's entry as last received. */
+  last = new Map<string, AuditEntry>();
   async handle(req: Request): Promise<Response> {
     if (!this.up) return new Response("down", { status: 503 });
     for (const line of (await req.text()).split("\n")) {
@@ -31,6 +33,7 @@ class Counter implements FakeProvider {
       const e = JSON.parse(line) as AuditEntry;
       this.byId.set(e.id, (this.byId.get(e.id) ?? 0) + 1);
       this.order.push(e.id);
+      this.last.set(e.id, e);
     }
     return new Response(null, { status: 204 });
   }
@@ -172,19 +175,44 @@ describe("audit batching: each entry once per device", () => {
     await disableAll();
   });
 
-  it("message text: a header line indexing the entries, then each entry as the NDJSON line the collector gets; a message of the earlier format (entries as JSON objects) is still delivered", async () => {
+  it("message text: a header line indexing the entries, the auth and request members once, then each entry's line without them; spliced back, the NDJSON line the collector gets; messages of the earlier formats are still delivered", async () => {
     await disableAll();
     await write("sys/audit/count-one", { type: "http", options: { address: "https://counter-one.test/in" } }, {}, 204);
     captured.length = 0;
     const id = (await read("sys/mounts")).body.request_id as string;
-    // The request entry was queued before the work, the response entry after it: one or two messages.
+    // A read: its request and response entries travel in one hand-off, so in one message.
     const msgs = captured.splice(0);
     expect(msgs.flatMap((m) => m.entries.map((e) => e.id))).toEqual([`${id}:request`, `${id}:response`]);
     for (const m of msgs) {
-      const [header, ...lines] = m.text.split("\n");
-      expect(JSON.parse(header as string)).toMatchObject({ v: 2, device: { path: "count-one/", type: "http" }, index: m.entries.map((e) => [e.id, Date.parse(e.time)]) });
-      expect(lines).toEqual([...m.entries.map((e) => JSON.stringify(e)), ""]);
+      const [header, ...rest] = m.text.split("\n");
+      const h = JSON.parse(header as string) as { v: number; shared: number; index: (string | number)[][] };
+      expect(h).toMatchObject({ v: 3, device: { path: "count-one/", type: "http" } });
+      expect(h.index.map((item) => item.slice(0, 2))).toEqual(m.entries.map((e) => [e.id, Date.parse(e.time)]));
+      const shared = rest.slice(0, h.shared);
+      const lines = rest.slice(h.shared);
+      expect(lines.pop()).toBe("");
+      for (const member of shared) expect(member).toMatch(/^,"(auth|request)":\{/);
+      // The request member (and the auth member) stated once for both entries.
+      expect(m.text.split(`"request":{"id":"${id}"`).length - 1).toBe(1);
+      expect(m.text.split(`"auth":{`).length - 1).toBe(1);
+      lines.forEach((line, i) => {
+        const [, , at, ...ks] = h.index[i] as [string, number, number?, ...number[]];
+        const whole = at === undefined ? line : line.slice(0, at) + ks.map((k) => shared[k]).join("") + line.slice(at);
+        expect(whole).toBe(JSON.stringify(m.entries[i]));
+      });
     }
+    const whole = msgs.flatMap((m) => m.entries.map((e) => JSON.stringify(e)));
+    expect(msgs.reduce((n, m) => n + m.text.length, 0)).toBeLessThan(whole.join("\n").length);
+    // Delivered, the collector gets each entry whole.
+    const before3 = one.order.length;
+    await deliverAll(msgs);
+    expect(one.order.slice(before3)).toEqual([`${id}:request`, `${id}:response`]);
+    for (const e of msgs.flatMap((m) => m.entries)) expect(one.last.get(e.id)).toEqual(e);
+    const v2 = `${JSON.stringify({ v: 2, device: (msgs[0] as Queued).device, index: msgs.flatMap((m) => m.entries.map((e) => [e.id, Date.parse(e.time)])) })}\n${whole.join("\n")}\n`;
+    const before2 = one.order.length;
+    await deliverAll([{ ...(msgs[0] as Queued), text: v2 }]);
+    expect(one.order.slice(before2)).toEqual([`${id}:request`, `${id}:response`]);
+    for (const e of msgs.flatMap((m) => m.entries)) expect(one.last.get(e.id)).toEqual(e);
     const first = msgs[0] as Queued;
     const old = JSON.stringify({ v: 1, device: first.device, entries: msgs.flatMap((m) => m.entries) });
     const before = one.order.length;
