@@ -18,7 +18,8 @@
  *   STALE_LEAD_MS (its request cancelled) is taken over by the first waiter.
  * - **A bounded linger, only in company and only while it pays** (./linger.ts `gather`): the
  *   leader waits at most LINGER_MS for the hand-offs it expects, and not at all when they are
- *   there, when it is alone, or when lingering has recently not brought company.
+ *   there, when it is alone, or when lingering has recently not brought company; the hand-off
+ *   that completes what it expects flushes the group at once, without waiting for its timer.
  * - **No waiter waits for ever.** Every waiter is settled by a flush that took its entries after
  *   they were added (the leader takes everything waiting once its linger ends, and the lead
  *   passes to the first waiter when a flush ends), and it looks at its result on timers of its
@@ -36,7 +37,7 @@
  *   the flush) and hands the send to waitUntil.
  */
 import { GroupCommit } from "../core/group-commit";
-import { auditedInFlight, gather, recordFlush } from "./linger";
+import { auditedInFlight, gather, groupComplete, recordFlush } from "./linger";
 import { encodeMessage, headerBytes, indexBytes, messageDevice, type QueuedEntry } from "./message";
 import { MAX_AUDIT_MESSAGE_BYTES, type AuditDevice } from "./types";
 
@@ -97,6 +98,7 @@ const commit = new GroupCommit<Waiter, SendFailures, Queue>({
   maxGroup: MAX_GROUP,
   staleLeadMs: STALE_LEAD_MS,
   gather: (waiting, first) => gather(waiting, auditedInFlight, first.read),
+  complete: (waiting) => groupComplete(waiting),
   run: flush,
   lost: (w) => new Map(w.parts.map((p) => [p.device.id, new Error("audit entries were not queued")])),
 });

@@ -21,6 +21,10 @@
  *   ticks, and waits again in one flush of PROBE_EVERY to notice when waiting would pay again.
  *   Reads neither read nor move that average. Measured with the audit bench: docs/audit.md
  *   "Where the rest went".
+ * - **No wait once the company is there.** The hand-off that brings the waiting count to what the
+ *   leader expects (`groupComplete`) flushes the group itself at once (src/core/group-commit.ts
+ *   `complete`), instead of the leader noticing it on its next timer, up to 1 ms later with every
+ *   request of the group held meanwhile.
  * - **Wrong counts cost only the bound.** The in-flight count is exact but for requests
  *   cancelled mid-way (workerd never resumes their code, not even a `finally`), which count until
  *   IN_FLIGHT_MAX_MS; a peak that does not come back costs one flush the bound, then the next
@@ -85,6 +89,11 @@ export function expectedGroup(inFlightNow: number, now = Date.now()): number {
   return Math.max(inFlightNow, now - peak.at <= PEAK_HOLD_MS ? peak.size : 0);
 }
 
+/** Whether `waiting` hand-offs are all a leader expects (its gather then ends; the batcher lets the one that completes the group flush it at once). */
+export function groupComplete(waiting: number, inFlightNow: () => number = auditedInFlight): boolean {
+  return waiting >= expectedGroup(inFlightNow());
+}
+
 const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 0));
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -97,7 +106,7 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * LINGER_MS of the start. `read`: the leader's hand-off is a read's (src/audit/enqueue.ts).
  */
 export async function gather(waiting: () => number, inFlightNow: () => number = auditedInFlight, read = false): Promise<void> {
-  const short = () => waiting() < expectedGroup(inFlightNow());
+  const short = () => !groupComplete(waiting(), inFlightNow);
   if (!short()) return;
   await tick();
   const start = Date.now();

@@ -12,6 +12,12 @@
  *   waits for company (`gather`), takes what is waiting (itself first, at most `maxGroup`, in
  *   arrival order) and runs it. Callers arriving meanwhile wait; when the group ends, its leader
  *   hands the lead to the first waiter, which runs everything waiting by then.
+ * - **A complete group does not wait for its leader's timer.** With `complete`, the caller whose
+ *   arrival completes the group a leader is gathering for (or a waiter given the lead has not yet
+ *   noticed) takes the lead and runs the group at once, in its own request; the former leader,
+ *   back from its gather, finds itself taken over and waits for its result like any waiter. Only
+ *   a lead that has not taken its group is taken over this way, so it is still one group in
+ *   flight.
  * - **A stale lead is taken over.** A leader whose request was cancelled before its group was
  *   handed to waitUntil would hold the lead for ever; the first waiter takes it over once the lead
  *   is `staleLeadMs` old (longer than any group runs, so at worst two groups overlap).
@@ -54,6 +60,13 @@ export interface GroupCommitOptions<I, O, C> {
   staleLeadMs: number;
   /** The leader's wait for company before it takes the group; `waiting()` counts the inputs waiting. */
   gather(waiting: () => number, first: I): Promise<void>;
+  /**
+   * Whether `waiting` inputs complete the group a leader is gathering for (the end of its
+   * `gather` at its next look). The input that completes it takes the lead and runs the group at
+   * once, so no group waits for its leader's timer; the leader finds itself taken over. Without
+   * it, a group starts when its leader's gather ends.
+   */
+  complete?(waiting: number): boolean;
   /** Runs a group with the leader's context (its database handle, its Queue binding); one result per input, in order; never rejects. */
   run(ctx: C, inputs: I[]): Promise<O[]>;
   /** The result of an input whose group ended without one (run broke its promise). */
@@ -64,6 +77,8 @@ export class GroupCommit<I, O, C> {
   private readonly waiting: Waiter<I, O>[] = [];
   /** Who holds the lead (null: nothing in flight). */
   private leader: Waiter<I, O> | null = null;
+  /** The leader while it gathers (its group not taken yet), else null. */
+  private gathering: Waiter<I, O> | null = null;
   /** When the current lead was given. */
   private leadSince = 0;
   /** A lead's typical length, from being given to its group's end (moving average; 0 before any). */
@@ -75,15 +90,21 @@ export class GroupCommit<I, O, C> {
   async submit(ctx: C, input: I, waitUntil?: (p: Promise<unknown>) => void): Promise<O> {
     const me: Waiter<I, O> = { input, result: null };
     this.waiting.push(me);
-    if (!this.leader) this.giveLead(me);
+    // Completing the group a leader gathers for: this input runs it now, the leader's with it.
+    const completes = this.gathering !== null && this.opts.complete?.(this.waiting.length) === true;
+    if (!this.leader || completes) this.giveLead(me);
     for (;;) {
       if (me.result) return me.result.value;
       if (this.leader !== me) {
         await this.settled(me);
         continue;
       }
-      await this.opts.gather(() => this.waiting.length, me.input);
-      // Taken over while gathering (a stale lead): the new leader runs this input.
+      if (!completes) {
+        this.gathering = me;
+        await this.opts.gather(() => this.waiting.length, me.input);
+        if (this.gathering === me) this.gathering = null;
+      }
+      // Taken over while gathering (its group completed by a later input, or a stale lead): the new leader runs this input.
       if (this.leader === me && !me.result) await this.lead(me, ctx, waitUntil);
     }
   }
@@ -126,14 +147,18 @@ export class GroupCommit<I, O, C> {
         const took = Date.now() - since;
         this.typicalLeadMs = this.typicalLeadMs === 0 ? took : 0.8 * this.typicalLeadMs + 0.2 * took;
         const next = this.waiting[0];
-        if (next) this.giveLead(next);
-        else this.leader = null;
+        if (next) {
+          this.giveLead(next);
+          // It has not taken its group yet: an input that completes the group may run it first.
+          this.gathering = next;
+        } else this.leader = null;
       }
     }
   }
 
   private giveLead(w: Waiter<I, O>): void {
     this.leader = w;
+    this.gathering = null;
     this.leadSince = Date.now();
   }
 

@@ -75,6 +75,42 @@ describe("group commit", () => {
     expect(await within(commit.submit(null, "after"), 5_000)).toBe("done after");
   });
 
+  it("the input that completes the group a leader gathers for runs it at once, the leader's input with it; without `complete`, the group waits for the leader's gather", async () => {
+    const run = async (complete?: (waiting: number) => boolean) => {
+      const groups: string[][] = [];
+      const commit = new GroupCommit<string, string, null>({
+        maxGroup: 100,
+        staleLeadMs: 15_000,
+        // A leader that would gather for 300 ms.
+        gather: () => sleep(300),
+        complete,
+        run: async (_ctx, inputs) => {
+          groups.push(inputs);
+          return inputs.map((i) => `done ${i}`);
+        },
+        lost: (i) => `lost ${i}`,
+      });
+      const started = Date.now();
+      const leader = commit.submit(null, "leader");
+      await sleep(5);
+      const second = commit.submit(null, "second");
+      await sleep(5);
+      const third = commit.submit(null, "third");
+      // The third completes the group: it runs it, and answers, long before the gather ends.
+      const firstDone = await Promise.race([third, second, leader]);
+      const tookFirst = Date.now() - started;
+      expect(await Promise.all([leader, second, third])).toEqual(["done leader", "done second", "done third"]);
+      return { groups, tookFirst, firstDone };
+    };
+    const taken = await run((waiting) => waiting >= 3);
+    expect(taken.groups).toEqual([["third", "leader", "second"]]);
+    expect(taken.firstDone).toBe("done third");
+    expect(taken.tookFirst).toBeLessThan(200);
+    const waited = await run();
+    expect(waited.groups).toEqual([["leader", "second", "third"]]);
+    expect(waited.tookFirst).toBeGreaterThanOrEqual(290);
+  });
+
   it("the audit linger: a lone leader does not linger; one waiting for entries that never come stops at its bound", async () => {
     // Alone (nothing else in flight, no recent flush): no wait, one look at the count.
     resetLinger();
