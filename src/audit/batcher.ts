@@ -97,7 +97,7 @@ export const STALE_LEAD_MS = 15_000;
 const commit = new GroupCommit<Waiter, SendFailures, Queue>({
   maxGroup: MAX_GROUP,
   staleLeadMs: STALE_LEAD_MS,
-  gather: (waiting, first) => gather(waiting, auditedInFlight, first.read),
+  gather: (waiting, first, leads) => gather(waiting, auditedInFlight, first.read, leads),
   complete: (waiting) => groupComplete(waiting),
   run: flush,
   lost: (w) => new Map(w.parts.map((p) => [p.device.id, new Error("audit entries were not queued")])),

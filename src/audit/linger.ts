@@ -104,14 +104,16 @@ const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms
  * fraction of a millisecond each). Then those the recent peak says are still on their way in (a
  * read's leader always, a write's while it pays): up to LINGER_STEPS waits of 1 ms, within
  * LINGER_MS of the start. `read`: the leader's hand-off is a read's (src/audit/enqueue.ts).
+ * `leads()`: false once a hand-off completed the group and flushed it (the group commit's
+ * `complete`): the wait is over, and its company came.
  */
-export async function gather(waiting: () => number, inFlightNow: () => number = auditedInFlight, read = false): Promise<void> {
-  const short = () => !groupComplete(waiting(), inFlightNow);
+export async function gather(waiting: () => number, inFlightNow: () => number = auditedInFlight, read = false, leads: () => boolean = () => true): Promise<void> {
+  const short = () => leads() && !groupComplete(waiting(), inFlightNow);
   if (!short()) return;
   await tick();
   const start = Date.now();
   const within = () => Date.now() - start < LINGER_MS;
-  for (let i = 0; i < COMPANY_TICKS && waiting() < inFlightNow() && within(); i++) await tick();
+  for (let i = 0; i < COMPANY_TICKS && leads() && waiting() < inFlightNow() && within(); i++) await tick();
   if (!short() || !within()) return;
   const waitForPeak = async () => {
     for (let i = 0; i < LINGER_STEPS && short() && within(); i++) await sleep(1);
@@ -121,8 +123,11 @@ export async function gather(waiting: () => number, inFlightNow: () => number = 
   if (payoff.perMs < MIN_GAIN_PER_MS && ++payoff.skipped < PROBE_EVERY) return;
   payoff.skipped = 0;
   const before = waiting();
+  const expected = expectedGroup(inFlightNow());
   const from = Date.now();
   await waitForPeak();
   const ms = Date.now() - from;
-  if (ms > 0) payoff.perMs = 0.75 * payoff.perMs + 0.25 * ((waiting() - before) / ms);
+  // Taken over: the hand-offs it waited for all came (they left with the group).
+  const came = leads() ? waiting() - before : expected - before;
+  if (ms > 0) payoff.perMs = 0.75 * payoff.perMs + 0.25 * (came / ms);
 }

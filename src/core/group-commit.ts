@@ -58,8 +58,12 @@ export interface GroupCommitOptions<I, O, C> {
   maxGroup: number;
   /** A lead older than this is taken over by the first waiter. */
   staleLeadMs: number;
-  /** The leader's wait for company before it takes the group; `waiting()` counts the inputs waiting. */
-  gather(waiting: () => number, first: I): Promise<void>;
+  /**
+   * The leader's wait for company before it takes the group; `waiting()` counts the inputs
+   * waiting; `leads()` turns false when the group was taken from it (`complete`, a stale lead):
+   * the wait has nothing left to wait for.
+   */
+  gather(waiting: () => number, first: I, leads: () => boolean): Promise<void>;
   /**
    * Whether `waiting` inputs complete the group a leader is gathering for (the end of its
    * `gather` at its next look). The input that completes it takes the lead and runs the group at
@@ -101,7 +105,11 @@ export class GroupCommit<I, O, C> {
       }
       if (!completes) {
         this.gathering = me;
-        await this.opts.gather(() => this.waiting.length, me.input);
+        await this.opts.gather(
+          () => this.waiting.length,
+          me.input,
+          () => this.leader === me,
+        );
         if (this.gathering === me) this.gathering = null;
       }
       // Taken over while gathering (its group completed by a later input, or a stale lead): the new leader runs this input.

@@ -203,6 +203,34 @@ describe("group commit", () => {
     resetLinger();
   });
 
+  it("a leader whose group was taken from it stops gathering at its next look, and for a write that counts as company that came", async () => {
+    resetLinger();
+    // Expecting a recent flush of 8, alone: the write's linger waits for the peak (it pays, as a fresh isolate presumes)...
+    recordFlush(8);
+    let leads = true;
+    let looks = 0;
+    setTimeout(() => (leads = false), 0);
+    const t0 = Date.now();
+    await gather(() => 1, () => (looks++, 1), false, () => leads);
+    // ...but a hand-off completed the group after its first tick: no 1 ms wait follows.
+    expect(leads).toBe(false);
+    expect(looks).toBeLessThanOrEqual(2);
+    expect(Date.now() - t0).toBeLessThan(200);
+    // Taken over during its 1 ms waits: a write's payoff counts the group as company that came,
+    // so the next write still waits for the peak instead of skipping.
+    for (let i = 0; i < 3; i++) {
+      recordFlush(8);
+      let led = true;
+      setTimeout(() => (led = false), 1);
+      await gather(() => 1, () => 1, false, () => led);
+    }
+    recordFlush(8);
+    let after = 0;
+    await gather(() => 1, () => (after++, 1));
+    expect(after).toBeGreaterThan(3);
+    resetLinger();
+  });
+
   it("a read's hand-off is one that ends with the response entry of a read or list; a write's, or a request entry alone, is not", () => {
     const entry = (type: AuditEntry["type"], operation: string): AuditEntry => ({
       id: `r:${type}`,
