@@ -19,7 +19,7 @@
 import { utf8Length } from "../core/text";
 import { queueEntries, setBatchSendForTests, type DevicePart } from "./batcher";
 import { hashEntry } from "./hmac";
-import { entryLine, type QueuedEntry, type SharedPart } from "./message";
+import { entryLine, type QueuedEntry, type SharedMember } from "./message";
 import { AuditUnavailableError, MAX_AUDIT_MESSAGE_BYTES, type AuditDevice, type AuditEntry } from "./types";
 
 /** Room for one entry in a message: the limit less the envelope (device id, path, type). */
@@ -102,7 +102,7 @@ function entrySize(q: QueuedEntry): number {
 function pieces(entry: AuditEntry): QueuedEntry {
   const time = Date.parse(entry.time);
   const head = `{"id":${JSON.stringify(entry.id)},"time":${JSON.stringify(entry.time)},"type":${JSON.stringify(entry.type)}`;
-  const shared: SharedPart[] = [];
+  const shared: SharedMember[] = [];
   if (entry.auth !== undefined) shared.push(member("auth", entry.auth));
   shared.push(member("request", entry.request));
   const { response, error } = entry;
@@ -111,8 +111,8 @@ function pieces(entry: AuditEntry): QueuedEntry {
 }
 
 /** `,"<name>":<JSON of value>`, serialized once per object (the two entries of a request share theirs). */
-const members = new WeakMap<object, SharedPart>();
-function member(name: "auth" | "request", value: object): SharedPart {
+const members = new WeakMap<object, SharedMember>();
+function member(name: "auth" | "request", value: object): SharedMember {
   const known = members.get(value);
   if (known) return known;
   const text = `,"${name}":${JSON.stringify(value)}`;

@@ -49,7 +49,7 @@ export interface DecodedMessage {
 }
 
 /** A member several entries share (`,"auth":{…}`, `,"request":{…}`), and its UTF-8 length. */
-export interface SharedPart {
+export interface SharedMember {
   text: string;
   bytes: number;
 }
@@ -57,13 +57,13 @@ export interface SharedPart {
 /**
  * What the batcher needs of an entry (made once, in enqueue.ts): its id and time, and its JSON
  * line as `head`, then its `shared` members in order, then `tail`; `bytes` is the UTF-8 length of
- * head and tail (a part's own length is in the part).
+ * head and tail (a shared member's own length is in the member).
  */
 export interface QueuedEntry {
   id: string;
   time: number;
   head: string;
-  shared: SharedPart[];
+  shared: SharedMember[];
   tail: string;
   bytes: number;
 }
@@ -79,8 +79,8 @@ export function messageDevice(d: AuditDevice): MessageDevice {
 }
 
 /**
- * Bytes of an entry's index item `["<id>",<ms>,<at>,<part>,…],` at most (ids are ASCII: a UUID
- * and a suffix; an offset within 120,000 bytes, a part number within the message's entries).
+ * Bytes of an entry's index item `["<id>",<ms>,<at>,<k>,…],` at most (ids are ASCII: a UUID
+ * and a suffix; an offset within 120,000 bytes, a member number within the message's entries).
  */
 export function indexBytes(e: QueuedEntry): number {
   return e.id.length + 24 + (e.shared.length > 0 ? 7 + 7 * e.shared.length : 0);
@@ -91,7 +91,7 @@ export function headerBytes(device: MessageDevice): number {
   return utf8Length(JSON.stringify({ v: 3, device, shared: 100000, index: [] })) + 1;
 }
 
-/** The message text of a device's entries, in order: each shared part's text stated once. */
+/** The message text of a device's entries, in order: each shared member's text stated once. */
 export function encodeMessage(device: MessageDevice, entries: readonly QueuedEntry[]): string {
   const numbers = new Map<string, number>();
   const index: (string | number)[][] = [];
