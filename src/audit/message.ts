@@ -138,8 +138,9 @@ export function decodeMessage(raw: unknown): DecodedMessage | null {
     const header = parseJson(raw.slice(0, nl));
     if (typeof header !== "object" || header === null) return null;
     const v = (header as { v?: unknown }).v;
-    if (v === 3) return decodeV3(header as Header, raw.slice(nl + 1));
-    return v === 2 ? decodeV2(header as Header, raw.slice(nl + 1)) : null;
+    // Version 2 is version 3 without shared members: whole lines.
+    if (v === 2) return decodeLines({ ...(header as Header), shared: 0 }, raw.slice(nl + 1));
+    return v === 3 ? decodeLines(header as Header, raw.slice(nl + 1)) : null;
   }
   return decodeV1(raw);
 }
@@ -158,8 +159,8 @@ interface Header {
   shared?: unknown;
 }
 
-/** Version 3: the shared members' lines, then the entries' lines with those members cut out. */
-function decodeV3(header: Header, rest: string): DecodedMessage | null {
+/** Versions 2 and 3: the shared members' lines (none in v2), then the entries' lines with those members cut out. */
+function decodeLines(header: Header, rest: string): DecodedMessage | null {
   const device = readDevice(header.device);
   const { index, shared } = header;
   if (!device || !Array.isArray(index) || !Number.isSafeInteger(shared) || (shared as number) < 0) return null;
@@ -190,27 +191,6 @@ function spliced(short: string, refs: unknown[], shared: readonly string[], n: n
     middle += shared[k as number];
   }
   return short.slice(0, at as number) + middle + short.slice(at as number);
-}
-
-/** Version 2: the entries' whole lines. */
-function decodeV2(header: Header, rest: string): DecodedMessage | null {
-  const device = readDevice(header.device);
-  const index = header.index;
-  if (!device || !Array.isArray(index)) return null;
-  const texts = rest.split("\n");
-  // Each entry's line ends with "\n": one more piece than entries, the last empty.
-  if (texts.length !== index.length + 1 || texts[index.length] !== "") return null;
-  const lines: QueuedLine[] = [];
-  for (let i = 0; i < index.length; i++) {
-    const item: unknown = index[i];
-    if (!Array.isArray(item) || typeof item[0] !== "string" || typeof item[1] !== "number") return null;
-    const text = texts[i] as string;
-    if (!text.startsWith("{")) return null;
-    const l = queuedLine(item[0], item[1], text);
-    if (!l) return null;
-    lines.push(l);
-  }
-  return { device, lines };
 }
 
 /** The earlier format: the entries as objects, serialized here once. */

@@ -81,8 +81,6 @@ export class GroupCommit<I, O, C> {
   private readonly waiting: Waiter<I, O>[] = [];
   /** Who holds the lead (null: nothing in flight). */
   private leader: Waiter<I, O> | null = null;
-  /** The leader while it gathers (its group not taken yet), else null. */
-  private gathering: Waiter<I, O> | null = null;
   /** When the current lead was given. */
   private leadSince = 0;
   /** A lead's typical length, from being given to its group's end (moving average; 0 before any). */
@@ -94,8 +92,9 @@ export class GroupCommit<I, O, C> {
   async submit(ctx: C, input: I, waitUntil?: (p: Promise<unknown>) => void): Promise<O> {
     const me: Waiter<I, O> = { input, result: null };
     this.waiting.push(me);
-    // Completing the group a leader gathers for: this input runs it now, the leader's with it.
-    const completes = this.gathering !== null && this.opts.complete?.(this.waiting.length) === true;
+    // Completing the group of a leader that has not taken it yet (it is still among the
+    // waiting: gathering, or given the lead and not yet looking): this input runs it now.
+    const completes = this.leader !== null && this.opts.complete?.(this.waiting.length) === true && this.waiting.includes(this.leader);
     if (!this.leader || completes) this.giveLead(me);
     for (;;) {
       if (me.result) return me.result.value;
@@ -104,13 +103,11 @@ export class GroupCommit<I, O, C> {
         continue;
       }
       if (!completes) {
-        this.gathering = me;
         await this.opts.gather(
           () => this.waiting.length,
           me.input,
           () => this.leader === me,
         );
-        if (this.gathering === me) this.gathering = null;
       }
       // Taken over while gathering (its group completed by a later input, or a stale lead): the new leader runs this input.
       if (this.leader === me && !me.result) await this.lead(me, ctx, waitUntil);
@@ -155,18 +152,14 @@ export class GroupCommit<I, O, C> {
         const took = Date.now() - since;
         this.typicalLeadMs = this.typicalLeadMs === 0 ? took : 0.8 * this.typicalLeadMs + 0.2 * took;
         const next = this.waiting[0];
-        if (next) {
-          this.giveLead(next);
-          // It has not taken its group yet: an input that completes the group may run it first.
-          this.gathering = next;
-        } else this.leader = null;
+        if (next) this.giveLead(next);
+        else this.leader = null;
       }
     }
   }
 
   private giveLead(w: Waiter<I, O>): void {
     this.leader = w;
-    this.gathering = null;
     this.leadSince = Date.now();
   }
 

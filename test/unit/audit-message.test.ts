@@ -5,7 +5,9 @@
  * still read; a malformed v3 message is refused (null), never read as something else.
  */
 import { describe, expect, it } from "vitest";
+import { build } from "../../src/audit/batcher";
 import { decodeMessage, encodeMessage, entryLine, type MessageDevice, type QueuedEntry } from "../../src/audit/message";
+import { MAX_AUDIT_MESSAGE_BYTES, type AuditDevice } from "../../src/audit/types";
 
 const device: MessageDevice = { id: "dev-1", path: "collector/", type: "http" };
 
@@ -78,5 +80,29 @@ describe("audit message format", () => {
     expect(decodeMessage(withHeader((x) => (x.shared = -1)))).toBeNull();
     expect(decodeMessage(withHeader((x) => x.index.pop()))).toBeNull();
     expect(decodeMessage(good.replace('{"v":3', '{"v":4'))).toBeNull();
+  });
+
+  it("the batcher counts a shared member once per message when it packs: one token's reads fill a message by their own lines, and every message stays within the limit and its own estimate", () => {
+    const auditDevice: AuditDevice = { ...device, description: "", options: {}, local: false, salt: "s", logRaw: false, hmacAccessor: true, elideListResponses: false };
+    // A 2 KB auth member shared by 200 requests: 400 whole lines of ~2.2 KB would need 8 messages.
+    const bigAuth = `,"auth":{"metadata":{"note":"${"m".repeat(2000)}"}}`;
+    const group = Array.from({ length: 200 }, (_, i) => ({ read: true, parts: [{ device: auditDevice, entries: [entry(`r${i}`, "request", bigAuth), entry(`r${i}`, "response", bigAuth)] }] }));
+    const whole = group.flatMap((w) => w.parts[0]?.entries ?? []).reduce((n, e) => n + entryLine(e).length + 1, 0);
+    expect(whole).toBeGreaterThan(3 * MAX_AUDIT_MESSAGE_BYTES);
+    const messages = build(group);
+    expect(messages.length).toBe(1);
+    for (const m of messages) {
+      const bytes = new TextEncoder().encode(m.body).length;
+      expect(bytes).toBeLessThanOrEqual(m.bytes);
+      expect(bytes).toBeLessThanOrEqual(MAX_AUDIT_MESSAGE_BYTES);
+      expect(m.body.split(bigAuth).length - 1).toBe(1);
+    }
+    expect(decodeMessage(messages[0]?.body)?.lines.length).toBe(400);
+    // Each request with an auth member of its own: the members are counted, and messages split within the limit.
+    const own = Array.from({ length: 200 }, (_, i) => ({ read: true, parts: [{ device: auditDevice, entries: [entry(`r${i}`, "request", `${bigAuth.slice(0, -2)}${i}"}}`)] }] }));
+    const split = build(own);
+    expect(split.length).toBeGreaterThan(1);
+    for (const m of split) expect(new TextEncoder().encode(m.body).length).toBeLessThanOrEqual(Math.min(m.bytes, MAX_AUDIT_MESSAGE_BYTES));
+    expect(split.flatMap((m) => decodeMessage(m.body)?.lines ?? []).map((l) => l.id)).toEqual(own.map((_, i) => `r${i}:request`));
   });
 });
