@@ -27,12 +27,17 @@ export function trimChar(s: string, ch: string): string {
   return trimEndChar(trimStartChar(s, ch), ch);
 }
 
+const NON_ASCII = /[^\x00-\x7f]/;
+
 /**
  * The UTF-8 length of `s` in bytes, without encoding it. Length limits are stated in bytes (as
  * RFC 1035 and RFC 5280 state theirs), and a caller can skip this when `s.length` (UTF-16 code
  * units, each at least one byte) already exceeds the limit.
  */
 export function utf8Length(s: string): number {
+  // ASCII (audit entries, JSON of ASCII values): one byte a code unit, found by the native regex
+  // engine several times faster than the loop below.
+  if (!NON_ASCII.test(s)) return s.length;
   let n = 0;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
