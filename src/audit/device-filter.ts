@@ -42,16 +42,36 @@ export function devicesFor(devices: readonly AuditDevice[], fields: AuditFilterF
 }
 
 /**
+ * Verdicts already given, by device list and fields object. Layer 0 asks with the same list (the
+ * isolate's copy, replaced when it is re-read: src/audit/audit-store.ts) and the same kept fields
+ * for every request it answers from one kept answer, so a public read with devices enabled costs
+ * two lookups, not a filter evaluation. Weak: a list or answer dropped takes its verdicts along.
+ */
+const readVerdicts = new WeakMap<readonly AuditDevice[], WeakMap<object, boolean>>();
+const filteredLists = new WeakMap<readonly AuditDevice[], boolean>();
+
+/**
  * Whether no device writes a read with these fields: every device has a filter that is false for
  * them (constantFor: false only when the fields left out cannot change the answer). Layer 0
  * (src/core/public-answers.ts) asks with the fields the pipeline resolved when it kept the answer.
  */
-export function unauditedRead(devices: readonly AuditDevice[], fields: Partial<AuditFilterFields>): boolean {
-  return devices.every((d) => {
-    const f = filterOf(d);
-    return f !== null && constantFor(f, { ...fields, operation: "read" }) === false;
-  });
+export function unauditedRead(devices: readonly AuditDevice[], fields: Readonly<Partial<AuditFilterFields>>): boolean {
+  let known = readVerdicts.get(devices);
+  if (!known) readVerdicts.set(devices, (known = new WeakMap()));
+  let verdict = known.get(fields);
+  if (verdict === undefined) {
+    verdict = devices.every((d) => {
+      const f = filterOf(d);
+      return f !== null && constantFor(f, { ...fields, operation: "read" }) === false;
+    });
+    known.set(fields, verdict);
+  }
+  return verdict;
 }
 
 /** Whether every device has a filter (else every read is audited by some device). */
-export const allFiltered = (devices: readonly AuditDevice[]): boolean => devices.every((d) => filterOf(d) !== null);
+export function allFiltered(devices: readonly AuditDevice[]): boolean {
+  let all = filteredLists.get(devices);
+  if (all === undefined) filteredLists.set(devices, (all = devices.every((d) => filterOf(d) !== null)));
+  return all;
+}

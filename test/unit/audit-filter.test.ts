@@ -9,6 +9,8 @@ import { describe, expect, it } from "vitest";
 import { ApiError } from "../../src/core/errors";
 import { LinearRegex, MAX_PROGRAM, RegexSyntaxError } from "../../src/core/linear-regex";
 import { type AuditFilterFields, constantFor, evaluate, FILTER_LIMITS, parseFilter, parseFilterOption } from "../../src/audit/filter";
+import { allFiltered, unauditedRead } from "../../src/audit/device-filter";
+import type { AuditDevice } from "../../src/audit/types";
 
 const FIELDS: AuditFilterFields = { path: "secret/data/app", operation: "read", mount_type: "kv", mount_point: "secret/", namespace: "" };
 const on = (expr: string, fields: Partial<AuditFilterFields> = {}) => evaluate(parseFilter(expr), { ...FIELDS, ...fields });
@@ -230,6 +232,34 @@ describe("constantFor: partial evaluation for the public PKI paths", () => {
     expect(constantFor(parseFilter('mount_type == "kv" or path matches "ocsp"'), { path: "pki/ocsp" })).toBe(true);
     expect(constantFor(parseFilter('not (mount_type == "kv")'), { path: "pki/ocsp" })).toBeNull();
     expect(constantFor(f, { path: "pki/ocsp", mount_type: "pki" })).toBe(true);
+  });
+});
+
+describe("layer 0's question with devices enabled (unauditedRead, allFiltered)", () => {
+  const device = (id: string, filter?: string): AuditDevice => ({
+    id,
+    path: `${id}/`,
+    type: "http",
+    description: "",
+    options: filter === undefined ? {} : { filter },
+    local: false,
+    salt: "s",
+    logRaw: false,
+    hmacAccessor: true,
+    elideListResponses: false,
+  });
+  it("answers for the list it is given, also when the same kept fields are asked again with a new list", () => {
+    const kept = { path: "pki/ocsp", mount_type: "pki" };
+    const excluding = [device("a", 'not (path matches "/ocsp")')];
+    expect(allFiltered(excluding)).toBe(true);
+    expect(unauditedRead(excluding, kept)).toBe(true);
+    expect(unauditedRead(excluding, kept)).toBe(true);
+    // The list re-read after a device without a filter was enabled: every read is audited again.
+    const reread = [...excluding, device("b")];
+    expect(allFiltered(reread)).toBe(false);
+    expect(unauditedRead(reread, kept)).toBe(false);
+    // Another kept answer under the first list: its own verdict.
+    expect(unauditedRead(excluding, { path: "pki/crl", mount_type: "pki" })).toBe(false);
   });
 });
 
