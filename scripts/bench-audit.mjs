@@ -5,8 +5,8 @@
 //   KV-v2 read, EC P-256 issue (stored), and OCSP GET (EC issuer)
 // first with no audit device, then with one `http` device whose filter leaves public reads out
 // (`not (path matches "/ocsp/")`, so the OCSP row measures layer 0 with a device enabled) and whose
-// collector is a Node server in this process (it accepts every NDJSON batch with 204 and counts
-// the entries by id). An audited row ends when the collector has both entries of every request it
+// collector is a Node server in a thread of its own (scripts/lib/bench-collector.mjs: it accepts
+// every NDJSON batch with 204 and counts the entries by id, without pausing the load). An audited row ends when the collector has both entries of every request it
 // made (bounded: DRAIN_MS), and its workerd CPU runs from its start to that point: the row pays the
 // queue and the consumer for its own entries, no other row does ("drain ms" in the table).
 // Audited rows also show the answering isolate's sendBatch calls and batcher hand-offs per audited
@@ -20,10 +20,9 @@
 //   local queue broker; BENCH_PROFILE_US, BENCH_PROFILE_DIR)   BENCH_SCENARIOS="KV read,issue"
 import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
 import path from "node:path";
-import { gunzipSync } from "node:zlib";
 import { SECONDS, TOKEN, call, cpuPerRequest, load, startBenchWorker, workerdCpu } from "./lib/bench-common.mjs";
+import { startCollector } from "./lib/bench-collector.mjs";
 import { rowProfiler } from "./lib/bench-profile.mjs";
 
 // Without this the local queue logs one line per consumed batch.
@@ -46,39 +45,6 @@ const TARGETS = {
   "issue EC P-256 (stored)": { rps: 0.8, cpu: 1.3 },
   "OCSP GET, device excluding public reads": { rps: 0.9, cpu: 1.1 },
 };
-
-async function startCollector() {
-  // pairs: requests whose request AND response entries arrived; open: request entries still
-  // waiting for their response entry (the drain waits for both to settle).
-  const seen = { batches: 0, request: 0, response: 0, ids: new Map(), pairs: 0, open: new Set() };
-  const server = createServer((req, res) => {
-    const chunks = [];
-    req.on("data", (c) => chunks.push(c));
-    req.on("end", () => {
-      let body = Buffer.concat(chunks);
-      if (req.headers["content-encoding"] === "gzip") body = gunzipSync(body);
-      seen.batches++;
-      for (const line of body.toString("utf8").split("\n")) {
-        if (!line.trim()) continue;
-        const e = JSON.parse(line);
-        const copies = seen.ids.get(e.id) ?? 0;
-        seen.ids.set(e.id, copies + 1);
-        if (copies > 0) continue; // counted once below; the copies are reported
-        if (e.type === "request") seen.request++;
-        else seen.response++;
-        const rid = e.id.replace(/:(request|response)$/, "");
-        const other = `${rid}:${e.type === "request" ? "response" : "request"}`;
-        if (seen.ids.has(other)) {
-          seen.pairs++;
-          seen.open.delete(rid);
-        } else if (e.type === "request") seen.open.add(rid);
-      }
-      res.writeHead(204).end();
-    });
-  });
-  await new Promise((r) => server.listen(0, "127.0.0.1", r));
-  return { seen, url: `http://127.0.0.1:${server.address().port}/ingest`, close: () => new Promise((r) => server.close(r)) };
-}
 
 /** An EC P-256 CA with a stored leaf; the GET path of openssl's OCSP request for the leaf. */
 async function ocspPath(base, dir) {
@@ -125,7 +91,7 @@ const DRAIN_MS = 30_000;
 async function drained(seen, pairs) {
   const t0 = Date.now();
   while (Date.now() - t0 < DRAIN_MS) {
-    if (seen.pairs >= pairs && seen.open.size === 0) return { ms: Date.now() - t0, ok: true };
+    if (seen.pairs >= pairs && seen.open === 0) return { ms: Date.now() - t0, ok: true };
     await sleep(20);
   }
   return { ms: DRAIN_MS, ok: false };
@@ -224,8 +190,8 @@ async function main() {
     let last = -1;
     while (Date.now() < deadline) {
       await sleep(2000);
-      if (collector.seen.ids.size === last && collector.seen.response >= audited) break;
-      last = collector.seen.ids.size;
+      if (collector.seen.distinct === last && collector.seen.response >= audited) break;
+      last = collector.seen.distinct;
     }
 
     console.log(`\nLanyard audit cost (local workerd, non-root token with a policy, concurrency ${C}, ${SECONDS}s per row, ${RUNS} rounds; device filter ${JSON.stringify(FILTER)})\n`);
@@ -263,13 +229,10 @@ async function main() {
     console.log("\nTargets (median of the rounds; spread = min–max):");
     console.table(table);
     const errors = all.reduce((n, r) => n + r.errors, 0);
-    const copies = [...collector.seen.ids.values()];
-    const twice = copies.filter((n) => n > 1).length;
-    const reqIds = new Set([...collector.seen.ids.keys()].map((id) => id.replace(/:(request|response)$/, "")));
-    const unpaired = [...reqIds].filter((r) => !collector.seen.ids.has(`${r}:request`) || !collector.seen.ids.has(`${r}:response`)).length;
+    const { twice, unpaired } = await collector.summary();
     // autocannon counts the answers inside its window; requests in flight at its end are audited too.
     console.log(`failed requests: ${errors}`);
-    console.log(`collector: ${collector.seen.ids.size} distinct entries (${collector.seen.request} request, ${collector.seen.response} response) in ${collector.seen.batches} POSTs; entries received more than once: ${twice}; requests missing an entry: ${unpaired}; autocannon counted ${audited} audited answers (OCSP rows excluded by the filter)`);
+    console.log(`collector: ${collector.seen.distinct} distinct entries (${collector.seen.request} request, ${collector.seen.response} response) in ${collector.seen.batches} POSTs; entries received more than once: ${twice}; requests missing an entry: ${unpaired}; autocannon counted ${audited} audited answers (OCSP rows excluded by the filter)`);
     profiler?.print();
     console.log(`every entry exactly once: ${twice === 0 && unpaired === 0 && collector.seen.response >= audited ? "yes" : "NO"}`);
   } finally {
