@@ -11,13 +11,9 @@ import { createServer } from "node:http";
 import { Worker, isMainThread, parentPort, workerData } from "node:worker_threads";
 import { gunzipSync } from "node:zlib";
 
-/** Slots of the shared counters. */
-const BATCHES = 0;
-const REQUEST = 1;
-const RESPONSE = 2;
-const PAIRS = 3;
-const OPEN = 4;
-const DISTINCT = 5;
+/** The shared counters, in their slots' order. */
+const COUNTERS = ["batches", "request", "response", "pairs", "open", "distinct"];
+const SLOT = Object.fromEntries(COUNTERS.map((name, i) => [name, i]));
 
 if (!isMainThread) runCollector(workerData.counters);
 
@@ -32,23 +28,23 @@ function runCollector(shared) {
     req.on("end", () => {
       let body = Buffer.concat(chunks);
       if (req.headers["content-encoding"] === "gzip") body = gunzipSync(body);
-      Atomics.add(counts, BATCHES, 1);
+      Atomics.add(counts, SLOT.batches, 1);
       for (const line of body.toString("utf8").split("\n")) {
         if (!line.trim()) continue;
         const e = JSON.parse(line);
         const copies = ids.get(e.id) ?? 0;
         ids.set(e.id, copies + 1);
         if (copies > 0) continue; // counted once below; the copies are reported
-        Atomics.add(counts, e.type === "request" ? REQUEST : RESPONSE, 1);
+        Atomics.add(counts, e.type === "request" ? SLOT.request : SLOT.response, 1);
         const rid = e.id.replace(/:(request|response)$/, "");
         const other = `${rid}:${e.type === "request" ? "response" : "request"}`;
         if (ids.has(other)) {
-          Atomics.add(counts, PAIRS, 1);
+          Atomics.add(counts, SLOT.pairs, 1);
           open.delete(rid);
         } else if (e.type === "request") open.add(rid);
       }
-      Atomics.store(counts, OPEN, open.size);
-      Atomics.store(counts, DISTINCT, ids.size);
+      Atomics.store(counts, SLOT.open, open.size);
+      Atomics.store(counts, SLOT.distinct, ids.size);
       res.writeHead(204).end();
     });
   });
@@ -69,34 +65,17 @@ function runCollector(shared) {
  * missing an entry.
  */
 export async function startCollector() {
-  const shared = new SharedArrayBuffer(6 * Int32Array.BYTES_PER_ELEMENT);
+  const shared = new SharedArrayBuffer(COUNTERS.length * Int32Array.BYTES_PER_ELEMENT);
   const counts = new Int32Array(shared);
   const worker = new Worker(new URL(import.meta.url), { workerData: { counters: shared } });
   const { port } = await new Promise((resolve, reject) => {
     worker.once("message", resolve);
     worker.once("error", reject);
   });
-  const read = (slot) => Atomics.load(counts, slot);
-  const seen = {
-    get batches() {
-      return read(BATCHES);
-    },
-    get request() {
-      return read(REQUEST);
-    },
-    get response() {
-      return read(RESPONSE);
-    },
-    get pairs() {
-      return read(PAIRS);
-    },
-    get open() {
-      return read(OPEN);
-    },
-    get distinct() {
-      return read(DISTINCT);
-    },
-  };
+  const seen = Object.defineProperties(
+    {},
+    Object.fromEntries(COUNTERS.map((name, i) => [name, { get: () => Atomics.load(counts, i), enumerable: true }])),
+  );
   const ask = (m) =>
     new Promise((resolve) => {
       worker.once("message", resolve);
