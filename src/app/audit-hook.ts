@@ -323,19 +323,7 @@ export class AuditTrail {
   }
 }
 
-/**
- * RFC 3339 text of a time, the last one kept: workerd's clock moves only between I/O events
- * (https://developers.cloudflare.com/workers/runtime-apis/performance/: `Date.now()` is the time of the last I/O),
- * so the entries of concurrent requests share their milliseconds and mostly reuse the text.
- */
-const lastTime = { ms: Number.NaN, text: "" };
-function rfc3339(ms: number): string {
-  if (ms !== lastTime.ms) {
-    lastTime.text = new Date(ms).toISOString();
-    lastTime.ms = ms;
-  }
-  return lastTime.text;
-}
+const rfc3339 = (ms: number): string => new Date(ms).toISOString();
 
 /** An entry's values of the filter selectors (Vault's audit filter properties). */
 function entryFields(entry: AuditEntry): AuditFilterFields {

@@ -186,11 +186,11 @@ async function deliverNow(env: Env, deviceId: string, group: Group): Promise<voi
       return;
     }
     if (entries.length > 0) {
-      // The NDJSON body: the entries' lines as queued (nothing parsed or re-serialized), not
-      // joined into one string (./ndjson.ts says why).
-      const lines = entries.map((e) => `${e.line}\n`);
-      if (target.type === "http") await postNdjson(target, lines);
-      else await putNdjson(env.AUDIT_BUCKET, target, entries, lines);
+      // The NDJSON body: the entries' lines as queued, joined (nothing parsed or re-serialized).
+      let text = "";
+      for (const e of entries) text += `${e.line}\n`;
+      if (target.type === "http") await postNdjson(target, text);
+      else await putNdjson(env.AUDIT_BUCKET, target, entries, text);
     }
     for (const m of messages) m.ack();
     const h = held.get(deviceId);

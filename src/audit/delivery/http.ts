@@ -22,8 +22,8 @@ export const DELIVERY_TIMEOUT_MS = 10_000;
 /** Headers a device may not set: they describe the body this module builds. */
 const RESERVED = new Set(["content-type", "content-encoding", "content-length", "transfer-encoding"]);
 
-/** POSTs the entries (NDJSON lines, each ending with "\n") to the device's collector; resolves on 2xx, throws AuditDeliveryError otherwise. */
-export async function postNdjson(target: AuditDeliveryTarget, ndjson: readonly string[]): Promise<void> {
+/** POSTs the entries (NDJSON text) to the device's collector; resolves on 2xx, throws AuditDeliveryError otherwise. */
+export async function postNdjson(target: AuditDeliveryTarget, ndjson: string): Promise<void> {
   if (!target.address) throw new AuditDeliveryError("the device has no address");
   const compress = target.compress === true;
   const headers = new Headers();

@@ -45,8 +45,8 @@ export async function objectKey(prefix: string, entries: readonly KeyedEntry[], 
   return `${prefix}${start.slice(0, 8)}/${start}_${end}_${id}.log${compress ? ".gz" : ""}`;
 }
 
-/** Writes the batch (its entries' NDJSON lines, each ending with "\n") as one object; resolves with its key. */
-export async function putNdjson(bucket: R2Bucket | undefined, target: AuditDeliveryTarget, entries: readonly KeyedEntry[], ndjson: readonly string[]): Promise<string> {
+/** Writes the batch (its entries' NDJSON text) as one object; resolves with its key. */
+export async function putNdjson(bucket: R2Bucket | undefined, target: AuditDeliveryTarget, entries: readonly KeyedEntry[], ndjson: string): Promise<string> {
   if (!bucket) throw new AuditDeliveryError("the AUDIT_BUCKET binding is missing");
   const compress = target.compress === true;
   const key = await objectKey(target.prefix ?? DEFAULT_R2_PREFIX, entries, compress);
