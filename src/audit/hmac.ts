@@ -171,18 +171,20 @@ export function hashEntry(device: Pick<AuditDevice, "salt" | "logRaw" | "hmacAcc
   const inPath = secretsInPath(entry.request.path, rawToken);
   const path = inPath.length > 0 ? replaceSecrets(salt, entry.request.path, inPath) : entry.request.path;
   const error = entry.error !== undefined && inPath.length > 0 ? replaceSecrets(salt, entry.error, inPath) : entry.error;
-  const base: AuditEntry = { ...entry, request: { ...entry.request, path } };
-  if (error !== undefined) base.error = error;
-  if (device.logRaw) return base;
   const original = entry.request;
-  const hashedRequest = once(original, `${who}\u0000${path}`, () => {
-    const request = { ...original, path };
-    if (request.client_token) request.client_token = credentialMac(salt, request.client_token);
-    if (request.client_token_accessor && hmacAccessor) request.client_token_accessor = credentialMac(salt, request.client_token_accessor);
-    if (request.data) request.data = hashData(salt, request.data) as Record<string, unknown>;
-    return request;
+  // One object per request and device settings, raw or hashed, so that its request and response
+  // entries share it (enqueue.ts serializes it once).
+  const request = once(original, `${who}\u0000${path}`, () => {
+    const r = { ...original, path };
+    if (device.logRaw) return r;
+    if (r.client_token) r.client_token = credentialMac(salt, r.client_token);
+    if (r.client_token_accessor && hmacAccessor) r.client_token_accessor = credentialMac(salt, r.client_token_accessor);
+    if (r.data) r.data = hashData(salt, r.data) as Record<string, unknown>;
+    return r;
   });
-  const out: AuditEntry = { ...base, request: hashedRequest };
+  const out: AuditEntry = { ...entry, request };
+  if (error !== undefined) out.error = error;
+  if (device.logRaw) return out;
   const auth = entry.auth;
   if (auth) out.auth = once(auth, who, () => hashAuth(salt, auth, hmacAccessor));
   if (entry.response) {

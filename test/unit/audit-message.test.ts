@@ -6,8 +6,10 @@
  */
 import { describe, expect, it } from "vitest";
 import { build } from "../../src/audit/batcher";
+import { enqueueEntries, setAuditQueueSendForTests } from "../../src/audit/enqueue";
+import { hashEntry } from "../../src/audit/hmac";
 import { decodeMessage, encodeMessage, entryLine, type MessageDevice, type QueuedEntry } from "../../src/audit/message";
-import { MAX_AUDIT_MESSAGE_BYTES, type AuditDevice } from "../../src/audit/types";
+import { MAX_AUDIT_MESSAGE_BYTES, type AuditDevice, type AuditEntry } from "../../src/audit/types";
 
 const device: MessageDevice = { id: "dev-1", path: "collector/", type: "http" };
 
@@ -104,5 +106,46 @@ describe("audit message format", () => {
     expect(split.length).toBeGreaterThan(1);
     for (const m of split) expect(new TextEncoder().encode(m.body).length).toBeLessThanOrEqual(Math.min(m.bytes, MAX_AUDIT_MESSAGE_BYTES));
     expect(split.flatMap((m) => decodeMessage(m.body)?.lines ?? []).map((l) => l.id)).toEqual(own.map((_, i) => `r${i}:request`));
+  });
+
+  it("measures members in UTF-8 bytes, not UTF-16 units, on the real path: entries with non-ASCII paths split within the limit and come back whole", async () => {
+    const auditDevice: AuditDevice = { ...device, description: "", options: {}, local: false, salt: "s", logRaw: false, hmacAccessor: true, elideListResponses: false };
+    // A path is not HMAC'd: 3,000 three-byte characters are 9 KB of a message but 3,000 units of a string.
+    const path = `kv/data/${"日".repeat(3000)}`;
+    const entries = (i: number): AuditEntry[] => {
+      const request = { id: `q${i}`, operation: "read", namespace: { id: "root", path: "" }, path };
+      const auth = { display_name: "token", policies: ["default"] };
+      return [
+        { id: `q${i}:request`, time: "2026-11-29T00:00:00.000Z", type: "request", auth, request },
+        { id: `q${i}:response`, time: "2026-11-29T00:00:00.001Z", type: "response", auth, request, response: { status_code: 200 } },
+      ];
+    };
+    const sent: string[] = [];
+    setAuditQueueSendForTests(async (_d, messages) => {
+      sent.push(...messages);
+    });
+    try {
+      // Handed over in one turn: one flush takes all 30 requests (~270 KB of UTF-8, ~90,000 string units).
+      await Promise.all(Array.from({ length: 30 }, (_, i) => enqueueEntries({} as Env, [auditDevice], entries(i))));
+    } finally {
+      setAuditQueueSendForTests(null);
+    }
+    expect(sent.length).toBeGreaterThan(2);
+    for (const body of sent) expect(new TextEncoder().encode(body).length).toBeLessThanOrEqual(MAX_AUDIT_MESSAGE_BYTES);
+    const lines = sent.flatMap((body) => decodeMessage(body)?.lines ?? []);
+    expect(lines.map((l) => l.id).sort()).toEqual(Array.from({ length: 30 }, (_, i) => [`q${i}:request`, `q${i}:response`]).flat().sort());
+    for (const l of lines) expect(JSON.parse(l.line)).toHaveProperty("request.path", path);
+  });
+
+  it("a request's two entries share one request object for a log_raw device too (serialized once for the message)", () => {
+    const request = { id: "raw1", operation: "read", namespace: { id: "root", path: "" }, path: "kv/data/app", client_token: "hvs.secret-token" };
+    const req: AuditEntry = { id: "raw1:request", time: "2026-11-29T00:00:00.000Z", type: "request", request };
+    const res: AuditEntry = { ...req, id: "raw1:response", type: "response", response: { status_code: 200 } };
+    for (const logRaw of [true, false]) {
+      const d = { salt: "s", logRaw, hmacAccessor: true };
+      const [a, b] = [hashEntry(d, req), hashEntry(d, res)];
+      expect(a.request).toBe(b.request);
+      expect(a.request.client_token === "hvs.secret-token").toBe(logRaw);
+    }
   });
 });
